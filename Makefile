@@ -1,0 +1,35 @@
+# Two commands for a fresh machine with Python 3.11+:
+#   make lab    -> JupyterLab on notebooks/
+#   make test   -> the whole test suite (unit, property, trace loader, dashboards, every notebook)
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: lab test setup reproduce doctor bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[test]"
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab notebooks/
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+reproduce: $(STAMP)
+	$(BIN)/python -m mooncake_lab reproduce
+
+doctor: $(STAMP)
+	$(BIN)/python -m mooncake_lab doctor
+
+bench: $(STAMP)
+	for b in benchmarks/*.py; do $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) build .pytest_cache .hypothesis
