@@ -9,9 +9,13 @@ from __future__ import annotations
 import importlib
 
 LECTURE_MODULES = [
+    "l00_welcome",
     "l01_roofline",
     "l02_storage",
     "l03_traces",
+    "l03_cache",
+    "l04_scheduling",
+    "l07_overload",
 ]
 
 for _name in LECTURE_MODULES:

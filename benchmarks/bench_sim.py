@@ -1,0 +1,88 @@
+"""Speed of the cluster simulator (prints numbers and ratios; no assertions).
+
+    MOONCAKE_LAB_DATA=/path/to/mooncake_traces python benchmarks/bench_sim.py [--reference-n 300]
+
+Budgets (DESIGN.md §5): conversation trace (12,031 requests), 8P+8D with caches, kvcentric
+≤ 60 ms per run after warm-up; a 23,608-request trace ≤ 120 ms; a fresh process with a warm
+numba cache: import + load + first simulation ≤ 2 s. The plain-Python reference steps the decode
+one iteration at a time, so it runs on the first ``--reference-n`` requests only (said in the output).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+from mooncake_lab import sim
+from mooncake_lab.synthetic import synthetic_trace
+from mooncake_lab.traces import load_trace_or_synthetic
+
+
+def best_of(fn, repeat=5):
+    ts = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t)
+    return min(ts), float(np.median(ts))
+
+
+def fresh_process_seconds() -> float:
+    code = ("import time; t=time.perf_counter()\n"
+            "from mooncake_lab import sim\nfrom mooncake_lab.traces import load_trace_or_synthetic\n"
+            "tr = load_trace_or_synthetic('conversation', download=False)\n"
+            "sim.simulate(tr, sim.ClusterConfig())\nprint(time.perf_counter() - t)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ))
+    return float(r.stdout.strip().splitlines()[-1]) if r.returncode == 0 else float("nan")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reference-n", type=int, default=300)
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args(argv)
+
+    conv = load_trace_or_synthetic("conversation", download=False)
+    tool = synthetic_trace("toolagent-like")
+    traces = {f"{conv.name} ({len(conv):,})": (conv, 60.0), f"{tool.name} ({len(tool):,})": (tool, 120.0)}
+    sim.simulate(conv.head(50), sim.ClusterConfig())  # compile / load the numba cache
+    t = time.perf_counter()
+    sim.simulate(conv.head(50), sim.ClusterConfig())
+    print(f"warm-up done ({time.perf_counter() - t:.3f} s for 50 requests)\n")
+    print(f"{'trace':38s} {'cluster':9s} {'policy':12s} {'numba ms':>9s} {'budget':>7s} {'req/s numba':>12s} "
+          f"{'req/s ref':>10s} {'ratio':>7s}")
+    for label, (tr, budget_ms) in traces.items():
+        for n in (8, 32):
+            for policy in ("kvcentric", "random"):
+                cfg = sim.ClusterConfig(n_prefill=n, n_decode=n, prefill_policy=policy)
+                best, med = best_of(lambda: sim.simulate(tr, cfg), args.repeat)
+                sub = tr.head(args.reference_n)
+                t = time.perf_counter()
+                sim.simulate(sub, cfg, engine="reference")
+                ref_rps = len(sub) / (time.perf_counter() - t)
+                rps = len(tr) / best
+                bud = f"{budget_ms:.0f}" if n == 8 and policy == "kvcentric" else "-"
+                print(f"{label:38s} {n}P+{n}D{'':3s} {policy:12s} {best * 1e3:9.1f} {bud:>7s} {rps:12,.0f} "
+                      f"{ref_rps:10,.0f} {rps / ref_rps:7,.0f}")
+    # admission control (lecture 07): the decode-bound overload of experiments/l07_overload.py
+    print(f"\nadmission, {tool.name} at 2x, 8P+8D, preset modern, decode KV 40k tokens/node:")
+    print(f"{'admission':12s} {'numba ms':>9s} {'vs none':>8s}")
+    t_none = None
+    for adm in sim.ADMISSIONS:
+        cfg = sim.ClusterConfig(admission=adm, preset="modern", decode_kv_capacity_tokens=40_000.0)
+        tr2 = tool.replay(2.0)
+        best, _ = best_of(lambda: sim.simulate(tr2, cfg), args.repeat)
+        t_none = best if t_none is None else t_none
+        print(f"{adm:12s} {best * 1e3:9.1f} {best / t_none:8.2f}")
+    print(f"\n(reference engine timed on the first {args.reference_n} requests of each trace; "
+          f"numba on the whole trace; times = best of {args.repeat}, whole simulate() call)")
+    print(f"fresh process (import + load conversation + first simulation, warm numba cache): "
+          f"{fresh_process_seconds():.2f} s (budget 2 s)")
+
+
+if __name__ == "__main__":
+    main()

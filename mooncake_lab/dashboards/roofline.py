@@ -1,0 +1,165 @@
+"""Dashboards of lecture 01: a live roofline, and prefill/decode times under presets and NVLink.
+
+Compute lives in :mod:`mooncake_lab.experiments.l01_roofline`, drawing in
+:mod:`mooncake_lab.plots.roofline`. Every slider picks from a fixed list (powers of two) or a
+bounded range, so no setting can crash; all sliders use ``continuous_update=False``.
+"""
+from __future__ import annotations
+
+import math
+
+import ipywidgets as widgets
+
+from .. import roofline as rf
+from ..experiments import l01_roofline as exp
+from ..hardware import get_node
+from ..models import MODELS, get_model
+from ..plots import roofline as plots
+from . import Dashboard
+
+__all__ = ["RooflineDashboard", "PresetDashboard", "NODE_CHOICES", "PROMPT_CHOICES", "BATCH_CHOICES",
+           "CONTEXT_CHOICES", "NVLINK_RANGE_GBS"]
+
+#: Nodes offered (8 GPUs each, hardware.NODES): the paper's A800 node first.
+NODE_CHOICES = ("a800x8", "a100x8", "h800x8", "h100x8", "h20x8")
+PROMPT_CHOICES = tuple(2 ** k for k in range(7, 18))      # 128 … 131,072 tokens
+BATCH_CHOICES = tuple(2 ** k for k in range(0, 11))       # 1 … 1,024 sequences
+CONTEXT_CHOICES = tuple(2 ** k for k in range(7, 18))     # 128 … 131,072 tokens per sequence
+#: NVLink slider bounds, GB/s bidirectional per GPU: below the A800's 400 … the H100's 900.
+NVLINK_RANGE_GBS = (100, 900)
+_PRESETS = ("ideal", "calibrated", "modern")
+
+
+def _tok_options(values) -> list[tuple[str, int]]:
+    return [(f"{v // 1024}k" if v >= 1024 else str(v), v) for v in values]
+
+
+class _WithReadout(Dashboard):
+    """A dashboard with an HTML readout line between its controls and its figure."""
+
+    def __init__(self):
+        self.readout = widgets.HTML()
+        super().__init__()
+        kids = list(self.widget.children)
+        self.widget.children = tuple(kids[:-1] + [self.readout, kids[-1]])
+
+
+class RooflineDashboard(_WithReadout):
+    """A live roofline: one prefill point (prompt length) and one decode point (batch × context).
+
+    Controls: ``model``, ``node`` (8-GPU node type), ``preset`` (ideal / calibrated / modern: under a
+    non-ideal preset, hollow markers show the FLOP/s actually achieved below the roof),
+    ``prompt`` (tokens), ``batch`` (sequences), ``context`` (tokens per decoding sequence).
+    """
+
+    title = "Lecture 01 · live roofline: where do prefill and decode sit?"
+
+    def __init__(self, model: str = "LLaMA2-70B", node: str = "a800x8", preset: str = "ideal",
+                 prompt: int = 8192, batch: int = 32, context: int = 1024):
+        self._init = (get_model(model).name, node, preset, prompt, batch, context)
+        super().__init__()
+
+    def _build_controls(self) -> dict:
+        model, node, preset, prompt, batch, context = self._init
+        return {
+            "model": widgets.Dropdown(options=list(MODELS), value=model, description="model"),
+            "node": widgets.Dropdown(options=NODE_CHOICES, value=node, description="node (8 GPUs)"),
+            "preset": widgets.ToggleButtons(options=_PRESETS, value=preset, description="preset"),
+            "prompt": widgets.SelectionSlider(options=_tok_options(PROMPT_CHOICES), value=prompt,
+                                              description="prompt", continuous_update=False),
+            "batch": widgets.SelectionSlider(options=BATCH_CHOICES, value=batch, description="decode batch",
+                                             continuous_update=False),
+            "context": widgets.SelectionSlider(options=_tok_options(CONTEXT_CHOICES), value=context,
+                                               description="context/seq", continuous_update=False),
+        }
+
+    def _draw(self):
+        m, nd = get_model(self.value("model")), get_node(self.value("node"))
+        preset, n, b, ctx = self.value("preset"), self.value("prompt"), self.value("batch"), self.value("context")
+        pts = exp.roofline_points(m, nd, lengths=(n,), batches=(b,), context_per_seq=ctx, preset=preset)
+        sweep = exp.roofline_sweep(m, nd, "ideal", context_per_seq=ctx)
+        ridge = rf.ridge_point(nd)
+        self.readout.value = self._readout(m, nd, pts, ridge, n, b, ctx)
+        curve = exp.roofline_curve(nd, exp.ROOFLINE_INTENSITIES)
+        return plots.roofline_chart(curve, pts, node_label=f"8×{nd.gpu.name.split('-')[0]}",
+                                    ridge=ridge, sweep=sweep, show_achieved=preset != "ideal",
+                                    preset_label=preset,
+                                    title=f"{m.name} on 8×{nd.gpu.name} ({preset} preset)\nprefill of {n:,} "
+                                          f"tokens, decode of {b} × {ctx:,}-token sequences")
+
+    @staticmethod
+    def _readout(m, nd, pts, ridge, n, b, ctx) -> str:
+        pre, dec = pts.iloc[0], pts.iloc[1]
+        cap = rf.decode_kv_capacity_tokens(m, nd)
+        if cap <= 0:
+            fits = "<b>does not fit</b>: the weights alone exceed the node's HBM"
+        else:
+            fits = "fits" if b * ctx <= cap else f"<b>does not fit</b> (capacity {cap:,.0f} tokens)"
+        rb = exp.decode_ridge_batch(m, nd, ctx)
+        rb_txt = "never (KV reads grow as fast as FLOPs)" if math.isinf(rb) else f"≈ {rb:,.0f}"
+        bound = lambda i: "compute-bound" if i >= ridge else "memory-bound"  # noqa: E731
+        return (f"ridge {ridge:.0f} FLOP/B · <b>prefill</b> {n:,} tok: {pre.intensity:,.0f} FLOP/B "
+                f"({bound(pre.intensity)}), {pre.time_s * 1e3:,.1f} ms, MFU {pre.achieved_flops / nd.peak_flops:.0%}"
+                f" · <b>decode</b> {b} × {ctx:,}: {dec.intensity:,.1f} FLOP/B ({bound(dec.intensity)}), "
+                f"{dec.time_s * 1e3:,.1f} ms/step, KV {fits}; compute-bound from batch {rb_txt}")
+
+
+class PresetDashboard(_WithReadout):
+    """Prefill time & MFU vs length and decode step vs batch on 8×A800 for one preset and NVLink.
+
+    Controls: ``preset``; ``nvlink`` (GB/s, datasheet bidirectional figure; A800 400, A100 600,
+    H100 900); ``tp_comm`` (expose the TP all-reduce for ideal/modern, which assume it overlapped;
+    calibrated always exposes it); ``context`` (tokens per decoding sequence). The dashed grey
+    line is the ideal preset (the physical limit); black diamonds are the A100 TP8 measurements.
+    """
+
+    title = "Lecture 01 · presets and NVLink: prefill time, MFU and decode step on 8×A800"
+
+    def __init__(self, preset: str = "calibrated", nvlink_gbs: int = 400, tp_comm: bool = False,
+                 context: int = 1024, model: str = "LLaMA2-70B", node: str = "a800x8"):
+        self._init = (preset, nvlink_gbs, tp_comm, context)
+        self._model, self._node = get_model(model), get_node(node)
+        self._measured = exp.measured_prefill_mfu()
+        self._ideal_pre = exp.prefill_vs_length(self._model, self._node, presets=("ideal",))
+        super().__init__()
+
+    def _build_controls(self) -> dict:
+        preset, nv, comm, ctx = self._init
+        lo, hi = NVLINK_RANGE_GBS
+        return {
+            "preset": widgets.ToggleButtons(options=_PRESETS, value=preset, description="preset"),
+            "nvlink": widgets.IntSlider(value=nv, min=lo, max=hi, step=50, description="NVLink GB/s",
+                                        continuous_update=False),
+            "tp_comm": widgets.Checkbox(value=comm, description="expose TP all-reduce", indent=False),
+            "context": widgets.SelectionSlider(options=_tok_options(CONTEXT_CHOICES[1:9]), value=ctx,
+                                               description="context/seq", continuous_update=False),
+        }
+
+    def _config(self):
+        name = self.value("preset")
+        self.controls["tp_comm"].disabled = name == "calibrated"   # calibrated always exposes it
+        preset = exp.with_tp_comm(name) if self.value("tp_comm") else name
+        return preset, exp.with_nvlink(self._node, self.value("nvlink"))
+
+    def _draw(self):
+        preset, node = self._config()
+        ctx = self.value("context")
+        m = self._model
+        pre = exp.prefill_vs_length(m, node, presets=(preset,))
+        dec = exp.decode_vs_batch(m, node, context_per_seq=ctx, presets=(preset,))
+        ref_dec = exp.decode_vs_batch(m, node, context_per_seq=ctx, presets=("ideal",))
+        label = f"{getattr(preset, 'name', preset)}, NVLink {self.value('nvlink')} GB/s"
+        self.readout.value = self._readout(m, node, preset, pre)
+        return plots.prefill_decode_panels(pre, dec, label=label, ref_pre=self._ideal_pre, ref_dec=ref_dec,
+                                           ref_label="ideal (physical limit)", measured=self._measured,
+                                           node_label=f"{m.name} on 8×A800")
+
+    def _readout(self, m, node, preset, pre) -> str:
+        row = pre[pre["n_new"] == 8192].iloc[0]
+        share = exp.tp_comm_share(m, node, preset)
+        pen = exp.nvlink_penalty(8192, m, self._node, preset, nvlink_gbs=self.value("nvlink"), reference_gbs=600)
+        comm = (f"TP all-reduce = {share:.0%} of per-token prefill time; vs NVLink 600 GB/s (A100): "
+                f"{pen * 1e3:+,.0f} ms" if share > 0 else "TP all-reduce assumed overlapped (NVLink has no effect)")
+        meas = self._measured[(self._measured["tp"] == 8) & (self._measured["prompt_tokens"] == 8192)]
+        meas_txt = f" (measured, A100 TP8: {meas['measured_s'].iloc[0]:.3f} s)" if len(meas) else ""
+        return f"8k prefill: <b>{row.time_s:.3f} s</b>, MFU {row.mfu:.0%}{meas_txt} · {comm}"

@@ -1,0 +1,137 @@
+"""Dashboards of lecture 02: reload vs recompute (TTFT parts), and FAST'25 Eq. 2's break-even bandwidth.
+
+Both are closed-form (no simulation): a slider move costs a few cost-model calls plus drawing.
+"""
+from __future__ import annotations
+
+import math
+
+import ipywidgets as widgets
+
+from .. import storage as st
+from ..experiments import l02_storage as exp
+from ..hardware import get_node
+from ..models import get_model
+from ..plots import storage as plots
+from . import Dashboard
+
+__all__ = ["ReloadDashboard", "Eq2Dashboard", "RELOAD_MODELS", "EQ2_NODES"]
+
+#: Models offered by the reload dashboard: MHA, GQA ×2, MLA, and a small MHA model.
+RELOAD_MODELS = ("llama2-70b", "llama3-70b", "opt-13b", "deepseek-v3", "llama2-7b")
+#: Nodes offered by the Eq. 2 dashboard (one per GPU type; the paper's two examples first).
+EQ2_NODES = ("a800x8", "h800x8", "a100x8", "h100x8", "h20x8")
+_EQ2_MODELS = ("llama3-70b", "llama2-70b", "opt-13b", "deepseek-v3")
+
+_BW_LOG10 = (0.0, math.log10(2000.0))     # tier bandwidth slider: 1 … 2,000 GB/s
+_PROMPT_LOG2 = (10.0, 17.0)               # prompt slider: 1,024 … 131,072 tokens
+_PREFIX_LOG2 = (9.0, 17.0)                # Eq. 2 prefix slider: 512 … 131,072 tokens
+_STYLE = {"description_width": "initial"}
+
+
+def _options(names) -> list[tuple[str, str]]:
+    return [(get_model(n).name, n) for n in names]
+
+
+class _WithReadout(Dashboard):
+    """A dashboard with an HTML line between its controls and its figure."""
+
+    def __init__(self):
+        self.readout = widgets.HTML()
+        super().__init__()
+        kids = list(self.widget.children)
+        self.widget.children = tuple(kids[:-1] + [self.readout, kids[-1]])
+
+
+class ReloadDashboard(_WithReadout):
+    """TTFT of one request whose cached prefix is reloaded from a tier of the chosen bandwidth.
+
+    Controls: ``bandwidth`` (GB/s, log, 1 … 2,000), ``model``, ``hit_fraction`` (cached share of
+    the prompt, 0 … 0.95), ``prompt_tokens`` (log, 1,024 … 131,072), ``mfu`` (prefill share of peak,
+    0.2 … 1; the seed lecture assumed 0.6). Bars: recompute all; reload + compute the rest,
+    serialized and layer-wise.
+    """
+
+    title = "Lecture 02 · reload the cached prefix, or recompute it?"
+
+    def __init__(self, model: str = "llama2-70b", node="a800x8", bandwidth_gbs: float = 56.0,
+                 hit_fraction: float = 0.5, prompt_tokens: int = exp.SEED_REQUEST_TOKENS, mfu: float = st.SEED_MFU):
+        self.node = get_node(node)
+        self._init = (model, bandwidth_gbs, hit_fraction, prompt_tokens, mfu)
+        super().__init__()
+
+    def _build_controls(self) -> dict:
+        model, bw, hit, n, mfu = self._init
+        return {
+            "bandwidth": widgets.FloatLogSlider(value=bw, base=10, min=_BW_LOG10[0], max=_BW_LOG10[1], step=0.02,
+                                                description="tier bandwidth (GB/s)", readout_format=",.3g",
+                                                continuous_update=False, style=_STYLE,
+                                                layout=widgets.Layout(width="420px")),
+            "model": widgets.Dropdown(options=_options(RELOAD_MODELS), value=model, description="model"),
+            "hit_fraction": widgets.FloatSlider(value=hit, min=0.0, max=0.95, step=0.05, description="cached share",
+                                                readout_format=".0%", continuous_update=False, style=_STYLE),
+            "prompt_tokens": widgets.FloatLogSlider(value=n, base=2, min=_PROMPT_LOG2[0], max=_PROMPT_LOG2[1],
+                                                    step=0.1, description="prompt (tokens)", readout_format=",.0f",
+                                                    continuous_update=False, style=_STYLE,
+                                                    layout=widgets.Layout(width="380px")),
+            "mfu": widgets.FloatSlider(value=mfu, min=0.2, max=1.0, step=0.05, description="prefill MFU",
+                                       readout_format=".0%", continuous_update=False, style=_STYLE),
+        }
+
+    def _draw(self):
+        bw = float(self.value("bandwidth"))
+        m = get_model(self.value("model"))
+        n = max(2, int(round(self.value("prompt_tokens"))))
+        df = exp.request_breakdown(m, self.node, n, float(self.value("hit_fraction")), bandwidth_gbs=bw,
+                                   mfu=float(self.value("mfu")))
+        tiers = exp.tier_bandwidths(self.node)
+        ref = ", ".join(f"{r.label} {r.bandwidth_gbs:g}" for r in tiers.itertuples())
+        c = int(df["n_cached"].max())
+        if c > 0:
+            cross = st.breakeven_bandwidth(m, self.node, c, mfu=float(self.value("mfu"))) / 1e9
+            verdict = (f"Reloading these {c:,} tokens beats recomputing them above <b>{cross:,.1f} GB/s</b>; "
+                       f"layer-wise TTFT speedup here: <b>{df['speedup'].iloc[-1]:.2f}×</b>.")
+        else:
+            verdict = "Nothing is cached: every token is recomputed."
+        self.readout.value = (f"{m.name}: {m.kv_bytes_per_token() / 1024:,.0f} KiB of KV per token. {verdict} "
+                              f"Tier bandwidths (GB/s): {ref}.")
+        return plots.ttft_components(df, title=f"{m.name}, {n:,}-token prompt, {int(df['n_cached'].max()):,} "
+                                               f"cached, tier at {bw:,.3g} GB/s")
+
+
+class Eq2Dashboard(_WithReadout):
+    """FAST'25 Eq. 2 break-even bandwidth vs prefix length, with the chosen point highlighted.
+
+    Controls: ``prefix_len`` (tokens, log, 512 … 131,072), ``node`` (GPU type of the 8-GPU node),
+    ``model`` (whose d and KV bytes enter Eq. 2).
+    """
+
+    title = "Lecture 02 · FAST'25 Eq. 2: how much bandwidth does prefix reuse need?"
+
+    def __init__(self, prefix_len: int = 8192, node: str = "a800x8", model: str = "llama3-70b"):
+        self._init = (prefix_len, node, model)
+        super().__init__()
+
+    def _build_controls(self) -> dict:
+        p, node, model = self._init
+        return {
+            "prefix_len": widgets.FloatLogSlider(value=p, base=2, min=_PREFIX_LOG2[0], max=_PREFIX_LOG2[1], step=0.25,
+                                                 description="prefix p (tokens)", readout_format=",.0f",
+                                                 continuous_update=False, style=_STYLE,
+                                                 layout=widgets.Layout(width="400px")),
+            "node": widgets.Dropdown(options=EQ2_NODES, value=node, description="node"),
+            "model": widgets.Dropdown(options=_options(_EQ2_MODELS), value=model, description="model"),
+        }
+
+    def _draw(self):
+        p = max(1, int(round(self.value("prefix_len"))))
+        node, m = self.value("node"), get_model(self.value("model"))
+        nodes = tuple(dict.fromkeys(("a800x8", "h800x8", node)))
+        curves = exp.eq2_curves(nodes, m)
+        g = st.eq2_min_bandwidth(m, node, p) / 1e9
+        tiers = exp.tier_bandwidths(node)
+        ok = [r.label for r in tiers.itertuples() if r.bandwidth_gbs >= g]
+        self.readout.value = (f"Eq. 2 on 8 × {node.split('x')[0].upper()} at p = {p:,}: reuse wins above "
+                              f"<b>{g:,.2f} GB/s</b>. Tiers fast enough: {', '.join(ok) if ok else 'none'}.")
+        paper = exp.PAPER_EQ2 if m.name == "LLaMA3-70B" else None
+        return plots.eq2_breakeven(curves, tiers, highlight=(node, p, g), paper=paper, model_name=m.name)

@@ -1,0 +1,70 @@
+"""``python -m mooncake_lab doctor``: what an instructor runs before class.
+
+Prints library versions, checks that numba compiles (and how long it took), that ipywidgets and
+JupyterLab import, and where each trace would be loaded from. Returns 0 when all is well.
+"""
+from __future__ import annotations
+
+import importlib
+import platform
+import sys
+import time
+
+REQUIRED = ["numpy", "pandas", "matplotlib", "numba", "ipywidgets", "jupyterlab", "pooch", "tqdm"]
+
+
+def _version(name: str) -> str | None:
+    try:
+        mod = importlib.import_module(name)
+    except Exception:  # noqa: BLE001 - any import failure is a doctor finding
+        return None
+    return getattr(mod, "__version__", "?")
+
+
+def _numba_check() -> tuple[bool, str]:
+    try:
+        import numpy as np
+        from numba import njit
+
+        @njit(cache=False)
+        def _sum(a):
+            s = 0.0
+            for x in a:
+                s += x
+            return s
+
+        t0 = time.perf_counter()
+        ok = _sum(np.arange(10.0)) == 45.0
+        return ok, f"compiled and ran a kernel in {time.perf_counter() - t0:.2f} s"
+    except Exception as err:  # noqa: BLE001
+        return False, f"numba failed: {err}"
+
+
+def _trace_sources() -> list[str]:
+    try:
+        from .trace_data import data_sources
+    except ImportError:
+        return ["(trace loading not available in this version)"]
+    return [f"{name:<13} {where}" for name, where in data_sources().items()]
+
+
+def run_doctor(out=sys.stdout) -> int:
+    """Print the checks; return 0 if every required piece works, 1 otherwise."""
+    from . import __version__
+
+    problems = 0
+    print(f"mooncake_lab {__version__} on Python {platform.python_version()} ({sys.executable})", file=out)
+    for name in REQUIRED:
+        v = _version(name)
+        problems += v is None
+        print(f"  {'ok ' if v else 'MISSING'} {name:<11} {v or 'not importable: run `make lab` or pip install -e .'}",
+              file=out)
+    ok, msg = _numba_check()
+    problems += not ok
+    print(f"  {'ok ' if ok else 'FAIL'} numba       {msg}", file=out)
+    print("trace data (first match wins):", file=out)
+    for line in _trace_sources():
+        print(f"  {line}", file=out)
+    print("all good — open the course with `make lab`" if not problems else f"{problems} problem(s) found",
+          file=out)
+    return 0 if not problems else 1

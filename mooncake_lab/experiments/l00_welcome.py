@@ -1,0 +1,56 @@
+"""Lecture 00: one request through prefill and decode; the stall a coupled engine causes.
+
+Times come from :mod:`mooncake_lab.roofline` (LLaMA2-70B on one 8×A800 node by default).
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from .. import roofline
+from ..hardware import A800_NODE
+from ..models import get_model
+
+DEFAULT_MODEL = "llama2-70b"
+
+
+def one_request(n_prompt: int = 12_035, n_output: int = 343, *, model=DEFAULT_MODEL, node=A800_NODE,
+                preset: str = "ideal") -> pd.Series:
+    """Timeline of one request alone on a prefill node and a decode node (seconds).
+
+    The first token comes out of the prefill (TTFT = prefill time, no queueing); the KV cache then
+    moves to the decode node over RDMA (serialized here; lecture 02 overlaps it layer by layer) and
+    decode produces the other ``n_output - 1`` tokens at batch size 1, context growing by one per step.
+    """
+    m = get_model(model)
+    if int(n_output) < 1:
+        raise ValueError(f"n_output must be ≥ 1, got {n_output!r}")
+    prefill = roofline.prefill_time(m, node, n_prompt, preset=preset)
+    transfer = roofline.kv_transfer_time(m, node, n_prompt, preset=preset)
+    steps = [roofline.decode_step_time(m, node, 1, n_prompt + k, preset=preset) for k in range(1, int(n_output))]
+    decode = float(sum(steps))
+    return pd.Series({
+        "prompt_tokens": int(n_prompt), "output_tokens": int(n_output),
+        "prefill_s": prefill, "kv_transfer_s": transfer,
+        "ttft_s": prefill,
+        "tbt_mean_s": decode / max(1, len(steps)),
+        "decode_s": decode,
+        "end_to_end_s": prefill + transfer + decode,
+    }, name=f"{m.name}, {preset}")
+
+
+def coupled_stall(prompt_lengths=(2_000, 8_000, 32_000, 128_000), *, batch_size: int = 32, context: int = 12_035,
+                  model=DEFAULT_MODEL, node=A800_NODE, preset: str = "ideal") -> pd.DataFrame:
+    """Token gap seen by a request being decoded when a prompt is prefilled on the same GPUs.
+
+    ``batch_size`` requests of ``context`` tokens each are being decoded; one prefill of each
+    length runs unchunked between two decode steps, so the gap = prefill time + one decode step.
+    """
+    m = get_model(model)
+    step = roofline.decode_step_time(m, node, batch_size, batch_size * int(context), preset=preset)
+    rows = []
+    for p in prompt_lengths:
+        gap = roofline.prefill_time(m, node, p, preset=preset) + step
+        rows.append({"prompt_tokens": int(p), "normal_tbt_s": step, "stalled_gap_s": gap})
+    df = pd.DataFrame(rows)
+    df["gap_over_normal"] = df["stalled_gap_s"] / df["normal_tbt_s"]
+    return df

@@ -1,0 +1,346 @@
+"""Lecture 01 — the roofline of LLaMA2-70B on 8×A800: tidy tables for the notebook and the metrics.
+
+Presets: "ideal" (peak numbers, the physical limit), "calibrated" (fitted to SplitwiseSim's
+A100 measurements, applied to the A800's slower NVLink), "modern" (BLIS defaults). Each function
+says which it uses.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Iterable
+
+import numpy as np
+import pandas as pd
+
+from .. import roofline as rf
+from ..calibration import compare_to_measured, get_preset, load_measured
+from ..hardware import A100_NODE, Node, get_node
+from ..models import MODELS, fast25_eq1_prefill_flops, get_model
+from ..reproduce import Metric, figure_group, metric_group
+
+__all__ = ["model_table", "flops_breakdown", "prefill_vs_length", "decode_vs_batch", "roofline_points",
+           "roofline_curve", "calibration_table", "metrics",
+           "per_token_counts", "eq1_comparison", "measured_prefill_mfu", "decode_ridge_batch",
+           "kv_equals_weights_batch", "with_nvlink", "with_tp_comm", "tp_comm_share", "nvlink_penalty",
+           "roofline_sweep", "figures"]
+
+DEFAULT_LENGTHS = (128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
+DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+PRESET_NAMES = ("ideal", "calibrated", "modern")
+#: Intensity grid of the lecture's roofline charts (FLOP/B): 0.1 … 10^6, wide enough for a
+#: 128k-token prefill (≈ 2·10^5 FLOP/B for LLaMA2-70B).
+ROOFLINE_INTENSITIES = np.logspace(-1, 6, 141)
+
+
+def model_table(node="a800x8") -> pd.DataFrame:
+    """One row per catalog model: parameters, weight GB, KV bytes/token, GFLOP/token, KV capacity."""
+    rows = []
+    for m in MODELS.values():
+        rows.append({
+            "model": m.name, "attention": m.attention, "parameters_b": m.parameters() / 1e9,
+            "active_parameters_b": m.active_parameters() / 1e9, "weight_gb": m.weight_bytes() / 1e9,
+            "kv_bytes_per_token": m.kv_bytes_per_token(),
+            "gflop_per_token": (m.linear_flops_per_token() + m.lm_head_flops_per_token()) / 1e9,
+            "kv_capacity_tokens": rf.decode_kv_capacity_tokens(m, node),
+        })
+    return pd.DataFrame(rows)
+
+
+def flops_breakdown(model="llama2-70b", lengths: Iterable[int] = DEFAULT_LENGTHS) -> pd.DataFrame:
+    """Prefill FLOPs by term (linear, attention, lm_head) and FAST'25 Eq. 1, long format.
+
+    Columns: n_tokens, term, flops, flops_per_token.
+    """
+    m = get_model(model)
+    rows = []
+    for n in lengths:
+        br = m.prefill_flops_breakdown(n)
+        for term in ("linear", "attention", "lm_head", "total"):
+            rows.append({"n_tokens": n, "term": term, "flops": br[term]})
+        rows.append({"n_tokens": n, "term": "fast25_eq1",
+                     "flops": fast25_eq1_prefill_flops(n, m.n_layers, m.d_model)})
+    df = pd.DataFrame(rows)
+    df["flops_per_token"] = df["flops"] / df["n_tokens"]
+    return df
+
+
+def prefill_vs_length(model="llama2-70b", node="a800x8", lengths: Iterable[int] = DEFAULT_LENGTHS,
+                      presets=PRESET_NAMES, n_cached: int = 0) -> pd.DataFrame:
+    """Prefill time and MFU vs prompt length, one row per (preset, length).
+
+    Columns: preset, n_new, n_cached, time_s, mfu, flops, tokens_per_s.
+    """
+    m, nd = get_model(model), get_node(node)
+    rows = []
+    for p in presets:
+        name = get_preset(p).name
+        for n in lengths:
+            t = rf.prefill_time(m, nd, n, n_cached, preset=p)
+            fl = m.prefill_flops(n, n_cached)
+            rows.append({"preset": name, "n_new": n, "n_cached": n_cached, "time_s": t,
+                         "mfu": fl / (t * nd.peak_flops), "flops": fl, "tokens_per_s": n / t})
+    return pd.DataFrame(rows)
+
+
+def decode_vs_batch(model="llama2-70b", node="a800x8", batches: Iterable[int] = DEFAULT_BATCHES,
+                    context_per_seq: int = 512, presets=PRESET_NAMES) -> pd.DataFrame:
+    """Decode step time vs batch size (each sequence holding ``context_per_seq`` tokens).
+
+    Columns: preset, batch_size, context_tokens, step_s, tokens_per_s, fits (KV within capacity).
+    """
+    m, nd = get_model(model), get_node(node)
+    cap = rf.decode_kv_capacity_tokens(m, nd)
+    rows = []
+    for p in presets:
+        name = get_preset(p).name
+        for b in batches:
+            ctx = b * context_per_seq
+            t = rf.decode_step_time(m, nd, b, ctx, preset=p)
+            rows.append({"preset": name, "batch_size": b, "context_tokens": ctx, "step_s": t,
+                         "tokens_per_s": b / t, "fits": ctx <= cap})
+    return pd.DataFrame(rows)
+
+
+def roofline_points(model="llama2-70b", node="a800x8", lengths: Iterable[int] = (512, 2048, 8192, 32768),
+                    batches: Iterable[int] = (1, 8, 32, 128), context_per_seq: int = 4096,
+                    preset="ideal") -> pd.DataFrame:
+    """Prefill and decode operating points on the node's roofline.
+
+    Columns: phase, label, intensity (FLOP/B), attainable_flops (roofline bound, FLOP/s),
+    achieved_flops (FLOPs / time under ``preset``), flops, time_s.
+    """
+    m, nd = get_model(model), get_node(node)
+    rows = []
+    for n in lengths:
+        i = rf.prefill_intensity(m, n)
+        t = rf.prefill_time(m, nd, n, preset=preset)
+        fl = m.prefill_flops(n)
+        rows.append({"phase": "prefill", "label": f"prefill n={n}", "intensity": i,
+                     "attainable_flops": rf.attainable_flops(i, nd), "achieved_flops": fl / t,
+                     "flops": fl, "time_s": t})
+    for b in batches:
+        ctx = b * context_per_seq
+        i = rf.decode_intensity(m, b, ctx)
+        t = rf.decode_step_time(m, nd, b, ctx, preset=preset)
+        fl = m.decode_flops(b, ctx)
+        rows.append({"phase": "decode", "label": f"decode b={b}", "intensity": i,
+                     "attainable_flops": rf.attainable_flops(i, nd), "achieved_flops": fl / t,
+                     "flops": fl, "time_s": t})
+    return pd.DataFrame(rows)
+
+
+def roofline_curve(node="a800x8", intensities=None) -> pd.DataFrame:
+    """The roofline itself: columns intensity (FLOP/B), attainable_flops (FLOP/s)."""
+    x = np.logspace(-1, 4, 200) if intensities is None else np.asarray(intensities, dtype=float)
+    return pd.DataFrame({"intensity": x, "attainable_flops": rf.attainable_flops(x, get_node(node))})
+
+
+def calibration_table() -> pd.DataFrame:
+    """Ideal vs calibrated vs modern vs measured (LLaMA2-70B on A100-80GB, SplitwiseSim)."""
+    return compare_to_measured()
+
+
+_SPLITWISE = "SplitwiseSim perf_model.csv, LLaMA2-70B A100-80GB TP8 (measured_latency.md)"
+
+
+@metric_group("roofline")
+def metrics() -> list[Metric]:
+    m, nd = get_model("llama2-70b"), get_node("a800x8")
+    return [
+        Metric("roofline.kv_bytes_per_token.llama2_70b", m.kv_bytes_per_token(), "B", 327680.0,
+               "2×80×8×128×2 B = 320 KiB (FAST'25: '320 KB'; mooncake_paper.md)"),
+        Metric("roofline.prefill_flops.llama2_70b.n8192", m.prefill_flops(8192), "FLOP",
+               fast25_eq1_prefill_flops(8192),
+               "FAST'25 Eq. 1 (a=4, b=22): 1.14 PFLOP; ours adds the LM head, counts attention causally"),
+        Metric("roofline.prefill_s.llama2_70b.a800x8.n8192.ideal",
+               rf.prefill_time(m, nd, 8192, preset="ideal"), "s", None,
+               "physical limit (peak FLOP/s); no published value"),
+        Metric("roofline.prefill_s.llama2_70b.a800x8.n8192.calibrated",
+               rf.prefill_time(m, nd, 8192, preset="calibrated"), "s", 1.550,
+               f"{_SPLITWISE}: prompt 8k = 1,550 ms (A100 NVLink 600 vs A800 400 GB/s)"),
+        Metric("roofline.decode_step_s.llama2_70b.a800x8.b1.ideal",
+               rf.decode_step_time(m, nd, 1, 512, preset="ideal"), "s", 8.5e-3,
+               "HBM-streaming floor at TP8 ≈ 8.5 ms (measured_latency.md)"),
+        Metric("roofline.decode_step_s.llama2_70b.a800x8.b1.calibrated",
+               rf.decode_step_time(m, nd, 1, 512, preset="calibrated"), "s", 45.0e-3,
+               f"{_SPLITWISE}: decode batch 1, prompt 512 = 45.0 ms"),
+    ]
+
+
+# --- additions for the lecture notebook and its dashboards ---------------------------------------
+def per_token_counts(model="llama2-70b") -> pd.Series:
+    """The hand-checkable per-token figures of ``model``, straight from :mod:`mooncake_lab.models`.
+
+    Index: layer_matmul_params, params_per_layer, linear_gflop_per_token, lm_head_gflop_per_token,
+    gflop_per_token (linear + LM head), attention_flop_per_key (FLOP per new token per attended
+    key), kv_bytes_per_token, kv_kib_per_token, weight_gb.
+    """
+    m = get_model(model)
+    kv = m.kv_bytes_per_token()
+    return pd.Series({
+        "layer_matmul_params": float(m.layer_matmul_params()),
+        "params_per_layer": m.layer_matmul_params() / m.n_layers,
+        "linear_gflop_per_token": m.linear_flops_per_token() / 1e9,
+        "lm_head_gflop_per_token": m.lm_head_flops_per_token() / 1e9,
+        "gflop_per_token": (m.linear_flops_per_token() + m.lm_head_flops_per_token()) / 1e9,
+        "attention_flop_per_key": m.attention_flops_coefficient(),
+        "kv_bytes_per_token": kv,
+        "kv_kib_per_token": kv / 1024.0,
+        "weight_gb": m.weight_bytes() / 1e9,
+    }, name=m.name)
+
+
+def eq1_comparison(n_tokens: int = 8192, model="llama2-70b") -> pd.DataFrame:
+    """FAST'25 Eq. 1 (a=4, b=22) beside our count, term by term, for a prefill of ``n_tokens``.
+
+    Rows: linear, attention, lm_head, total. Columns: eq1_flops, ours_flops, ours_minus_eq1
+    (FLOP), and the coefficient each side uses: ``eq1_coef`` (b = 22 for linear, a = 4 for
+    attention) vs ``ours_coef`` (linear FLOP per token / (L·d²) = 25.5 for LLaMA2-70B; attention
+    FLOPs / (L·n²·d) = 2 once the causal ½ is applied).
+    """
+    m = get_model(model)
+    L, d, n = m.n_layers, m.d_model, float(n_tokens)
+    ours = m.prefill_flops_breakdown(n)
+    eq_lin = fast25_eq1_prefill_flops(n, L, d, a=0.0, b=22.0)
+    eq_att = fast25_eq1_prefill_flops(n, L, d, a=4.0, b=0.0)
+    rows = [
+        ("linear", eq_lin, ours["linear"], 22.0, m.linear_flops_per_token() / (L * d * d)),
+        ("attention", eq_att, ours["attention"], 4.0, ours["attention"] / (L * n * n * d)),
+        ("lm_head", 0.0, ours["lm_head"], 0.0, math.nan),
+    ]
+    df = pd.DataFrame(rows, columns=["term", "eq1_flops", "ours_flops", "eq1_coef", "ours_coef"])
+    tot = pd.DataFrame([("total", df["eq1_flops"].sum(), ours["total"], math.nan, math.nan)], columns=df.columns)
+    df = pd.concat([df, tot], ignore_index=True)
+    df["ours_minus_eq1"] = df["ours_flops"] - df["eq1_flops"]
+    return df.set_index("term")
+
+
+def measured_prefill_mfu() -> pd.DataFrame:
+    """MFU of every measured prefill row (SplitwiseSim, LLaMA2-70B on ``tp`` A100-80GB):
+    our FLOP count / (measured seconds × tp × 312 TFLOP/s).
+
+    Columns: tp, prompt_tokens, measured_s, flops, mfu.
+    """
+    m = get_model("llama2-70b")
+    df = load_measured()
+    pre = df[df["phase"] == "prefill"].copy()
+    pre["measured_s"] = pre["latency_s"]
+    pre["flops"] = [m.prefill_flops(int(n)) for n in pre["prompt_tokens"]]
+    pre["mfu"] = [f / (t * A100_NODE.with_gpus(int(tp)).peak_flops)
+                  for f, t, tp in zip(pre["flops"], pre["measured_s"], pre["tp"])]
+    return pre[["tp", "prompt_tokens", "measured_s", "flops", "mfu"]].reset_index(drop=True)
+
+
+def decode_ridge_batch(model="llama2-70b", node="a800x8", context_per_seq: int = 1024) -> float:
+    """Batch size at which a decode step's arithmetic intensity reaches the node's ridge point
+    (every sequence holding ``context_per_seq`` tokens): where decode turns compute-bound under
+    the ideal preset. ``inf`` when the intensity never gets there (long contexts: the KV reads
+    grow with the batch as fast as the FLOPs). Found by bisection on :func:`roofline.decode_intensity`.
+    """
+    m, nd = get_model(model), get_node(node)
+    ctx = float(context_per_seq)
+    if not (math.isfinite(ctx) and ctx >= 0):
+        raise ValueError(f"context_per_seq must be a finite number >= 0 tokens, got {context_per_seq!r}")
+    ridge = rf.ridge_point(nd)
+
+    def gap(b: float) -> float:
+        return rf.decode_intensity(m, b, b * ctx) - ridge
+
+    lo, hi = 1.0, 2.0
+    if gap(lo) >= 0:
+        return lo
+    while gap(hi) < 0:
+        hi *= 2.0
+        if hi > 1e9:
+            return math.inf
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if gap(mid) < 0 else (lo, mid)
+    return 0.5 * (lo + hi)
+
+
+def kv_equals_weights_batch(model="llama2-70b", context_per_seq: int = 1024) -> float:
+    """Batch size at which a decode step reads as many KV bytes as weight bytes."""
+    m = get_model(model)
+    ctx = float(context_per_seq)
+    if not (math.isfinite(ctx) and ctx > 0):
+        raise ValueError(f"context_per_seq must be a finite number > 0 tokens, got {context_per_seq!r}")
+    return m.streamed_weight_bytes_dense() / (m.kv_bytes_per_token() * ctx)
+
+
+def with_nvlink(node="a800x8", nvlink_gbs: float = 400.0) -> Node:
+    """``node`` with its GPUs' NVLink set to ``nvlink_gbs`` GB/s (datasheet, bidirectional total:
+    A800 400, A100 600, H100 900)."""
+    nd = get_node(node)
+    bw = float(nvlink_gbs)
+    if not (math.isfinite(bw) and bw > 0):
+        raise ValueError(f"nvlink_gbs must be a finite number > 0 GB/s, got {nvlink_gbs!r}")
+    return replace(nd, gpu=replace(nd.gpu, nvlink_bw=bw * 1e9), name=f"{nd.name}-nvlink{bw:g}")
+
+
+def with_tp_comm(preset="ideal"):
+    """``preset`` with the TP all-reduce *exposed* (serial with compute, at the preset's own
+    ``tp_comm_efficiency``: 1.0 for ideal/modern, 0.67 for calibrated, which already exposes it)."""
+    p = get_preset(preset)
+    return p if p.tp_comm else replace(p, name=f"{p.name}+tp-comm", tp_comm=True)
+
+
+def tp_comm_share(model="llama2-70b", node="a800x8", preset="calibrated") -> float:
+    """Share of the per-token prefill time (linear + LM head + all-reduce) spent in the TP all-reduce."""
+    c = rf.cost_model(model, node, preset)
+    return c.tp_comm_s_per_token / (c.prefill_s_per_token + c.tp_comm_s_per_token)
+
+
+def nvlink_penalty(n_new: int = 8192, model="llama2-70b", node="a800x8", preset="calibrated",
+                   nvlink_gbs: float = 400.0, reference_gbs: float = 600.0) -> float:
+    """Extra prefill seconds at ``nvlink_gbs`` compared with ``reference_gbs`` (A800 vs A100)."""
+    return (rf.prefill_time(model, with_nvlink(node, nvlink_gbs), n_new, preset=preset)
+            - rf.prefill_time(model, with_nvlink(node, reference_gbs), n_new, preset=preset))
+
+
+def roofline_sweep(model="llama2-70b", node="a800x8", preset="ideal", lengths=None, batches=None,
+                   context_per_seq: int = 1024) -> pd.DataFrame:
+    """Like :func:`roofline_points` over dense sweeps, with the CostModel built once (fast enough
+    for a slider). Adds columns ``x`` (n_new or batch_size), ``bound`` ("compute"/"memory": which
+    side of the ridge) and ``fits`` (decode KV within the node's capacity; prefill: True).
+    """
+    m, nd = get_model(model), get_node(node)
+    lengths = np.unique(np.geomspace(64, 131072, 23).round()) if lengths is None else lengths
+    batches = np.unique(np.geomspace(1, 1024, 21).round()) if batches is None else batches
+    c = rf.cost_model(m, nd, preset).as_array()
+    ridge = rf.ridge_point(nd)
+    cap = rf.decode_kv_capacity_tokens(m, nd)
+    rows = []
+    for n in lengths:
+        n = float(n)
+        i, fl = rf.prefill_intensity(m, n), m.prefill_flops(n)
+        t = float(rf.cm_prefill_time(c, n, 0.0))
+        rows.append(("prefill", n, i, fl, t, True))
+    for b in batches:
+        b = float(b)
+        ctx = b * float(context_per_seq)
+        i, fl = rf.decode_intensity(m, b, ctx), m.decode_flops(b, ctx)
+        t = float(rf.cm_decode_step_time(c, b, ctx))
+        rows.append(("decode", b, i, fl, t, ctx <= cap))
+    df = pd.DataFrame(rows, columns=["phase", "x", "intensity", "flops", "time_s", "fits"])
+    df["attainable_flops"] = rf.attainable_flops(df["intensity"].to_numpy(), nd)
+    df["achieved_flops"] = df["flops"] / df["time_s"]
+    df["bound"] = np.where(df["intensity"] >= ridge, "compute", "memory")
+    return df
+
+
+@figure_group("roofline")
+def figures() -> dict:
+    """Headline figures of lecture 01 (LLaMA2-70B on 8×A800 unless stated)."""
+    from ..plots import roofline as plots
+
+    return {
+        "l01_roofline_a800x8": plots.roofline_chart(roofline_curve("a800x8", ROOFLINE_INTENSITIES),
+                                                    roofline_points(context_per_seq=1024),
+                                                    node_label="8×A800", ridge=rf.ridge_point("a800x8")),
+        "l01_flops_per_token": plots.flops_per_token(flops_breakdown()),
+        "l01_prefill_vs_length": plots.prefill_vs_length(prefill_vs_length(), measured_prefill_mfu()),
+        "l01_decode_vs_batch": plots.decode_vs_batch(decode_vs_batch(context_per_seq=1024)),
+        "l01_ideal_calibrated_measured": plots.calibration_comparison(calibration_table()),
+    }

@@ -1,0 +1,307 @@
+"""Lecture 02 — trading storage for computation: reload vs recompute, SSD crossover, Eq. 2, overlap.
+
+Recompute times use the seed lecture's assumption, prefill at ``mfu`` = 60% of peak
+(:func:`storage.seed_preset`), over a 4,096-token prefix unless told otherwise; the layer-wise
+overlap experiment uses the "calibrated" preset.
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+import numpy as np
+import pandas as pd
+
+from .. import storage as st
+from ..hardware import SSD_DRIVE_READ_BW, TIER_NAMES, get_node
+from ..models import _check_count, get_model
+from ..reproduce import Metric, figure_group, metric_group
+from ..roofline import kv_load_time, prefill_time
+
+__all__ = ["reload_vs_recompute", "speedup_vs_bandwidth", "crossover_table", "eq2_table",
+           "layerwise_overlap", "kv_footprint", "tier_bandwidths", "ssd_claims", "request_breakdown",
+           "layerwise_store", "eq2_curves", "metrics", "figures",
+           "SEED_REQUEST_TOKENS", "FOOTPRINT_MODELS", "SSD_SWEEP_GBS", "PAPER_EQ2"]
+
+#: The seed lecture's demo-1 request: 8.7k tokens, half of them cached (seed_lecture.md, demo 1).
+SEED_REQUEST_TOKENS = 8_700
+#: FAST'25 Eq. 2's quoted break-even bandwidths, GB/s, for LLaMA3-70B at p = 8192 (FAST'25 §2.3,
+#: text after Eq. 2: "6 GB/s" for 8×A800, "19 GB/s" for 8×H800); node → (prefix_len, GB/s).
+PAPER_EQ2 = {"a800x8": (8192, 6.0), "h800x8": (8192, 19.0)}
+#: SSD bandwidths swept by the crossover figure: 1 … 1,000 GB/s (one slow drive … beyond PCIe).
+SSD_SWEEP_GBS = np.geomspace(1.0, 1000.0, 121)
+#: The models of the KV-footprint comparison (DESIGN §2, lecture 02): MHA, GQA ×2, MLA.
+FOOTPRINT_MODELS = ("opt-13b", "llama2-70b", "llama3-70b", "deepseek-v3")
+
+DEFAULT_MODELS = ("llama2-70b", "llama3-70b", "opt-13b", "llama2-7b", "deepseek-v3")
+
+
+def reload_vs_recompute(models: Iterable[str] = DEFAULT_MODELS, node="a800x8", tiers=TIER_NAMES,
+                        prefix_len: int = st.DEFAULT_PREFIX, mfu: float = st.SEED_MFU) -> pd.DataFrame:
+    """One row per (model, tier): reload time, recompute time, speedup of reloading.
+
+    Columns: model, attention, kv_bytes_per_token, gflop_per_token, tier, bandwidth_gbs,
+    reload_s, recompute_s, speedup.
+    """
+    nd = get_node(node)
+    rows = []
+    for name in models:
+        m = get_model(name)
+        rec = st.recompute_time(m, nd, prefix_len, mfu)
+        for tier in tiers:
+            rel = st.reload_time(m, nd, tier, prefix_len)
+            rows.append({"model": m.name, "attention": m.attention,
+                         "kv_bytes_per_token": m.kv_bytes_per_token(),
+                         "gflop_per_token": m.prefill_flops(prefix_len) / prefix_len / 1e9,
+                         "tier": tier, "bandwidth_gbs": nd.tier(tier).bandwidth / 1e9,
+                         "reload_s": rel, "recompute_s": rec, "speedup": rec / rel})
+    return pd.DataFrame(rows)
+
+
+def speedup_vs_bandwidth(models: Iterable[str] = ("llama2-70b", "opt-13b"), node="a800x8",
+                         bandwidths_gbs=None, prefix_len: int = st.DEFAULT_PREFIX,
+                         mfu: float = st.SEED_MFU) -> pd.DataFrame:
+    """Reload speedup vs tier bandwidth (e.g. an SSD array). Columns: model, bandwidth_gbs, speedup."""
+    bws = np.logspace(0, np.log10(200), 60) if bandwidths_gbs is None else np.asarray(bandwidths_gbs, float)
+    nd = get_node(node)
+    rows = []
+    for name in models:
+        m = get_model(name)
+        for bw in bws:
+            rows.append({"model": m.name, "bandwidth_gbs": float(bw),
+                         "speedup": st.reload_speedup(m, nd, "ssd", prefix_len, mfu, bandwidth=bw * 1e9)})
+    return pd.DataFrame(rows)
+
+
+def crossover_table(models: Iterable[str] = DEFAULT_MODELS, node="a800x8",
+                    prefix_len: int = st.DEFAULT_PREFIX, mfu: float = st.SEED_MFU) -> pd.DataFrame:
+    """Bandwidth (GB/s) where reload = recompute (``breakeven_gbs``) and where it is 10× faster
+    (``ten_x_gbs``), beside the node's SSD bandwidth."""
+    nd = get_node(node)
+    rows = []
+    for name in models:
+        m = get_model(name)
+        rows.append({"model": m.name, "attention": m.attention,
+                     "breakeven_gbs": st.breakeven_bandwidth(m, nd, prefix_len, mfu) / 1e9,
+                     "ten_x_gbs": st.breakeven_bandwidth(m, nd, prefix_len, mfu, speedup=10) / 1e9,
+                     "node_ssd_gbs": nd.tier("ssd").bandwidth / 1e9})
+    return pd.DataFrame(rows)
+
+
+def eq2_table(nodes: Iterable[str] = ("a800x8", "h800x8", "h100x8", "h20x8"), model="llama3-70b",
+              prefix_lens: Iterable[int] = (1024, 2048, 4096, 8192, 16384, 32768, 131072)) -> pd.DataFrame:
+    """FAST'25 Eq. 2 minimum bandwidth per node and prefix length. Columns: node, prefix_len, min_gbs."""
+    return pd.DataFrame([{"node": n, "prefix_len": p, "min_gbs": st.eq2_min_bandwidth(model, n, p) / 1e9}
+                         for n in nodes for p in prefix_lens])
+
+
+def layerwise_overlap(model="llama2-70b", node="a800x8", lengths: Iterable[int] = (8192, 16384, 32768,
+                      65536, 131072), cached_fraction: float = 0.5, tier: str = "dram",
+                      preset="calibrated") -> pd.DataFrame:
+    """Prefill with a cached prefix loaded from ``tier``: serialized vs layer-wise overlapped.
+
+    Columns: n_tokens, n_cached, load_s, compute_s, serialized_s, overlapped_s, hidden_fraction
+    (share of the load time the overlap hides).
+    """
+    if not (0.0 <= cached_fraction < 1.0):
+        raise ValueError(f"cached_fraction must be in [0, 1), got {cached_fraction!r}")
+    rows = []
+    for n in lengths:
+        c = int(round(n * cached_fraction))
+        ser = st.prefill_with_prefix_load(model, node, n - c, c, tier, preset=preset, overlap=False)
+        ovl = st.prefill_with_prefix_load(model, node, n - c, c, tier, preset=preset, overlap=True)
+        hidden = (ser["total_s"] - ovl["total_s"]) / ser["load_s"] if ser["load_s"] > 0 else 0.0
+        rows.append({"n_tokens": n, "n_cached": c, "load_s": ser["load_s"], "compute_s": ser["compute_s"],
+                     "serialized_s": ser["total_s"], "overlapped_s": ovl["total_s"],
+                     "hidden_fraction": hidden})
+    return pd.DataFrame(rows)
+
+
+def kv_footprint(models: Iterable[str] = FOOTPRINT_MODELS, prefix_len: int = st.DEFAULT_PREFIX) -> pd.DataFrame:
+    """KV bytes each token leaves behind vs the FLOPs that recomputing it costs.
+
+    Columns: model, attention, n_layers, n_kv_heads, kv_bytes_per_token, kv_kib_per_token,
+    gflop_per_token (a ``prefix_len``-token prefill divided by ``prefix_len``), kv_bytes_per_gflop
+    (bytes to move per GFLOP saved: lower favours reloading).
+    """
+    n = _check_count("prefix_len", prefix_len, minimum=1)
+    rows = []
+    for name in models:
+        m = get_model(name)
+        kv = m.kv_bytes_per_token()
+        gflop = m.prefill_flops(n) / n / 1e9
+        rows.append({"model": m.name, "attention": m.attention, "n_layers": m.n_layers,
+                     "n_kv_heads": m.n_kv_heads if m.attention != "mla" else 0,
+                     "kv_bytes_per_token": kv, "kv_kib_per_token": kv / 1024, "gflop_per_token": gflop,
+                     "kv_bytes_per_gflop": kv / gflop})
+    return pd.DataFrame(rows)
+
+
+def tier_bandwidths(node="a800x8", tiers=("dram", "remote_dram", "ssd"), one_drive: bool = True) -> pd.DataFrame:
+    """Bandwidth into HBM of each storage tier of ``node`` (GB/s), plus one NVMe drive if asked.
+
+    Columns: tier, label, bandwidth_gbs, source.
+    """
+    nd = get_node(node)
+    labels = {"hbm": "HBM", "dram": "local DRAM", "remote_dram": "remote DRAM (RDMA)", "ssd": "local SSD array"}
+    rows = [{"tier": t, "label": labels[nd.tier(t).name], "bandwidth_gbs": nd.tier(t).bandwidth / 1e9,
+             "source": nd.tier(t).source} for t in tiers]
+    if one_drive:
+        rows.append({"tier": "one_nvme", "label": "one NVMe drive", "bandwidth_gbs": SSD_DRIVE_READ_BW / 1e9,
+                     "source": "Samsung PM1733 product specification: 7,000 MB/s sequential read"})
+    return pd.DataFrame(rows)
+
+
+def ssd_claims(node="a800x8", prefix_len: int = st.DEFAULT_PREFIX, mfu: float = st.SEED_MFU,
+               ssd_gbs: Iterable[float] | None = None) -> tuple[dict, pd.DataFrame]:
+    """Where the seed lecture's two SSD claims hold.
+
+    Claim A: reloading LLaMA2-70B from SSD is > 10× faster than recomputing (needs bandwidth ≥
+    ``lo_gbs``). Claim B: reloading OPT-13B from SSD is slower than recomputing (needs bandwidth <
+    ``hi_gbs``). Both hold only in the window ``[lo_gbs, hi_gbs)``.
+
+    Returns ``(window, table)``: ``window`` = {"lo_gbs", "hi_gbs", "default_gbs", "one_drive_gbs"};
+    ``table`` one row per SSD bandwidth assumed (default: one drive and the node's array) with
+    columns assumption, bandwidth_gbs, llama2_70b_speedup, opt_13b_speedup, claim_a, claim_b.
+    """
+    nd = get_node(node)
+    lo = st.breakeven_bandwidth("llama2-70b", nd, prefix_len, mfu, speedup=10) / 1e9
+    hi = st.breakeven_bandwidth("opt-13b", nd, prefix_len, mfu) / 1e9
+    default = nd.tier("ssd").bandwidth / 1e9
+    one = SSD_DRIVE_READ_BW / 1e9
+    window = {"lo_gbs": lo, "hi_gbs": hi, "default_gbs": default, "one_drive_gbs": one}
+    if ssd_gbs is None:
+        points = [(f"one NVMe drive ({one:g} GB/s)", one),
+                  (f"{nd.ssd_drives} drives (default, {default:g} GB/s)", default)]
+    else:
+        points = [(f"{float(b):g} GB/s", float(b)) for b in ssd_gbs]
+    rows = []
+    for label, bw in points:
+        a = st.reload_speedup("llama2-70b", nd, "ssd", prefix_len, mfu, bandwidth=bw * 1e9)
+        b = st.reload_speedup("opt-13b", nd, "ssd", prefix_len, mfu, bandwidth=bw * 1e9)
+        rows.append({"assumption": label, "bandwidth_gbs": bw, "llama2_70b_speedup": a, "opt_13b_speedup": b,
+                     "claim_a": a > 10, "claim_b": b < 1})
+    return window, pd.DataFrame(rows)
+
+
+_TIER_SHORT = {"hbm": "HBM", "dram": "DRAM", "remote_dram": "remote DRAM", "ssd": "SSD"}
+
+
+def request_breakdown(model="llama2-70b", node="a800x8", n_tokens: int = SEED_REQUEST_TOKENS,
+                      hit_fraction: float = 0.5, tiers: Iterable[str] = ("dram", "remote_dram", "ssd"),
+                      bandwidth_gbs: float | None = None, mfu: float = st.SEED_MFU) -> pd.DataFrame:
+    """TTFT parts of one request whose first ``hit_fraction`` of tokens is cached in a tier.
+
+    Rows: "recompute all" (prefill of every token), then per tier "serialized" (load the prefix,
+    then compute the rest) and "layer-wise" (load layer i+1 while computing layer i). With
+    ``bandwidth_gbs`` given, one tier called "custom" at that bandwidth replaces ``tiers``.
+    Prefill at ``mfu`` of peak (the seed lecture's 60%).
+
+    Columns: scenario, tier, bandwidth_gbs, mode, n_cached, load_s, compute_s, total_s,
+    exposed_load_s (total − compute: the load time the request actually waits for), speedup
+    (recompute-all time / total).
+    """
+    m, nd = get_model(model), get_node(node)
+    n = int(_check_count("n_tokens", n_tokens, minimum=2))
+    if not (isinstance(hit_fraction, (int, float)) and 0.0 <= hit_fraction < 1.0):
+        raise ValueError(f"hit_fraction must be a number in [0, 1), got {hit_fraction!r}")
+    c = min(int(round(n * hit_fraction)), n - 1)
+    preset = st.seed_preset(mfu)
+    full = prefill_time(m, nd, n, 0, preset=preset)
+    rows = [{"scenario": "recompute all", "tier": "none", "bandwidth_gbs": np.nan, "mode": "recompute",
+             "n_cached": 0, "load_s": 0.0, "compute_s": full, "total_s": full, "exposed_load_s": 0.0,
+             "speedup": 1.0}]
+    if bandwidth_gbs is not None:
+        bw = float(bandwidth_gbs)
+        if not (np.isfinite(bw) and bw > 0):
+            raise ValueError(f"bandwidth_gbs must be a finite number > 0, got {bandwidth_gbs!r}")
+        points = [("custom", bw)]
+    else:
+        points = [(t, nd.tier(t).bandwidth / 1e9) for t in tiers]
+    for tier, bw in points:
+        for mode, overlap in (("serialized", False), ("layer-wise", True)):
+            r = st.prefill_with_prefix_load(m, nd, n - c, c, "dram" if tier == "custom" else tier,
+                                            preset=preset, overlap=overlap,
+                                            bandwidth=bw * 1e9)
+            name = f"{bw:,.3g} GB/s" if tier == "custom" else _TIER_SHORT.get(tier, tier)
+            rows.append({"scenario": f"reload from {name}, {mode}", "tier": tier, "bandwidth_gbs": bw, "mode": mode,
+                         "n_cached": c, "load_s": r["load_s"], "compute_s": r["compute_s"],
+                         "total_s": r["total_s"], "exposed_load_s": r["total_s"] - r["compute_s"],
+                         "speedup": full / r["total_s"]})
+    return pd.DataFrame(rows)
+
+
+def layerwise_store(model="llama2-70b", node="a800x8", lengths: Iterable[int] = (8192, 16384, 32768, 65536,
+                    131072), tier: str = "dram", preset="ideal") -> pd.DataFrame:
+    """Paper Fig. 7's experiment: prefill ``n`` tokens and store their KV to ``tier`` (CPU DRAM).
+
+    Serialized: prefill, then store all KV. Layer-wise: store layer i's KV while computing layer
+    i+1 (:func:`storage.layerwise_time`). The store moves the same bytes over the same PCIe link as
+    a load (:func:`roofline.kv_load_time`; PCIe is full duplex, so device-to-host is taken equal to
+    FAST'25 Table 1's 128 GB/s host-to-device). Default preset "ideal": the fastest prefill, so
+    the *least* time to hide the store behind.
+
+    Columns: n_tokens, prefill_s, store_s, serialized_s, layerwise_s, exposed_serialized_s,
+    exposed_layerwise_s, hidden_fraction (share of the store time that layer-wise hides).
+    """
+    m, nd = get_model(model), get_node(node)
+    rows = []
+    for n in lengths:
+        n = int(_check_count("n_tokens", n, minimum=1))
+        pre = prefill_time(m, nd, n, 0, preset=preset)
+        store = kv_load_time(m, nd, n, tier)
+        ser = st.layerwise_time(store, pre, m.n_layers, overlap=False)
+        lw = st.layerwise_time(store, pre, m.n_layers, overlap=True)
+        rows.append({"n_tokens": n, "prefill_s": pre, "store_s": store, "serialized_s": ser, "layerwise_s": lw,
+                     "exposed_serialized_s": ser - pre, "exposed_layerwise_s": lw - pre,
+                     "hidden_fraction": (ser - lw) / store})
+    return pd.DataFrame(rows)
+
+
+def eq2_curves(nodes: Iterable[str] = ("a800x8", "h800x8", "h20x8"), model="llama3-70b",
+               p_min: int = 512, p_max: int = 131072, n_points: int = 41) -> pd.DataFrame:
+    """FAST'25 Eq. 2 break-even bandwidth on a log grid of prefix lengths (see :func:`eq2_table`)."""
+    lo = int(_check_count("p_min", p_min, minimum=1))
+    hi = int(_check_count("p_max", p_max, minimum=lo))
+    grid = np.unique(np.geomspace(lo, hi, int(n_points)).round().astype(int))
+    return eq2_table(nodes, model, [int(p) for p in grid])
+
+
+_SEED = "seed lecture demo 1 (prefill at 60% of peak)"
+
+
+@metric_group("storage")
+def metrics() -> list[Metric]:
+    nd = get_node("a800x8")
+    sp = lambda model, tier: st.reload_speedup(model, nd, tier)  # noqa: E731
+    return [
+        Metric("storage.reload_speedup.llama2_70b.dram", sp("llama2-70b", "dram"), "×", 10.0,
+               f"{_SEED}: '> 10×' (a lower bound); 4,096-token prefix, 128 GB/s host-to-device"),
+        Metric("storage.reload_speedup.llama2_70b.ssd", sp("llama2-70b", "ssd"), "×", 10.0,
+               f"{_SEED}: '> 10×' (a lower bound); SSD = 8 × 7 GB/s NVMe"),
+        Metric("storage.reload_speedup.llama2_70b.remote_dram", sp("llama2-70b", "remote_dram"), "×", 10.0,
+               f"{_SEED}: '> 10×' (a lower bound); RDMA 4 × 200 Gbps"),
+        Metric("storage.reload_speedup.opt_13b.ssd", sp("opt-13b", "ssd"), "×", 1.0,
+               f"{_SEED}: 'slower than recomputing' (< 1, an upper bound); crossover "
+               f"{st.breakeven_bandwidth('opt-13b', nd) / 1e9:.0f} GB/s vs our 56 GB/s SSD"),
+        Metric("storage.eq2_min_bandwidth_gbs.a800x8.p8192",
+               st.eq2_min_bandwidth("llama3-70b", "a800x8", 8192) / 1e9, "GB/s", PAPER_EQ2["a800x8"][1],
+               "FAST'25 Eq. 2 (LLaMA3-70B, 8×A800, p = 8192): 6 GB/s"),
+        Metric("storage.eq2_min_bandwidth_gbs.h800x8.p8192",
+               st.eq2_min_bandwidth("llama3-70b", "h800x8", 8192) / 1e9, "GB/s", PAPER_EQ2["h800x8"][1],
+               "FAST'25 Eq. 2 (LLaMA3-70B, 8×H800, p = 8192): 19 GB/s"),
+    ]
+
+
+@figure_group("storage")
+def figures() -> dict:
+    """The lecture's headline figures, ``{file_stem: Figure}``."""
+    from ..plots import storage as plots
+    window, _ = ssd_claims()
+    return {
+        "l02_kv_footprint": plots.kv_footprint(kv_footprint()),
+        "l02_tier_speedup": plots.tier_speedup(reload_vs_recompute(FOOTPRINT_MODELS)),
+        "l02_ssd_crossover": plots.ssd_crossover(speedup_vs_bandwidth(bandwidths_gbs=SSD_SWEEP_GBS), window),
+        "l02_half_cached_request": plots.ttft_components(request_breakdown()),
+        "l02_eq2_breakeven": plots.eq2_breakeven(eq2_curves(), tier_bandwidths(), paper=PAPER_EQ2),
+        "l02_layerwise_store": plots.layerwise_store(layerwise_store()),
+    }

@@ -1,0 +1,362 @@
+"""Lecture 03 (cache part): hit ratio vs capacity, local caches vs a global pool, hot blocks.
+
+Every function takes a :class:`~mooncake_lab.traces.Trace` or a trace name for
+:func:`~mooncake_lab.traces.load_trace_or_synthetic` and returns a tidy DataFrame. Capacities are in 512-token
+blocks; hit ratios are fractions 0..1 (token-weighted unless said otherwise).
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+import pandas as pd
+
+from .. import prefix_cache as pc
+from ..reproduce import Metric, figure_group, metric_group
+from ..traces import Trace, cached_trace
+
+__all__ = ["hit_ratio_vs_capacity", "paper_table1_points", "local_vs_global", "block_popularity_table",
+           "popularity_summary", "replica_distribution", "DEFAULT_CAPACITIES", "REFERENCE_HIT",
+           "LOCAL_CAPACITY_BLOCKS", "N_LOCAL_INSTANCES", "ROUTINGS", "DRAM_BYTES_PER_TB", "KV_MODEL",
+           "kv_block_bytes", "blocks_to_dram_bytes", "dram_bytes_to_blocks", "HitCurve", "hit_curve",
+           "route", "pool_breakdown", "trace_banner", "local_vs_global_sweep", "curve_capacities"]
+
+#: Capacities (blocks) of the default curve: the reference table's four plus the paper's 50k and a few more.
+DEFAULT_CAPACITIES = (1_000, 3_000, 10_000, 30_000, 50_000, 100_000, 300_000, math.inf)
+
+_REF_SOURCE = "mooncake_paper.md reference table (measured on the released trace)"
+#: Token-weighted global-LRU hit ratio measured on the released traces (reference/mooncake_paper.md,
+#: "Measured on those two files" table); keys are capacities in blocks, math.inf = infinite cache.
+REFERENCE_HIT = {
+    "conversation": {math.inf: 0.374, 1_000: 0.045, 10_000: 0.216, 30_000: 0.332, 100_000: 0.371},
+    "synthetic": {math.inf: 0.651, 1_000: 0.086, 10_000: 0.432, 30_000: 0.636, 100_000: 0.651},
+}
+#: arXiv v3 Table 1 (arXiv trace, arxiv-trace/mooncake_trace.jsonl, which we do not ship): LRU hit
+#: ratio at ∞ / 100k / 50k / 30k / 10k / 1k blocks.
+PAPER_TABLE1 = {math.inf: 0.51, 100_000: 0.51, 50_000: 0.50, 30_000: 0.48, 10_000: 0.40, 1_000: 0.30}
+
+#: FAST'25 §2.2: 1 TB of DRAM holds ≈ 3M tokens of KV → 3,000,000 // 512 = 5,859 blocks per local cache.
+LOCAL_CAPACITY_BLOCKS = 3_000_000 // 512
+#: The "10 instances of 3M tokens vs one pool of 30M tokens" comparison of cache.*.global_vs_local_ratio.
+N_LOCAL_INSTANCES = 10
+#: FAST'25 Fig. 10: global pool / local caches hit ratio on the conversation trace.
+PAPER_GLOBAL_VS_LOCAL = 2.22
+
+
+# The real trace if available, else its calibrated synthetic stand-in (named "synthetic:<preset>");
+# parsed once per process and shared with notebooks, dashboards and the other l03 module.
+_load = cached_trace
+
+
+def _trace(trace) -> Trace:
+    if isinstance(trace, Trace):
+        return trace
+    if isinstance(trace, str):
+        return _load(trace)
+    raise ValueError(f"trace must be a Trace or a trace name such as 'conversation', got {trace!r}")
+
+
+# ----------------------------------------------------------------------------------------------
+# cache size in DRAM: blocks ↔ bytes (one place for the formula)
+# ----------------------------------------------------------------------------------------------
+#: 1 TB of DRAM in bytes (decimal tera, as in FAST'25 §2.2 "1 TB of DRAM holds ≈ 3M tokens").
+DRAM_BYTES_PER_TB = 1e12
+#: Model whose KV fills the cache: the paper's dummy LLaMA2-70B (320 KiB of KV per token, FAST'25 §2.2).
+KV_MODEL = "llama2-70b"
+
+
+def kv_block_bytes(model=KV_MODEL, block_tokens: int = 512) -> float:
+    """Bytes of KV in one ``block_tokens``-token block (LLaMA2-70B: 512 × 327,680 B = 160 MiB)."""
+    from ..models import get_model
+
+    pc._check_positive_int(block_tokens, "block_tokens")
+    return float(block_tokens * get_model(model).kv_bytes_per_token())
+
+
+def blocks_to_dram_bytes(blocks, model=KV_MODEL, block_tokens: int = 512) -> float:
+    """DRAM bytes needed to hold ``blocks`` KV blocks (``math.inf`` stays inf)."""
+    b = pc._check_capacity(blocks, "blocks", allow_inf=True)
+    return float(b) * kv_block_bytes(model, block_tokens)
+
+
+def dram_bytes_to_blocks(dram_bytes, model=KV_MODEL, block_tokens: int = 512) -> int:
+    """Whole KV blocks that fit in ``dram_bytes`` bytes (1 TB of LLaMA2-70B KV → 5,960 blocks)."""
+    if isinstance(dram_bytes, bool) or not isinstance(dram_bytes, (int, float)) or not (
+            math.isfinite(dram_bytes) and dram_bytes >= 0):
+        raise ValueError(f"dram_bytes must be a finite number of bytes >= 0, got {dram_bytes!r}")
+    return int(dram_bytes // kv_block_bytes(model, block_tokens))
+
+
+# ----------------------------------------------------------------------------------------------
+# the whole LRU curve of a trace, computed once and cached (what dashboards query per slider move)
+# ----------------------------------------------------------------------------------------------
+class HitCurve:
+    """Global-LRU hit ratio at any capacity from one stack-distance pass (see :func:`hit_curve`).
+
+    Holds the per-access stack distances sorted once with cumulative token and block weights, so
+    :meth:`hit_ratio` is a ``searchsorted`` (microseconds) and :meth:`n_hit_blocks` a ``reduceat``.
+    Same numbers as :func:`mooncake_lab.prefix_cache.hit_ratio_curve`.
+    """
+
+    def __init__(self, trace: Trace):
+        self.trace = trace
+        self.distances = pc.stack_distances(trace)
+        order = np.argsort(self.distances, kind="stable")
+        self._sorted = self.distances[order]
+        self._cum = {w: np.concatenate([[0], np.cumsum(pc._access_weights(trace, w)[order])])
+                     for w in ("token", "block")}
+        self._total = {"token": int(trace.input_len.sum()), "block": len(self.distances)}
+
+    def hit_ratio(self, capacities, weight: str = "token") -> np.ndarray:
+        """Hit ratio (0..1) at each capacity in blocks (``math.inf`` allowed)."""
+        weight = pc._check_weight(weight)
+        caps = [pc._check_capacity(c, "capacities", allow_inf=True) for c in np.atleast_1d(capacities).tolist()]
+        keys = [pc.NEVER if c == math.inf else c for c in caps]
+        n_below = np.searchsorted(self._sorted, np.array(keys, dtype=np.int64), side="left")
+        total = self._total[weight]
+        return self._cum[weight][n_below] / total if total else np.zeros(len(caps))
+
+    def n_hit_blocks(self, capacity) -> np.ndarray:
+        """Leading hit blocks per request in one global LRU pool of ``capacity`` blocks (int64)."""
+        c = pc._check_capacity(capacity, allow_inf=True)
+        hit = (self.distances < (pc.NEVER if c == math.inf else c)).astype(np.int64)
+        return np.add.reduceat(np.append(hit, 0), self.trace.block_offsets[:-1]) * (
+            self.trace.blocks_per_request > 0)
+
+
+@functools.lru_cache(maxsize=8)
+def _hit_curve(trace: Trace) -> HitCurve:
+    return HitCurve(trace)
+
+
+def hit_curve(trace="conversation") -> HitCurve:
+    """The cached :class:`HitCurve` of a trace (or trace name): one stack-distance pass per trace."""
+    return _hit_curve(_trace(trace))
+
+
+# ----------------------------------------------------------------------------------------------
+# routing requests to local caches
+# ----------------------------------------------------------------------------------------------
+#: Routings of requests to local caches: the two of :data:`prefix_cache.ROUTINGS` plus ``"session"``.
+ROUTINGS = pc.ROUTINGS + ("session",)
+#: Block position whose id keys ``"session"`` routing: the 2nd block, the first one after the shared
+#: 512-token system prompt that every conversation request starts with (block 0).
+SESSION_KEY_BLOCK = 1
+
+
+def route(trace, n_instances: int, routing: str = "random", seed: int = 0,
+          key_block: int = SESSION_KEY_BLOCK) -> np.ndarray:
+    """Instance (int64) per request: ``"random"``, ``"round_robin"`` or sticky ``"session"`` routing.
+
+    ``"session"`` hashes the id of block ``key_block`` of the prompt (or its last block if shorter):
+    requests sharing their first ``key_block + 1`` blocks — the turns of one chat, readers of one
+    document — land on the same instance. It knows nothing of cache contents or load.
+    ``key_block=0`` hashes the shared system prompt, sending every conversation request to one instance.
+    """
+    t = _trace(trace)
+    if routing not in ROUTINGS:
+        raise ValueError(f"routing must be one of {ROUTINGS}, got {routing!r}")
+    n_instances = pc._check_positive_int(n_instances, "n_instances")
+    if routing != "session":
+        return pc.route_requests(len(t), n_instances, routing, seed)
+    if isinstance(key_block, bool) or not isinstance(key_block, int) or key_block < 0:
+        raise ValueError(f"key_block must be an integer >= 0, got {key_block!r}")
+    nb = t.blocks_per_request
+    if len(t) and nb.min() < 1:
+        raise ValueError("session routing needs every request to have at least one block")
+    keys = t.block_ids[t.block_offsets[:-1] + np.minimum(key_block, nb - 1)]
+    salt = np.random.default_rng(seed).integers(0, n_instances, size=max(t.n_blocks, 1))
+    return salt[keys].astype(np.int64)
+
+
+def pool_breakdown(trace="conversation", total_capacity_blocks: int = N_LOCAL_INSTANCES * LOCAL_CAPACITY_BLOCKS,
+                   n_instances: int = N_LOCAL_INSTANCES, layout: str = "local", routing: str = "random",
+                   seed: int = 0) -> pd.DataFrame:
+    """Per-instance hit ratio and load for one pool layout of a fixed total DRAM.
+
+    ``layout="global"``: one LRU pool of ``total_capacity_blocks`` (one row; from the cached
+    stack-distance curve). ``"local"``: ``n_instances`` LRU caches of ``total // n_instances`` blocks
+    each, requests routed by ``routing``. Columns: instance, capacity_blocks, requests, input_tokens,
+    hit_tokens, hit_ratio (token-weighted), load_share (share of input tokens).
+    """
+    t = _trace(trace)
+    total = pc._check_capacity(total_capacity_blocks, "total_capacity_blocks")
+    if layout not in ("global", "local"):
+        raise ValueError(f"layout must be 'global' or 'local', got {layout!r}")
+    if layout == "global":
+        n, per, assign = 1, total, np.zeros(len(t), dtype=np.int64)
+        n_hit = hit_curve(t).n_hit_blocks(total)
+    else:
+        n = pc._check_positive_int(n_instances, "n_instances")
+        per = total // n
+        assign = route(t, n, routing, seed)
+        n_hit = pc.simulate_lru(t, per, n, assignment=assign).n_hit_blocks
+    hit_tok = pc.prefix_hit_tokens(n_hit, t.input_len, t.block_tokens)
+    req = np.bincount(assign, minlength=n)
+    tok = np.bincount(assign, weights=t.input_len, minlength=n)
+    hit = np.bincount(assign, weights=hit_tok, minlength=n)
+    return pd.DataFrame({"instance": np.arange(n), "capacity_blocks": per, "requests": req,
+                         "input_tokens": tok, "hit_tokens": hit,
+                         "hit_ratio": np.divide(hit, tok, out=np.zeros(n), where=tok > 0),
+                         "load_share": tok / tok.sum() if tok.sum() else np.zeros(n)})
+
+
+def trace_banner(trace) -> str:
+    """One markdown line saying which trace a notebook is using: the real one, or a synthetic stand-in."""
+    t = _trace(trace)
+    if t.name.startswith("synthetic:"):
+        return (f"⚠️ **Using the SYNTHETIC stand-in `{t.name}`** ({len(t):,} requests) — the real trace was not "
+                f"available: {t.source}. Numbers will differ from the paper's; run "
+                f"`python -m mooncake_lab doctor` to see how to get the real file.")
+    return f"✅ **Using the real Mooncake `{t.name}` trace** ({len(t):,} requests) from `{t.source}`."
+
+
+def _label(trace: Trace) -> str:
+    return trace.name
+
+
+def hit_ratio_vs_capacity(trace="conversation", capacities=DEFAULT_CAPACITIES) -> pd.DataFrame:
+    """Global-LRU hit ratio at each capacity (one stack-distance pass), token- and block-weighted.
+
+    Columns: trace, capacity_blocks (inf = infinite), capacity_tokens, hit_ratio (token-weighted),
+    block_hit_ratio, reference_hit_ratio (the measured table where it has this capacity, else NaN).
+    """
+    t = _trace(trace)
+    caps = [float(c) for c in np.atleast_1d(capacities)]
+    curve = hit_curve(t)
+    tok, blk = curve.hit_ratio(caps, "token"), curve.hit_ratio(caps, "block")
+    ref = REFERENCE_HIT.get(t.name, {})
+    return pd.DataFrame({
+        "trace": _label(t),
+        "capacity_blocks": caps,
+        "capacity_tokens": [c * t.block_tokens for c in caps],
+        "hit_ratio": tok,
+        "block_hit_ratio": blk,
+        "reference_hit_ratio": [ref.get(c, np.nan) for c in caps],
+    })
+
+
+def curve_capacities(lo: float = 100, hi: float = 1_000_000, n: int = 80) -> list:
+    """A log-spaced grid of capacities (blocks) for drawing curves, plus the reference ones and inf."""
+    grid = np.round(np.geomspace(lo, hi, n)).tolist() + [c for c in DEFAULT_CAPACITIES if math.isfinite(c)]
+    return sorted(set(float(c) for c in grid)) + [math.inf]
+
+
+def paper_table1_points() -> pd.DataFrame:
+    """arXiv v3 Table 1 (LRU hit ratio vs capacity on the arXiv trace), for overlay on a curve."""
+    return pd.DataFrame({"capacity_blocks": list(PAPER_TABLE1), "hit_ratio": list(PAPER_TABLE1.values()),
+                         "source": "arXiv 2407.00079 v3 Table 1 (arXiv trace)"})
+
+
+def local_vs_global(trace="conversation", n_instances: int = N_LOCAL_INSTANCES,
+                    total_capacity_blocks: int = N_LOCAL_INSTANCES * LOCAL_CAPACITY_BLOCKS,
+                    routings=("random", "round_robin"), seed: int = 0) -> pd.DataFrame:
+    """One global LRU pool vs ``n_instances`` local LRU caches sharing the same total capacity.
+
+    Each local cache holds ``total_capacity_blocks // n_instances`` blocks; requests reach them by each
+    routing in ``routings`` (see :func:`route`). Columns: layout, routing, n_instances, capacity_per_instance_blocks,
+    hit_ratio, block_hit_ratio, global_over_this (global pool's token hit ratio / this row's).
+    """
+    t = _trace(trace)
+    n_instances = pc._check_positive_int(n_instances, "n_instances")
+    total = pc._check_capacity(total_capacity_blocks, "total_capacity_blocks")
+    per = total // n_instances
+    rows = []
+    g = pc.simulate_lru(t, total, 1)
+    rows.append(("global pool", "—", 1, total, g.n_hit_blocks))
+    for r in routings:
+        res = pc.simulate_lru(t, per, n_instances, assignment=route(t, n_instances, r, seed))
+        rows.append((f"{n_instances} local caches", r, n_instances, per, res.n_hit_blocks))
+    out = pd.DataFrame([{"layout": lay, "routing": r, "n_instances": n, "capacity_per_instance_blocks": c,
+                         "hit_ratio": pc.hit_ratio(t, h, "token"), "block_hit_ratio": pc.hit_ratio(t, h, "block")}
+                        for lay, r, n, c, h in rows])
+    out["global_over_this"] = out["hit_ratio"].iloc[0] / out["hit_ratio"]
+    out.insert(0, "trace", _label(t))
+    return out
+
+
+def local_vs_global_sweep(trace="conversation", n_instances=(2, 4, 8, 10, 16, 32),
+                          total_capacity_blocks: int = N_LOCAL_INSTANCES * LOCAL_CAPACITY_BLOCKS,
+                          routings=ROUTINGS, seed: int = 0) -> pd.DataFrame:
+    """:func:`local_vs_global` for each number of instances (same total capacity), concatenated."""
+    t = _trace(trace)
+    return pd.concat([local_vs_global(t, n, total_capacity_blocks, routings, seed) for n in n_instances],
+                     ignore_index=True)
+
+
+def block_popularity_table(trace="conversation") -> pd.DataFrame:
+    """Rank-frequency of blocks: rank (1 = most requested), block_id, requests (requests using it)."""
+    t = _trace(trace)
+    pop = pc.block_popularity(t)
+    order = np.argsort(-pop, kind="stable")
+    return pd.DataFrame({"rank": np.arange(1, len(pop) + 1), "block_id": order, "requests": pop[order]})
+
+
+def popularity_summary(trace="conversation") -> pd.DataFrame:
+    """One row: unique blocks, share used by a single request, most requests on one block, infinite-cache hit."""
+    t = _trace(trace)
+    pop = pc.block_popularity(t)
+    return pd.DataFrame([{"trace": _label(t), "unique_blocks": len(pop),
+                          "share_used_once": float((pop == 1).mean()) if len(pop) else 0.0,
+                          "max_requests_per_block": int(pop.max()) if len(pop) else 0,
+                          "infinite_cache_hit_ratio": pc.infinite_cache_hit_ratio(t)}])
+
+
+def replica_distribution(trace="conversation", n_instances: int = N_LOCAL_INSTANCES,
+                         capacity_blocks: int = LOCAL_CAPACITY_BLOCKS, routing: str = "random",
+                         seed: int = 0) -> pd.DataFrame:
+    """After replaying the trace through local caches: how many blocks are held by 1, 2, … instances.
+
+    Columns: replicas (1..n_instances), blocks (held by exactly that many instances at the end),
+    share (of the distinct blocks held anywhere).
+    """
+    t = _trace(trace)
+    res = pc.simulate_lru(t, capacity_blocks, n_instances, routing=routing, seed=seed)
+    rc = pc.replica_counts(res.state)
+    counts = np.bincount(rc, minlength=n_instances + 1)[1:]
+    held = counts.sum()
+    return pd.DataFrame({"replicas": np.arange(1, n_instances + 1), "blocks": counts,
+                         "share": counts / held if held else np.zeros(n_instances)})
+
+
+def _is_fallback(t: Trace, wanted: str) -> bool:
+    return t.name != wanted
+
+
+@metric_group("cache")
+def cache_metrics() -> list[Metric]:
+    """Headline cache numbers on the conversation trace (synthetic stand-in if it is unavailable)."""
+    t = _trace("conversation")
+    fallback = _is_fallback(t, "conversation")
+    note = (f"; computed on the synthetic stand-in {t.name!r} (real conversation trace unavailable), "
+            "so no paper value applies" if fallback else "")
+    caps = (1_000, 10_000, 30_000, 100_000)
+    curve = pc.hit_ratio_curve(t, caps)
+    out = []
+    for c, h in zip(caps, curve):
+        paper = None if fallback else REFERENCE_HIT["conversation"][c]
+        out.append(Metric(f"cache.conversation.lru_hit.b{c}", float(h), "fraction", paper,
+                          "global LRU, token-weighted" + (note or "; paper column: " + _REF_SOURCE)))
+    lvg = local_vs_global(t, routings=("random",))
+    out.append(Metric("cache.conversation.global_vs_local_ratio", float(lvg["global_over_this"].iloc[1]), "×",
+                      None if fallback else PAPER_GLOBAL_VS_LOCAL,
+                      f"one LRU pool of 30M tokens ({N_LOCAL_INSTANCES * LOCAL_CAPACITY_BLOCKS} blocks) vs "
+                      f"{N_LOCAL_INSTANCES} local LRU caches of 3M tokens ({LOCAL_CAPACITY_BLOCKS} blocks), "
+                      "requests routed uniformly at random (seed 0); paper: FAST'25 Fig. 10" + note))
+    return out
+
+
+@figure_group("cache")
+def cache_figures() -> dict:
+    """Headline figures of lecture 03's cache part: hit-ratio curve, global vs local sweep."""
+    from ..plots import cache as plots
+
+    t = _trace("conversation")
+    curve = hit_ratio_vs_capacity(t, curve_capacities())
+    paper = None if _is_fallback(t, "conversation") else paper_table1_points()
+    return {
+        "l03_hit_ratio_vs_capacity": plots.hit_ratio_curve(curve, paper, block_bytes=kv_block_bytes()),
+        "l03_global_over_local": plots.global_over_local(local_vs_global_sweep(t), PAPER_GLOBAL_VS_LOCAL,
+                                                         N_LOCAL_INSTANCES, trace_name=t.name),
+    }

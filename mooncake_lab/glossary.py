@@ -1,0 +1,61 @@
+"""Key terms of the course in English and Chinese (the source material is Chinese).
+
+``glossary()`` returns a DataFrame; ``glossary("01")`` only the terms a lecture introduces.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+#: (term, 中文, short meaning, lecture that introduces it)
+TERMS: list[tuple[str, str, str, str]] = [
+    ("prefill", "预填充", "process the whole prompt at once; produces the KV cache and the first token", "00"),
+    ("decode", "解码", "generate one token per iteration, reading the whole KV cache each time", "00"),
+    ("KV cache (KVCache)", "KV 缓存", "keys and values of every past token, per layer, kept so they are not recomputed", "00"),
+    ("prefill/decode disaggregation", "预填充/解码分离（PD 分离）", "run prefill and decode on different GPUs or nodes", "00"),
+    ("TTFT (time to first token)", "首 token 时延（首字延迟）", "arrival → first output token, seconds", "00"),
+    ("TBT (time between tokens)", "token 间时延", "gap between consecutive output tokens, seconds", "00"),
+    ("SLO (service-level objective)", "服务等级目标", "latency limits a request must meet, e.g. TTFT ≤ 30 s, TBT ≤ 0.1 s", "00"),
+    ("goodput", "有效吞吐", "throughput counting only requests that meet their SLOs", "00"),
+    ("Conductor", "全局调度器（Conductor）", "Mooncake's global scheduler choosing prefill and decode instances", "00"),
+    ("roofline model", "屋顶线模型", "attainable FLOP/s = min(peak FLOP/s, bandwidth × arithmetic intensity)", "01"),
+    ("arithmetic intensity", "算术强度（计算访存比）", "FLOPs per byte moved from memory", "01"),
+    ("compute-bound", "计算受限", "time set by FLOP/s: prefill of long prompts", "01"),
+    ("memory-bound", "访存受限", "time set by memory bandwidth: decode at small batch", "01"),
+    ("MFU (model FLOPs utilisation)", "模型算力利用率", "useful FLOP/s divided by peak FLOP/s", "01"),
+    ("tensor parallelism (TP)", "张量并行", "split each layer's matrices over GPUs; all-reduce after each block", "01"),
+    ("ridge point", "屋脊点（拐点）", "peak FLOP/s ÷ HBM bandwidth: the intensity where a kernel turns compute-bound (A800: 153 FLOP/B)", "01"),
+    ("all-reduce / NVLink", "全规约 / NVLink 互联", "sum a tensor across GPUs (TP does 2 per layer) over the GPU-to-GPU link: A800 400 GB/s, A100 600", "01"),
+    ("GQA (grouped-query attention)", "分组查询注意力", "several query heads share one K/V head: fewer KV bytes", "02"),
+    ("MLA (multi-head latent attention)", "多头潜在注意力", "store a compressed latent instead of full K and V", "02"),
+    ("trading storage for computation", "以存换算", "keep KV in cheaper tiers and reload it rather than recompute", "02"),
+    ("HBM / DRAM / SSD", "显存 / 内存 / 固态硬盘", "the memory tiers, fastest and smallest first", "02"),
+    ("RDMA", "远程直接内存访问", "network reads of another machine's memory without its CPU", "02"),
+    ("layer-wise prefill", "逐层预填充", "load/store each layer's KV while computing the next layer", "02"),
+    ("MHA (multi-head attention)", "多头注意力", "every query head has its own K and V head: the most KV bytes per token", "02"),
+    ("recompute", "重计算", "rebuild a prefix's KV by running its prefill again instead of loading it", "02"),
+    ("break-even bandwidth", "盈亏平衡带宽", "tier bandwidth at which reloading KV takes as long as recomputing it (FAST'25 Eq. 2)", "02"),
+    ("prefix cache", "前缀缓存", "KV of prompt prefixes kept for reuse by later requests", "03"),
+    ("cache hit ratio", "缓存命中率", "share of prompt tokens whose KV is reused", "03"),
+    ("block (512 tokens)", "块（512 token）", "unit of caching in the Mooncake traces; ids chained by prefix hash", "03"),
+    ("LRU eviction", "最近最少使用淘汰", "evict the block used longest ago", "03"),
+    ("global cache pool", "全局缓存池", "one KV store shared by all instances (Mooncake Store)", "03"),
+    ("stack distance", "栈距离", "distinct blocks used since a block's last use; an LRU cache of C blocks hits iff it is < C", "03"),
+    ("sticky (session) routing", "会话粘性路由", "send every turn of a conversation to the same instance, so its prefix is cached there", "03"),
+    ("KVCache-centric scheduling", "以 KVCache 为中心的调度", "choose the prefill instance by estimated TTFT = queue + prefill with the best reachable prefix (+ its transfer) (arXiv Algorithm 1)", "04"),
+    ("cache-aware scheduling", "缓存感知调度", "choose the instance minimising queue + prefill with its own local prefix", "04"),
+    ("load balancing", "负载均衡", "send each request to the instance with the least queued work, ignoring caches", "04"),
+    ("kvcache_balancing_threshold", "KVCache 均衡阈值", "fetch the pool's best prefix to an instance only if best/local ≥ this ratio", "04"),
+    ("hot-spot migration", "热点迁移", "copy a popular prefix's blocks to the instance that fetched them, so later requests can go there", "04"),
+    ("offered load / utilisation", "负载率 / 利用率", "work arriving per second ÷ work the pool can do per second; queues explode as it nears 1", "04"),
+    ("replay speed", "回放倍速", "divide a trace's arrival times by this factor to raise (or lower) the load", "04"),
+]
+
+
+def glossary(lecture: str | None = None) -> pd.DataFrame:
+    """The glossary as a table (columns: term, 中文, meaning, lecture), optionally for one lecture."""
+    df = pd.DataFrame(TERMS, columns=["term", "中文", "meaning", "lecture"])
+    if lecture is not None:
+        df = df[df["lecture"] == str(lecture)]
+        if df.empty:
+            raise ValueError(f"no glossary terms for lecture {lecture!r}; lectures: {sorted(set(t[3] for t in TERMS))}")
+    return df.reset_index(drop=True)

@@ -1,0 +1,220 @@
+"""Lecture 02 figures: KV footprint, reload speedup per tier, the SSD crossover, TTFT parts,
+FAST'25 Eq. 2 break-even bandwidth, and the layer-wise store (paper Fig. 7 shape).
+
+Each function takes a DataFrame from :mod:`mooncake_lab.experiments.l02_storage` and returns a
+:class:`matplotlib.figure.Figure`.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullLocator
+
+from . import PALETTE, new_figure, styled
+
+__all__ = ["kv_footprint", "tier_speedup", "ssd_crossover", "ttft_components", "eq2_breakeven",
+           "layerwise_store", "ATTENTION_COLORS"]
+
+#: One colour per attention design, used by every lecture-02 figure.
+ATTENTION_COLORS = {"mha": PALETTE[3], "gqa": PALETTE[0], "mla": PALETTE[2]}
+def _plain_log(axis) -> None:
+    """Log axis with plain labels (1, 10, 100 …) and no minor ticks: mathtext labels (10⁰) and
+    unlabelled minor ticks roughly double the time to render a figure."""
+    axis.set_major_locator(LogLocator(base=10))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,g}"))
+    axis.set_minor_locator(NullLocator())
+
+
+def _tokens_log2(axis, lo: float, hi: float) -> None:
+    """Log-2 token axis with ticks at powers of two labelled 512, 1k, 2k … 128k."""
+    ticks = [2.0 ** k for k in range(int(np.floor(np.log2(lo))), int(np.ceil(np.log2(hi))) + 1)]
+    axis.set_major_locator(FixedLocator(ticks))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1024:g}k" if v >= 1024 else f"{v:g}"))
+    axis.set_minor_locator(NullLocator())
+
+
+_TIER_LABELS = {"hbm": "HBM", "dram": "local DRAM", "remote_dram": "remote DRAM\n(RDMA)", "ssd": "local SSD"}
+
+
+@styled
+def kv_footprint(df: pd.DataFrame):
+    """Two bar panels per model: KV KiB per token (what a reload moves) and GFLOP per token (what a
+    recompute costs); colour = attention design."""
+    fig, (ax1, ax2) = new_figure(1, 2, width=9, height=3.6, sharey=True)
+    y = np.arange(len(df))
+    colors = [ATTENTION_COLORS.get(a, PALETTE[7]) for a in df["attention"]]
+    ax1.barh(y, df["kv_kib_per_token"], color=colors)
+    ax2.barh(y, df["gflop_per_token"], color=colors)
+    for yi, (kib, gf) in enumerate(zip(df["kv_kib_per_token"], df["gflop_per_token"])):
+        ax1.annotate(f"{kib:,.0f}", (kib, yi), xytext=(3, 0), textcoords="offset points", va="center")
+        ax2.annotate(f"{gf:,.0f}", (gf, yi), xytext=(3, 0), textcoords="offset points", va="center")
+    ax1.set_yticks(y, [f"{m} ({a.upper()})" for m, a in zip(df["model"], df["attention"])])
+    ax1.invert_yaxis()
+    ax1.set_xlabel("KV cache per token (KiB, BF16)")
+    ax2.set_xlabel("prefill compute per token (GFLOP)")
+    ax1.set_title("what a reload moves")
+    ax2.set_title("what a recompute costs")
+    for ax in (ax1, ax2):
+        ax.set_xlim(0, ax.get_xlim()[1] * 1.18)
+    fig.suptitle("KV bytes vs FLOPs per token: MHA stores far more per FLOP than GQA or MLA")
+    return fig
+
+
+@styled
+def tier_speedup(df: pd.DataFrame):
+    """Grouped bars (log y): recompute time / reload time per tier and model, lines at 1× and 10×."""
+    fig, ax = new_figure(width=8, height=4.2)
+    tiers = list(dict.fromkeys(df["tier"]))
+    models = list(dict.fromkeys(df["model"]))
+    x = np.arange(len(tiers))
+    w = 0.8 / len(models)
+    for i, m in enumerate(models):
+        sub = df[df["model"] == m].set_index("tier").loc[tiers]
+        att = sub["attention"].iloc[0]
+        bars = ax.bar(x - 0.4 + w * (i + 0.5), sub["speedup"], width=w, color=PALETTE[i % len(PALETTE)],
+                      label=f"{m} ({att.upper()})")
+        for rect, v in zip(bars, sub["speedup"]):
+            ax.annotate(f"{v / 1e3:.1f}k×" if v >= 1e3 else f"{v:.3g}×", (rect.get_x() + rect.get_width() / 2, v), xytext=(0, 2),
+                        textcoords="offset points", ha="center", fontsize="x-small")
+    ax.axhline(1, color="k", lw=1, ls="--")
+    ax.axhline(10, color="k", lw=1, ls=":")
+    ax.annotate("break-even (1×)", (-0.45, 1), va="bottom", ha="left", fontsize="small")
+    ax.annotate("10×", (-0.45, 10), va="bottom", ha="left", fontsize="small")
+    bw = df.drop_duplicates("tier").set_index("tier")["bandwidth_gbs"]
+    ax.set_xticks(x, [f"{_TIER_LABELS.get(t, t)}\n{bw[t]:,.0f} GB/s" for t in tiers])
+    ax.set_yscale("log")
+    _plain_log(ax.yaxis)
+    ax.set_ylabel("recompute time / reload time (×, log)")
+    ax.set_xlabel("tier the cached prefix is reloaded from (bandwidth into HBM per 8-GPU node)")
+    ax.set_title("Reload vs recompute of a cached prefix, per tier (prefill at 60% of peak)")
+    ax.legend(fontsize="small", ncol=2, loc="upper right")
+    return fig
+
+
+@styled
+def ssd_crossover(curve: pd.DataFrame, window: dict):
+    """Reload speedup vs SSD bandwidth (log-log) per model, lines at 1× and 10×, and the window
+    ``[lo_gbs, hi_gbs)`` where both seed claims hold shaded; one drive and the default array marked."""
+    fig, ax = new_figure(width=8, height=4.6)
+    for i, (m, sub) in enumerate(curve.groupby("model", sort=False)):
+        ax.plot(sub["bandwidth_gbs"], sub["speedup"], color=PALETTE[i % len(PALETTE)], label=m)
+        for key, ls in (("one_drive_gbs", ":"), ("default_gbs", "--")):
+            bw = window[key]
+            v = float(np.interp(np.log(bw), np.log(sub["bandwidth_gbs"]), sub["speedup"]))
+            ax.plot([bw], [v], "o", color=PALETTE[i % len(PALETTE)])
+            ax.annotate(f"{v:.3g}×", (bw, v), xytext=(5, -10 if i else 4), textcoords="offset points",
+                        fontsize="small", color=PALETTE[i % len(PALETTE)])
+    ax.axhline(1, color="k", lw=1, ls="--")
+    ax.axhline(10, color="k", lw=1, ls=":")
+    ax.annotate("1×: reload = recompute", (curve["bandwidth_gbs"].min(), 1), xytext=(2, 2),
+                textcoords="offset points", fontsize="small")
+    ax.annotate("10×", (curve["bandwidth_gbs"].min(), 10), xytext=(2, 2), textcoords="offset points",
+                fontsize="small")
+    lo, hi = window["lo_gbs"], window["hi_gbs"]
+    if hi > lo:
+        ax.axvspan(lo, hi, color=PALETTE[1], alpha=0.25,
+                   label=f"both seed SSD claims hold: {lo:.0f}–{hi:.0f} GB/s")
+    ax.axvline(window["one_drive_gbs"], color="0.4", ls=":", lw=1,
+               label=f"one NVMe drive ({window['one_drive_gbs']:g} GB/s)")
+    ax.axvline(window["default_gbs"], color="0.4", ls="--", lw=1,
+               label=f"our default SSD array ({window['default_gbs']:g} GB/s)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    _plain_log(ax.xaxis)
+    _plain_log(ax.yaxis)
+    ax.set_xlabel("SSD read bandwidth into HBM per node (GB/s, log)")
+    ax.set_ylabel("reload speedup over recompute (×, log)")
+    ax.set_title("The SSD verdict depends on the SSD: speedup vs bandwidth (4,096-token prefix)")
+    ax.legend(fontsize="small", loc="upper left")
+    return fig
+
+
+@styled
+def ttft_components(df: pd.DataFrame, title: str | None = None):
+    """Horizontal stacked bars per scenario: prefill compute + load time not hidden; total and
+    speedup over recomputing annotated. ``df`` from ``request_breakdown``."""
+    fig, ax = new_figure(width=8.5, height=1.4 + 0.42 * len(df))
+    y = np.arange(len(df))
+    ax.barh(y, df["compute_s"], color=PALETTE[0], label="prefill compute")
+    ax.barh(y, df["exposed_load_s"], left=df["compute_s"], color=PALETTE[1], label="KV load not hidden")
+    hidden = (df["load_s"] - df["exposed_load_s"]).clip(lower=0)
+    ax.barh(y, hidden, left=df["compute_s"] + df["exposed_load_s"], facecolor="none", edgecolor=PALETTE[1],
+            hatch="///", lw=0.8, label="KV load hidden under compute (drawn, not waited for)")
+    for yi, (t, s) in enumerate(zip(df["total_s"], df["speedup"])):
+        ax.annotate(f"{t * 1e3:,.0f} ms ({s:.2f}×)", (t + hidden.iloc[yi], yi), xytext=(4, 0),
+                    textcoords="offset points", va="center", fontsize="small")
+    ax.set_yticks(y, df["scenario"])
+    ax.invert_yaxis()
+    ax.set_xlim(0, float((df["total_s"] + hidden).max()) * 1.3)
+    ax.set_xlabel("time to first token, no queueing (s)")
+    n_cached = int(df["n_cached"].max())
+    ax.set_title(title or f"TTFT of one request with {n_cached:,} cached tokens: reload + compute the rest")
+    fig.legend(fontsize="small", loc="outside lower center", ncol=3, frameon=False)
+    return fig
+
+
+@styled
+def eq2_breakeven(df: pd.DataFrame, tiers: pd.DataFrame | None = None, highlight: tuple | None = None,
+                  paper: dict | None = None, model_name: str = "LLaMA3-70B"):
+    """FAST'25 Eq. 2 minimum bandwidth vs prefix length per node (log-log), tier bandwidths as
+    horizontal lines. ``highlight=(node, prefix_len, gbs)`` marks a point; ``paper`` maps node →
+    (prefix_len, gbs) quoted by the paper."""
+    fig, ax = new_figure(width=8, height=4.6)
+    node_colors = {}
+    for i, (node, sub) in enumerate(df.groupby("node", sort=False)):
+        c = PALETTE[i % len(PALETTE)]
+        node_colors[node] = c
+        lw = 2.6 if highlight is not None and node == highlight[0] else None
+        ax.plot(sub["prefix_len"], sub["min_gbs"], color=c, lw=lw, label=f"8 × {node.split('x')[0].upper()}")
+    if tiers is not None:
+        for j, row in enumerate(tiers.itertuples()):
+            ax.axhline(row.bandwidth_gbs, color="0.35", ls=(0, (1 + j, 2)), lw=1)
+            ax.annotate(f"{row.label} {row.bandwidth_gbs:g} GB/s", (df["prefix_len"].min(), row.bandwidth_gbs),
+                        xytext=(2, 2), textcoords="offset points", fontsize="x-small", color="0.25")
+    if paper:
+        for k, (node, (p, g)) in enumerate(paper.items()):
+            ax.plot([p], [g], "x", ms=9, mew=2, color=node_colors.get(node, "k"),
+                    label="FAST'25 Eq. 2 values (6, 19 GB/s)" if k == 0 else None)
+    if highlight is not None:
+        node, p, g = highlight
+        ax.plot([p], [g], "o", ms=9, color=node_colors.get(node, "k"), mec="k")
+        ax.annotate(f"{g:.1f} GB/s at p = {int(p):,}", (p, g), xytext=(6, 6), textcoords="offset points",
+                    fontsize="small")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    _tokens_log2(ax.xaxis, df["prefix_len"].min(), df["prefix_len"].max())
+    _plain_log(ax.yaxis)
+    ax.set_xlabel("cached prefix length p (tokens, log)")
+    ax.set_ylabel("break-even bandwidth B (GB/s, log)")
+    ax.set_title(f"FAST'25 Eq. 2: reusing the prefix beats recomputing above this bandwidth ({model_name})")
+    ax.legend(fontsize="small", loc="lower left")
+    return fig
+
+
+@styled
+def layerwise_store(df: pd.DataFrame):
+    """Paper Fig. 7 shape: left, prefill + KV store time, serialized vs layer-wise; right, the store
+    latency a request waits for (log y)."""
+    fig, (ax1, ax2) = new_figure(1, 2, width=10, height=4.0)
+    x = df["n_tokens"]
+    ax1.plot(x, df["serialized_s"], "o-", color=PALETTE[3], label="prefill, then store (serialized)")
+    ax1.plot(x, df["layerwise_s"], "s-", color=PALETTE[0], label="store layer by layer (layer-wise)")
+    ax1.plot(x, df["prefill_s"], ":", color="k", lw=1, label="prefill alone")
+    ax1.set_xscale("log", base=2)
+    _tokens_log2(ax1.xaxis, x.min(), x.max())
+    ax1.set_xlabel("prompt length (tokens)")
+    ax1.set_ylabel("prefill + KV store (s)")
+    ax1.set_title("total time")
+    ax1.legend(fontsize="small")
+    pos = np.arange(len(df))
+    ax2.bar(pos - 0.2, df["exposed_serialized_s"] * 1e3, width=0.4, color=PALETTE[3], label="serialized")
+    ax2.bar(pos + 0.2, df["exposed_layerwise_s"] * 1e3, width=0.4, color=PALETTE[0], label="layer-wise")
+    ax2.set_yscale("log")
+    _plain_log(ax2.yaxis)
+    ax2.set_xticks(pos, [f"{n // 1024}k" for n in x])
+    ax2.set_xlabel("prompt length (tokens)")
+    ax2.set_ylabel("store latency added to the prefill (ms, log)")
+    ax2.set_title(f"layer-wise hides {df['hidden_fraction'].min():.1%}+ of the store")
+    ax2.legend(fontsize="small")
+    fig.suptitle("Storing KV to CPU DRAM layer by layer (shape of Mooncake Fig. 7)")
+    return fig

@@ -1,0 +1,489 @@
+"""Prefix caches of KV blocks: prefix-chain matching, LRU caches in numba, hit-ratio curves.
+
+A request's prompt is a chain of 512-token blocks (dense ids, see :class:`~mooncake_lab.traces.Trace`).
+Block ``j`` of a request can be reused only if blocks ``0..j`` are all cached (its KV depends on the
+whole prefix), so a lookup returns the number of *leading* cached blocks.
+
+Semantics (they reproduce the measured table of ``reference/mooncake_paper.md`` to ±0.1 point)
+-----------------------------------------------------------------------------------------------
+1. Requests are served in trace order. For each request: **lookup first** (count the leading
+   blocks present), **then touch every block of the request** whether it hit or not (the prefill
+   computed the missing ones, and they are stored), evicting least-recently-used blocks so the
+   cache never holds more than ``capacity`` blocks.
+2. Blocks are touched **last block first, root last**, so the shared root of a chain is the most
+   recently used and the leaves are evicted before their prefix. (Touching root first gives the
+   same numbers to within 0.2 point; last-first matches the table exactly after rounding.)
+3. Token-weighted hit ratio = Σ hit tokens / Σ input tokens, where ``n`` leading hit blocks of a
+   request of ``L`` tokens are worth ``min(512·n, L)`` tokens (the last block holds only
+   ``L − 512·(k−1)`` tokens). Block-weighted = Σ hit blocks / Σ blocks.
+
+Because every block of every request is touched, the cache contents at capacity ``C`` are those of
+plain LRU on the access sequence, and LRU is a stack algorithm: one pass computing each access's
+*stack distance* (distinct blocks used since its last use, measured at lookup time) gives the hit
+ratio at every capacity at once (:func:`hit_ratio_curve`). :func:`simulate_lru` runs the caches
+directly (several instances, with routing), which the cluster simulator reuses.
+
+State layout of ``n`` LRU caches (see :func:`new_cache_state`), all int64
+-------------------------------------------------------------------------
+``last_use[n, n_blocks]``
+    stamp of the block's last touch in that cache, −1 if absent.
+``q_block[n, qcap]``, ``q_stamp[n, qcap]``
+    per cache an append-only queue of ``(block, stamp)`` touches in stamp order (stamps come from the
+    cache's own clock, so they only grow: a lazy-deletion min-heap on stamps degenerates into this
+    queue, O(1) per operation). An entry is live iff ``last_use[c, block] == stamp``; stale entries
+    are skipped on eviction and dropped by compaction when the queue is full.
+    ``qcap = 2·min(capacity, n_blocks) + 64``.
+``meta[n, 5]``
+    columns ``0`` capacity (blocks), ``1`` count of cached blocks, ``2`` queue head, ``3`` queue tail,
+    ``4`` clock (next stamp).
+
+The ``@njit`` helpers take these arrays plus an instance index and can be called from other numba
+kernels (the cluster simulator)::
+
+    st = new_cache_state(n_prefill, trace.n_blocks, capacity_blocks)   # outside numba
+    # inside an @njit kernel, for request i routed to instance p:
+    blocks = block_ids[offsets[i]:offsets[i + 1]]
+    n_local = _match_prefix(st.last_use, p, blocks)          # leading blocks cached on p (no side effect)
+    ...                                                       # (fetch a longer prefix from instance q?)
+    _touch_blocks(last_use, q_block, q_stamp, meta, p, blocks)  # after the prefill: store/refresh all
+    _touch_blocks(last_use, q_block, q_stamp, meta, p, blocks[:n_fetched])  # hot-spot replication only
+
+Stamps come from each cache's own clock (``meta[c, 4]``), not from the caller, so they are strictly
+increasing per cache whatever the simulator's time does.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from collections import OrderedDict
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from .traces import BLOCK_TOKENS, Trace
+
+__all__ = [
+    "CacheState", "new_cache_state", "route_requests", "simulate_lru", "LRUResult",
+    "prefix_hit_tokens", "hit_ratio", "lru_hit_ratio", "stack_distances", "hit_ratio_curve",
+    "infinite_cache_hit_ratio", "block_popularity", "replica_counts", "ROUTINGS",
+]
+
+#: Request-to-instance routings understood by :func:`route_requests`.
+ROUTINGS = ("round_robin", "random")
+
+#: Sentinel stack distance of a block never seen before (a miss at any finite capacity).
+NEVER = np.iinfo(np.int64).max
+
+
+# ----------------------------------------------------------------------------------------------
+# validation helpers
+# ----------------------------------------------------------------------------------------------
+def _check_capacity(capacity, name: str = "capacity", allow_inf: bool = False) -> float | int:
+    """An integer number of blocks ≥ 0 (integer-valued floats accepted; ``math.inf`` if allowed)."""
+    if isinstance(capacity, bool) or not isinstance(capacity, numbers.Real):
+        raise ValueError(f"{name} must be a whole number of blocks >= 0, got {capacity!r}")
+    if allow_inf and capacity == math.inf:
+        return math.inf
+    if not math.isfinite(capacity) or capacity < 0 or float(capacity) != int(capacity):
+        allowed = "a whole number of blocks >= 0" + (" or math.inf" if allow_inf else "")
+        raise ValueError(f"{name} must be {allowed}, got {capacity!r}")
+    return int(capacity)
+
+
+def _check_positive_int(value, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    return int(value)
+
+
+def _check_trace(trace) -> Trace:
+    if not isinstance(trace, Trace):
+        raise ValueError(f"trace must be a mooncake_lab.traces.Trace, got {type(trace).__name__}")
+    return trace
+
+
+def _check_weight(weight: str) -> str:
+    if weight not in ("token", "block"):
+        raise ValueError(f"weight must be 'token' or 'block', got {weight!r}")
+    return weight
+
+
+# ----------------------------------------------------------------------------------------------
+# one formula: tokens of the first n blocks of a request
+# ----------------------------------------------------------------------------------------------
+@njit(cache=True)
+def _hit_tokens(n_hit_blocks, input_len, block_tokens):
+    """Tokens in the first ``n_hit_blocks`` blocks of an ``input_len``-token prompt: min(bt·n, L)."""
+    return min(block_tokens * n_hit_blocks, input_len)
+
+
+@njit(cache=True)
+def _hit_tokens_array(n_hit_blocks, input_len, block_tokens):
+    out = np.empty(len(n_hit_blocks), dtype=np.int64)
+    for i in range(len(n_hit_blocks)):
+        out[i] = _hit_tokens(n_hit_blocks[i], input_len[i], block_tokens)
+    return out
+
+
+def prefix_hit_tokens(n_hit_blocks, input_len, block_tokens: int = BLOCK_TOKENS) -> np.ndarray:
+    """Tokens served from cache per request (int64, tokens) given its leading hit blocks.
+
+    ``min(block_tokens · n, L)``: a request of ``k`` blocks has ``L − block_tokens·(k−1)`` tokens in
+    its last block. Example: L = 1,300 tokens (3 blocks), n = 3 → 1,300, n = 2 → 1,024.
+    """
+    n = np.atleast_1d(np.asarray(n_hit_blocks, dtype=np.int64))
+    L = np.atleast_1d(np.asarray(input_len, dtype=np.int64))
+    if n.shape != L.shape:
+        raise ValueError(f"n_hit_blocks and input_len must have the same shape, got {n.shape} and {L.shape}")
+    if (n < 0).any():
+        raise ValueError("n_hit_blocks must be >= 0")
+    return _hit_tokens_array(n, L, int(block_tokens))
+
+
+def hit_ratio(trace: Trace, n_hit_blocks, weight: str = "token") -> float:
+    """Hit ratio (fraction 0..1) of a trace given each request's number of leading hit blocks.
+
+    ``weight="token"``: Σ hit tokens / Σ input tokens; ``"block"``: Σ hit blocks / Σ blocks.
+    """
+    trace = _check_trace(trace)
+    weight = _check_weight(weight)
+    n = np.asarray(n_hit_blocks, dtype=np.int64)
+    if n.shape != (len(trace),):
+        raise ValueError(f"n_hit_blocks must have one entry per request ({len(trace)}), got shape {n.shape}")
+    if weight == "block":
+        total = trace.block_offsets[-1]
+        return float(n.sum() / total) if total else 0.0
+    total = trace.input_len.sum()
+    hit = prefix_hit_tokens(n, trace.input_len, trace.block_tokens).sum()
+    return float(hit / total) if total else 0.0
+
+
+# ----------------------------------------------------------------------------------------------
+# LRU caches on flat arrays (reusable from other njit kernels)
+# ----------------------------------------------------------------------------------------------
+class CacheState(NamedTuple):
+    """The arrays of ``n`` LRU caches (layout in the module docstring)."""
+
+    last_use: np.ndarray
+    q_block: np.ndarray
+    q_stamp: np.ndarray
+    meta: np.ndarray
+
+    @property
+    def n_instances(self) -> int:
+        return self.last_use.shape[0]
+
+    @property
+    def count(self) -> np.ndarray:
+        """Cached blocks per instance."""
+        return self.meta[:, 1].copy()
+
+
+def new_cache_state(n_instances: int, n_blocks: int, capacity) -> CacheState:
+    """Empty LRU caches: ``n_instances`` caches over block ids ``0..n_blocks-1``.
+
+    ``capacity`` (blocks) is one number for all instances or one per instance.
+    """
+    n_instances = _check_positive_int(n_instances, "n_instances")
+    if isinstance(n_blocks, bool) or not isinstance(n_blocks, numbers.Integral) or n_blocks < 0:
+        raise ValueError(f"n_blocks must be an integer >= 0, got {n_blocks!r}")
+    caps = np.atleast_1d(np.asarray(capacity, dtype=object))
+    if caps.shape not in ((1,), (n_instances,)):
+        raise ValueError(f"capacity must be one number or {n_instances} numbers, got {caps.shape[0]}")
+    caps = np.array([_check_capacity(c) for c in caps], dtype=np.int64)
+    caps = np.broadcast_to(caps, (n_instances,)).copy()
+    qcap = 2 * int(min(caps.max(), n_blocks)) + 64
+    meta = np.zeros((n_instances, 5), dtype=np.int64)
+    meta[:, 0] = caps
+    return CacheState(last_use=np.full((n_instances, n_blocks), -1, dtype=np.int64),
+                      q_block=np.zeros((n_instances, qcap), dtype=np.int64),
+                      q_stamp=np.zeros((n_instances, qcap), dtype=np.int64),
+                      meta=meta)
+
+
+@njit(cache=True)
+def _match_prefix(last_use, inst, blocks):
+    """Number of leading ``blocks`` present in cache ``inst`` (prefix-chain match). No side effect."""
+    n = 0
+    while n < len(blocks) and last_use[inst, blocks[n]] >= 0:
+        n += 1
+    return n
+
+
+@njit(cache=True)
+def _compact_queue(last_use, q_block, q_stamp, meta, inst):
+    """Drop stale queue entries of cache ``inst``, keeping live ones in stamp order at the front."""
+    w = 0
+    for r in range(meta[inst, 2], meta[inst, 3]):
+        b = q_block[inst, r]
+        if last_use[inst, b] == q_stamp[inst, r]:
+            q_block[inst, w] = b
+            q_stamp[inst, w] = q_stamp[inst, r]
+            w += 1
+    meta[inst, 2] = 0
+    meta[inst, 3] = w
+
+
+@njit(cache=True)
+def _evict_to(last_use, q_block, q_stamp, meta, inst, capacity):
+    """Evict least-recently-used blocks of cache ``inst`` until it holds ≤ ``capacity`` blocks."""
+    while meta[inst, 1] > capacity:
+        r = meta[inst, 2]
+        b = q_block[inst, r]
+        meta[inst, 2] = r + 1
+        if last_use[inst, b] == q_stamp[inst, r]:  # live entry: the LRU block
+            last_use[inst, b] = -1
+            meta[inst, 1] -= 1
+
+
+@njit(cache=True)
+def _touch_block(last_use, q_block, q_stamp, meta, inst, b):
+    """Insert block ``b`` into cache ``inst`` or mark it most recently used; evict to capacity."""
+    cap = meta[inst, 0]
+    if cap <= 0:
+        return
+    if meta[inst, 3] == q_block.shape[1]:
+        _compact_queue(last_use, q_block, q_stamp, meta, inst)
+    stamp = meta[inst, 4]
+    meta[inst, 4] = stamp + 1
+    if last_use[inst, b] < 0:
+        meta[inst, 1] += 1
+    last_use[inst, b] = stamp
+    t = meta[inst, 3]
+    q_block[inst, t] = b
+    q_stamp[inst, t] = stamp
+    meta[inst, 3] = t + 1
+    _evict_to(last_use, q_block, q_stamp, meta, inst, cap)
+
+
+@njit(cache=True)
+def _touch_blocks(last_use, q_block, q_stamp, meta, inst, blocks):
+    """Touch a request's ``blocks`` in cache ``inst``, last block first (root ends most recent)."""
+    for j in range(len(blocks) - 1, -1, -1):
+        _touch_block(last_use, q_block, q_stamp, meta, inst, blocks[j])
+
+
+@njit(cache=True)
+def _lru_kernel(offsets, block_ids, assignment, last_use, q_block, q_stamp, meta):
+    """Replay requests in order through per-instance LRU caches; leading hit blocks per request."""
+    n = len(offsets) - 1
+    n_hit = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        blocks = block_ids[offsets[i]:offsets[i + 1]]
+        inst = assignment[i]
+        n_hit[i] = _match_prefix(last_use, inst, blocks)
+        _touch_blocks(last_use, q_block, q_stamp, meta, inst, blocks)
+    return n_hit
+
+
+def _lru_reference(offsets, block_ids, assignment, capacities) -> np.ndarray:
+    """Plain-Python LRU (one OrderedDict per instance), same semantics as :func:`_lru_kernel`."""
+    caches = [OrderedDict() for _ in capacities]
+    n_hit = []
+    for i in range(len(offsets) - 1):
+        blocks = [int(b) for b in block_ids[offsets[i]:offsets[i + 1]]]
+        cache, cap = caches[assignment[i]], capacities[assignment[i]]
+        n = 0
+        while n < len(blocks) and blocks[n] in cache:  # lookup: leading cached blocks
+            n += 1
+        n_hit.append(n)
+        if cap == 0:
+            continue
+        for b in reversed(blocks):                        # then store all blocks, root last
+            cache[b] = True
+            cache.move_to_end(b)
+            if len(cache) > cap:
+                cache.popitem(last=False)                 # evict the least recently used
+    return np.array(n_hit, dtype=np.int64)
+
+
+def route_requests(n_requests: int, n_instances: int, routing: str = "random", seed: int = 0) -> np.ndarray:
+    """Instance index (int64) per request: ``"round_robin"`` (i mod n) or seeded uniform ``"random"``."""
+    if routing not in ROUTINGS:
+        raise ValueError(f"routing must be one of {ROUTINGS}, got {routing!r}")
+    n_instances = _check_positive_int(n_instances, "n_instances")
+    if routing == "round_robin":
+        return np.arange(n_requests, dtype=np.int64) % n_instances
+    return np.random.default_rng(seed).integers(0, n_instances, size=n_requests).astype(np.int64)
+
+
+class LRUResult(NamedTuple):
+    """Output of :func:`simulate_lru`: leading hit blocks and instance per request, final caches."""
+
+    n_hit_blocks: np.ndarray
+    assignment: np.ndarray
+    state: CacheState
+
+
+def simulate_lru(trace: Trace, capacity, n_instances: int = 1, routing: str = "random",
+                 seed: int = 0, assignment=None) -> LRUResult:
+    """Replay ``trace`` through ``n_instances`` LRU caches of ``capacity`` blocks each.
+
+    Requests go to instances by ``assignment`` (int array, one instance per request) if given, else
+    by ``routing`` (see :func:`route_requests`). With one instance this is a global pool.
+    """
+    trace = _check_trace(trace)
+    n_instances = _check_positive_int(n_instances, "n_instances")
+    capacity = _check_capacity(capacity, allow_inf=True)
+    if capacity == math.inf:
+        capacity = trace.n_blocks
+    if assignment is None:
+        assignment = route_requests(len(trace), n_instances, routing, seed)
+    else:
+        assignment = np.asarray(assignment)
+        if assignment.shape != (len(trace),) or not np.issubdtype(assignment.dtype, np.integer):
+            raise ValueError(f"assignment must be {len(trace)} integers, got shape {assignment.shape}, "
+                             f"dtype {assignment.dtype}")
+        if len(assignment) and (assignment.min() < 0 or assignment.max() >= n_instances):
+            raise ValueError(f"assignment values must be in 0..{n_instances - 1} (n_instances={n_instances})")
+        assignment = assignment.astype(np.int64)
+    st = new_cache_state(n_instances, trace.n_blocks, capacity)
+    n_hit = _lru_kernel(trace.block_offsets, trace.block_ids, assignment, *st)
+    return LRUResult(n_hit, assignment, st)
+
+
+def lru_hit_ratio(trace: Trace, capacity, n_instances: int = 1, routing: str = "random",
+                  seed: int = 0, weight: str = "token") -> float:
+    """Hit ratio (0..1) of LRU caches of ``capacity`` blocks each, simulated directly."""
+    weight = _check_weight(weight)
+    res = simulate_lru(trace, capacity, n_instances, routing, seed)
+    return hit_ratio(trace, res.n_hit_blocks, weight)
+
+
+def replica_counts(state: CacheState) -> np.ndarray:
+    """Per block id, how many instances currently hold it (int64, 0..n_instances)."""
+    return (state.last_use >= 0).sum(axis=0).astype(np.int64)
+
+
+# ----------------------------------------------------------------------------------------------
+# stack distances: the whole LRU curve in one pass
+# ----------------------------------------------------------------------------------------------
+@njit(cache=True)
+def _fenwick_add(tree, i, v):
+    i += 1
+    while i < len(tree):
+        tree[i] += v
+        i += i & (-i)
+
+
+@njit(cache=True)
+def _fenwick_prefix(tree, i):
+    """Sum of entries 0..i-1."""
+    s = 0
+    while i > 0:
+        s += tree[i]
+        i -= i & (-i)
+    return s
+
+
+@njit(cache=True)
+def _stack_distance_kernel(offsets, block_ids, n_blocks, never):
+    """Per access: running max over the request's leading blocks of the LRU stack distance.
+
+    A Fenwick tree over access times holds a 1 at each block's latest access; the stack distance of
+    block b at lookup = number of ones after ``last[b]`` (distinct blocks used since). Block j of a
+    request hits at capacity C iff the returned value is < C.
+    """
+    n_acc = len(block_ids)
+    tree = np.zeros(n_acc + 1, dtype=np.int64)
+    last = np.full(n_blocks, -1, dtype=np.int64)
+    out = np.empty(n_acc, dtype=np.int64)
+    t = 0
+    for i in range(len(offsets) - 1):
+        s, e = offsets[i], offsets[i + 1]
+        m = -1
+        total = _fenwick_prefix(tree, t)
+        for j in range(s, e):  # lookup, before this request's own touches
+            lb = last[block_ids[j]]
+            d = never if lb < 0 else total - _fenwick_prefix(tree, lb + 1)
+            if d > m:
+                m = d
+            out[j] = m
+        for j in range(e - 1, s - 1, -1):  # touch, last block first
+            b = block_ids[j]
+            if last[b] >= 0:
+                _fenwick_add(tree, last[b], -1)
+            _fenwick_add(tree, t, 1)
+            last[b] = t
+            t += 1
+    return out
+
+
+def _stack_distances_reference(offsets, block_ids) -> np.ndarray:
+    """Plain-Python stack distances with an explicit recency list (most recent first)."""
+    stack: list[int] = []
+    out = []
+    for i in range(len(offsets) - 1):
+        blocks = [int(b) for b in block_ids[offsets[i]:offsets[i + 1]]]
+        m = -1
+        for b in blocks:
+            d = stack.index(b) if b in stack else NEVER
+            m = max(m, d)
+            out.append(m)
+        for b in reversed(blocks):
+            if b in stack:
+                stack.remove(b)
+            stack.insert(0, b)
+    return np.array(out, dtype=np.int64)
+
+
+def stack_distances(trace: Trace) -> np.ndarray:
+    """Per access (aligned with ``trace.block_ids``): max LRU stack distance over the leading blocks.
+
+    The block hits in a global LRU cache of ``C`` blocks iff this value is < C; a block never seen
+    before has :data:`NEVER`.
+    """
+    trace = _check_trace(trace)
+    return _stack_distance_kernel(trace.block_offsets, trace.block_ids, trace.n_blocks, NEVER)
+
+
+def _access_weights(trace: Trace, weight: str) -> np.ndarray:
+    """Weight of each access: 1 (block) or its tokens (token; the last block only the remainder)."""
+    if weight == "block":
+        return np.ones(len(trace.block_ids), dtype=np.int64)
+    k = np.diff(trace.block_offsets)
+    req = np.repeat(np.arange(len(trace)), k)
+    j = np.arange(len(trace.block_ids)) - trace.block_offsets[req]
+    L = trace.input_len[req]
+    return (prefix_hit_tokens(j + 1, L, trace.block_tokens) - prefix_hit_tokens(j, L, trace.block_tokens))
+
+
+def hit_ratio_curve(trace: Trace, capacities, weight: str = "token", distances=None) -> np.ndarray:
+    """Global-LRU hit ratio (0..1) at each capacity (blocks; ``math.inf`` = infinite cache), one pass.
+
+    ``distances`` may pass a precomputed :func:`stack_distances` to skip that pass.
+    """
+    trace = _check_trace(trace)
+    weight = _check_weight(weight)
+    caps = [_check_capacity(c, "capacities", allow_inf=True) for c in np.atleast_1d(capacities).tolist()]
+    m = stack_distances(trace) if distances is None else np.asarray(distances, dtype=np.int64)
+    if m.shape != trace.block_ids.shape:
+        raise ValueError(f"distances must have one entry per access ({len(trace.block_ids)}), got {m.shape}")
+    w = _access_weights(trace, weight)
+    total = trace.input_len.sum() if weight == "token" else len(w)
+    if total == 0:
+        return np.zeros(len(caps))
+    order = np.argsort(m, kind="stable")
+    ms, cw = m[order], np.concatenate([[0], np.cumsum(w[order])])
+    out = np.empty(len(caps))
+    for i, c in enumerate(caps):
+        n_below = np.searchsorted(ms, NEVER if c == math.inf else c, side="left")
+        out[i] = cw[n_below] / total
+    return out
+
+
+def infinite_cache_hit_ratio(trace: Trace, weight: str = "token") -> float:
+    """Hit ratio (0..1) with an unbounded cache: every block seen before (with its prefix) hits."""
+    return float(hit_ratio_curve(trace, [math.inf], weight)[0])
+
+
+# ----------------------------------------------------------------------------------------------
+# popularity
+# ----------------------------------------------------------------------------------------------
+def block_popularity(trace: Trace) -> np.ndarray:
+    """Requests per block id (int64, length ``n_blocks``); a block repeated inside one prompt counts once."""
+    trace = _check_trace(trace)
+    req = np.repeat(np.arange(len(trace), dtype=np.int64), np.diff(trace.block_offsets))
+    pairs = np.unique(req * max(trace.n_blocks, 1) + trace.block_ids)
+    return np.bincount(pairs % max(trace.n_blocks, 1), minlength=trace.n_blocks).astype(np.int64)

@@ -1,0 +1,189 @@
+"""``ClusterConfig``: everything a simulation run needs besides the trace, validated up front.
+
+Policies, admission rules and outcomes are small integer codes inside the kernels (a numba kernel
+cannot dispatch on strings cheaply); the tables here map names to codes. Later issues add codes to
+the same tables (a coupled vLLM-like engine, CPP prefill groups, student policies).
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, fields, replace
+
+import numpy as np
+
+__all__ = ["ClusterConfig", "PREFILL_POLICIES", "ADMISSIONS", "OUTCOMES", "OUTCOME_CODES",
+           "COMPLETED", "REJECTED_AT_ARRIVAL", "REJECTED_AFTER_PREFILL", "REJECTED_TOO_LARGE",
+           "UNFINISHED", "ResolvedConfig"]
+
+#: Prefill-instance choice (Conductor), name → kernel code.
+PREFILL_POLICIES = {"random": 0, "load": 1, "cache_aware": 2, "kvcentric": 3}
+#: Admission control, name → kernel code (arXiv §7; semantics in :mod:`.reference`): none;
+#: baseline = TTFT check at arrival + decode-side check when the KV is ready (may waste the prefill);
+#: early = at arrival on the larger of prefill and current decode load; predicted = at arrival on
+#: the decode load predicted for when this request's prefill ends (uniform decode time t_d, §7.4).
+ADMISSIONS = {"none": 0, "baseline": 1, "early": 2, "predicted": 3}
+
+#: Per-request outcome codes (int8 in the kernels). UNFINISHED must never survive a run.
+UNFINISHED, COMPLETED, REJECTED_AT_ARRIVAL, REJECTED_AFTER_PREFILL, REJECTED_TOO_LARGE = 0, 1, 2, 3, 4
+OUTCOMES = {UNFINISHED: "unfinished", COMPLETED: "completed", REJECTED_AT_ARRIVAL: "rejected_at_arrival",
+            REJECTED_AFTER_PREFILL: "rejected_after_prefill", REJECTED_TOO_LARGE: "rejected_too_large"}
+OUTCOME_CODES = {v: k for k, v in OUTCOMES.items()}
+
+
+def _bad(name, value, allowed):
+    return ValueError(f"ClusterConfig.{name}: got {value!r}; allowed: {allowed}")
+
+
+def _int_at_least(name, value, minimum):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise _bad(name, value, f"an integer >= {minimum}")
+    return int(value)
+
+
+def _float_in(name, value, lo, hi=math.inf, lo_open=False, allow_inf=False):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise _bad(name, value, f"a number in {'(' if lo_open else '['}{lo}, {hi}]")
+    v = float(value)
+    if math.isnan(v) or (math.isinf(v) and not allow_inf) or v < lo or (lo_open and v == lo) or v > hi:
+        raise _bad(name, value, f"a {'' if allow_inf else 'finite '}number in "
+                                f"{'(' if lo_open else '['}{lo}, {hi}]")
+    return v
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    """A disaggregated Mooncake-like cluster (times in s, sizes in tokens or 512-token blocks).
+
+    Parameters
+    ----------
+    n_prefill, n_decode : instances (one 8-GPU node each) in the prefill and decode pools.
+    cache_capacity_blocks : per-prefill-instance LRU prefix cache (blocks of 512 tokens) in DRAM;
+        ``None`` = the node's DRAM / KV bytes of a block (A800 node, LLaMA2-70B: 2 TB / 160 MiB
+        = 11,920 blocks; 0 disables caching.
+    prefill_policy : ``"random"``, ``"load"`` (least queued work), ``"cache_aware"`` (min queue +
+        prefill with the local prefix) or ``"kvcentric"`` (Algorithm 1 with remote-prefix fetch
+        and hot-spot replication).
+    kvcache_balancing_threshold : ``kvcentric`` fetches the pool's best prefix for an instance when
+        best_prefix / local_prefix ≥ this (blocks; a ratio ≥ 1; local 0 counts as an infinite
+        ratio). The paper gives no value; 1.0 fetches whenever the pool has more than the instance.
+    estimator_noise : relative standard deviation of the Conductor's TTFT estimates (0 = exact;
+        the work itself is always timed exactly by the cost model).
+    ttft_slo_s, tbt_slo_s : SLOs; arXiv real-workload run: TTFT 30 s, TBT 0.1 s/token. TBT is
+        compared with the mean of a request's longest 10% token intervals (FAST'25).
+    model, node, preset : the cost model (:func:`mooncake_lab.roofline.cost_model`).
+    layerwise_kv_transfer : True = KV streams to decode layer by layer during prefill (only the
+        last layer's share is exposed); False = sent after the prefill (serialized).
+    network_gbps : per-node RDMA bandwidth in Gbit/s for KV transfers (None = the node's NICs,
+        4 × 200 Gbps for the A800 testbed, FAST'25 §5.1).
+    decode_kv_capacity_tokens : KV tokens a decode node holds (None = from the cost model:
+        (HBM × 0.9 − weights) / KV bytes per token).
+    admission : ``"none"``, ``"baseline"``, ``"early"`` or ``"predicted"`` (arXiv §7; see
+        :mod:`mooncake_lab.sim.reference` for the exact rules and :mod:`.admission` for the loads).
+    admission_threshold : reject when a load (TTFT / ttft_slo, decode load of
+        :func:`~mooncake_lab.sim.admission.decode_load`) exceeds this (1.0 = exactly at the SLO /
+        full memory; the paper gives no value).
+    decode_time_s : ``predicted``: the uniform decode time t_d (s) assumed for every request
+        (arXiv §7.4). Default 10 s ≈ 182 output tokens (toolagent mean) × ~55 ms per step.
+    prediction_horizon : ``predicted``: the decode load is predicted at
+        ``arrival + horizon × (KV ready − arrival)``; 1 = when this request's prefill ends (the
+        paper), 0 = now (a current-load check under the t_d model).
+    seed : seeds the random policy and the estimator noise (np.random.default_rng).
+    """
+
+    n_prefill: int = 8
+    n_decode: int = 8
+    cache_capacity_blocks: int | None = None
+    prefill_policy: str = "kvcentric"
+    kvcache_balancing_threshold: float = 1.0
+    estimator_noise: float = 0.0
+    ttft_slo_s: float = 30.0   # arXiv v3 §8 real-workload TTFT SLO
+    tbt_slo_s: float = 0.1     # arXiv v3 §8 real-workload TBT SLO (s/token)
+    model: object = "llama2-70b"
+    node: object = "a800x8"
+    preset: object = "calibrated"
+    layerwise_kv_transfer: bool = True
+    network_gbps: float | None = None
+    decode_kv_capacity_tokens: float | None = None
+    admission: str = "none"
+    admission_threshold: float = 1.0
+    decode_time_s: float = 10.0
+    prediction_horizon: float = 1.0
+    seed: int = 0
+
+    def __post_init__(self):
+        _int_at_least("n_prefill", self.n_prefill, 1)
+        _int_at_least("n_decode", self.n_decode, 1)
+        if self.cache_capacity_blocks is not None:
+            _int_at_least("cache_capacity_blocks", self.cache_capacity_blocks, 0)
+        if self.prefill_policy not in PREFILL_POLICIES:
+            raise _bad("prefill_policy", self.prefill_policy, ", ".join(map(repr, PREFILL_POLICIES)))
+        _float_in("kvcache_balancing_threshold", self.kvcache_balancing_threshold, 1.0, allow_inf=True)
+        _float_in("estimator_noise", self.estimator_noise, 0.0, 10.0)
+        _float_in("ttft_slo_s", self.ttft_slo_s, 0.0, lo_open=True, allow_inf=True)
+        _float_in("tbt_slo_s", self.tbt_slo_s, 0.0, lo_open=True, allow_inf=True)
+        if not isinstance(self.layerwise_kv_transfer, (bool, np.bool_)):
+            raise _bad("layerwise_kv_transfer", self.layerwise_kv_transfer, "True or False")
+        if self.network_gbps is not None:
+            _float_in("network_gbps", self.network_gbps, 0.0, lo_open=True)
+        if self.decode_kv_capacity_tokens is not None:
+            _float_in("decode_kv_capacity_tokens", self.decode_kv_capacity_tokens, 0.0, lo_open=True)
+        if self.admission not in ADMISSIONS:
+            raise _bad("admission", self.admission, ", ".join(map(repr, ADMISSIONS)))
+        _float_in("admission_threshold", self.admission_threshold, 0.0, lo_open=True, allow_inf=True)
+        _float_in("decode_time_s", self.decode_time_s, 0.0, lo_open=True)
+        _float_in("prediction_horizon", self.prediction_horizon, 0.0, 10.0)
+        _int_at_least("seed", self.seed, 0)
+        # model / node / preset: resolving them validates the names (ValueError naming the field)
+        self.resolve()
+
+    def replace(self, **changes) -> "ClusterConfig":
+        """A copy with some fields changed (validated again)."""
+        return replace(self, **changes)
+
+    def as_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def resolve(self) -> "ResolvedConfig":
+        """The numbers the kernels take: cost coefficients, capacities, layer count, codes."""
+        from ..hardware import get_node
+        from ..models import get_model
+        from ..roofline import cost_model
+        from ..traces import BLOCK_TOKENS
+
+        try:
+            m = get_model(self.model)
+        except ValueError as e:
+            raise ValueError(f"ClusterConfig.model: {e}") from None
+        try:
+            nd = get_node(self.node)
+        except ValueError as e:
+            raise ValueError(f"ClusterConfig.node: {e}") from None
+        if self.network_gbps is not None:  # same node, NICs replaced by one link of that speed
+            nd = replace(nd, nic_count=1, nic_gbps=float(self.network_gbps))
+        try:
+            cm = cost_model(m, nd, self.preset)
+        except ValueError as e:
+            raise ValueError(f"ClusterConfig.preset: {e}") from None
+        kv_cap = (cm.kv_capacity_tokens if self.decode_kv_capacity_tokens is None
+                  else float(self.decode_kv_capacity_tokens))
+        if self.cache_capacity_blocks is None:  # node DRAM / bytes of one 512-token block
+            cache = int(nd.dram_bytes // (BLOCK_TOKENS * m.kv_bytes_per_token()))
+        else:
+            cache = int(self.cache_capacity_blocks)
+        return ResolvedConfig(cost=cm.as_array(), decode_kv_capacity=float(kv_cap),
+                              cache_capacity_blocks=cache, n_layers=int(m.n_layers),
+                              policy=PREFILL_POLICIES[self.prefill_policy],
+                              admission=ADMISSIONS[self.admission])
+
+
+@dataclass(frozen=True, eq=False)
+class ResolvedConfig:
+    """Kernel-ready numbers derived from a :class:`ClusterConfig`."""
+
+    cost: np.ndarray               # CostModel.as_array()
+    decode_kv_capacity: float      # tokens per decode instance
+    cache_capacity_blocks: int     # blocks per prefill instance
+    n_layers: int                  # for layer-wise KV streaming
+    policy: int
+    admission: int

@@ -1,0 +1,457 @@
+"""The cluster simulator as numba kernels over flat arrays (semantics: :mod:`mooncake_lab.sim.reference`).
+
+One pass over the requests in arrival order:
+
+* **prefill side** (no event queue needed): each prefill instance keeps ``busy[p]``, the time its
+  FIFO queue drains; a request dispatched at ``a`` to ``p`` starts at ``max(a, busy[p])``, fetches
+  a remote prefix if the policy chose to, prefills, and ``busy[p]`` moves to its end. Its KV then
+  reaches decode at ``ready`` (a heap of ready events, since prefill ends are not in arrival order).
+* **decode side** (discrete events): before each arrival the decode pool is advanced to that time
+  (hook for arrival-time admission), processing ready events and decode-instance events in time
+  order. A decode instance jumps from event to event (:mod:`.decode_math`): its next event is the
+  next completion, or the first step boundary after a ready request that fits was queued.
+
+Every step of a decode segment is logged as an arithmetic run (per instance, linked backwards), so
+on completion a request's token intervals are exactly its runs since admission: the mean and the
+mean of the longest 10% follow without storing one interval per token.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ..prefix_cache import _match_prefix, _touch_blocks
+from ..roofline import cm_kv_transfer_time, cm_prefill_time
+from .admission import decode_load, prefill_load
+from .decode_math import segment_pieces, steps_until_after, time_after, top_k_sum
+
+# Outcome codes are literals inside the kernels (numba freezes globals); they must equal
+# config.COMPLETED (1), REJECTED_AT_ARRIVAL (2), REJECTED_AFTER_PREFILL (3) and
+# REJECTED_TOO_LARGE (4) — tests/test_sim_config.py checks it. Admission codes likewise:
+# none 0, baseline 1, early 2, predicted 3 (config.ADMISSIONS).
+
+
+@njit(cache=True)
+def _reusable_tokens(n_blocks, input_len, block_tokens):
+    """Prompt tokens a prefix of ``n_blocks`` cached blocks saves: min(bt·n, L), but at least one
+    token is always computed (the first output token needs a forward pass): ≤ L − 1."""
+    t = min(block_tokens * n_blocks, input_len)
+    return min(t, input_len - 1)
+
+
+@njit(cache=True)
+def _exposed_transfer(c, n_tokens, prefill_s, n_layers, layerwise):
+    """Seconds the prefill→decode KV transfer adds after the prefill ends.
+
+    Serialized: the whole transfer ``x``. Layer-wise: a 2-stage pipeline over ``l`` layers
+    (compute ``p/l`` then send ``x/l`` per layer) ends ``max(x/l, x − p·(1 − 1/l))`` after the
+    prefill — only the last layer's share when sending is faster than computing.
+    """
+    x = cm_kv_transfer_time(c, n_tokens)
+    if not layerwise:
+        return x
+    nl = float(n_layers)
+    return max(x / nl, x - prefill_s * (1.0 - 1.0 / nl))
+
+
+# ---------------------------------------------------------------------------- ready-event heap
+@njit(cache=True)
+def _heap_push(ht, hi, size, t, i):
+    k = size
+    ht[k] = t
+    hi[k] = i
+    while k > 0:
+        p = (k - 1) // 2
+        if ht[p] < ht[k] or (ht[p] == ht[k] and hi[p] < hi[k]):
+            break
+        ht[p], ht[k] = ht[k], ht[p]
+        hi[p], hi[k] = hi[k], hi[p]
+        k = p
+    return size + 1
+
+
+@njit(cache=True)
+def _heap_pop(ht, hi, size):
+    """Remove the (time, index)-smallest entry (read it at [0] before calling); returns new size."""
+    size -= 1
+    ht[0] = ht[size]
+    hi[0] = hi[size]
+    k = 0
+    while True:
+        l = 2 * k + 1
+        if l >= size:
+            break
+        m = l
+        r = l + 1
+        if r < size and (ht[r] < ht[l] or (ht[r] == ht[l] and hi[r] < hi[l])):
+            m = r
+        if ht[k] < ht[m] or (ht[k] == ht[m] and hi[k] < hi[m]):
+            break
+        ht[m], ht[k] = ht[k], ht[m]
+        hi[m], hi[k] = hi[k], hi[m]
+        k = m
+    return size
+
+
+# ---------------------------------------------------------------------------- decode instances
+@njit(cache=True)
+def _start_segment(d, c, dT, dnext_t, dnext_n, dctx, dk, run_list, run_cnt, done_step, pa, pd, pm, pn):
+    """After an event at ``dT[d]``: plan the segment up to the next completion (or go idle)."""
+    b = run_cnt[d]
+    if b == 0:
+        dnext_t[d] = math.inf
+        dnext_n[d] = 0
+        pn[d] = 0
+        return
+    nmin = done_step[run_list[d, 0]]
+    for q in range(1, b):
+        s = done_step[run_list[d, q]]
+        if s < nmin:
+            nmin = s
+    n_c = nmin - dk[d]
+    pn[d] = segment_pieces(c, b, dctx[d], n_c, pa[d], pd[d], pm[d])
+    dnext_n[d] = n_c
+    dnext_t[d] = time_after(dT[d], pa[d], pd[d], pm[d], pn[d], n_c)
+
+
+@njit(cache=True)
+def _admit(d, t, cap, input_len, output_len, dT, dctx, dk, reserved, waitneed, wcnt, max_kv, qhead, qtail,
+           qnext, run_list, run_cnt, done_step, run_mark, last_run, decode_admit):
+    """Admit queued requests of instance ``d`` at boundary ``t`` in FIFO order while KV fits."""
+    while qhead[d] >= 0:
+        i = qhead[d]
+        need = input_len[i] + output_len[i]
+        if reserved[d] + need > cap:
+            break
+        qhead[d] = qnext[i]
+        if qhead[d] < 0:
+            qtail[d] = -1
+        waitneed[d] -= need
+        wcnt[d] -= 1
+        reserved[d] += need
+        if reserved[d] > max_kv[d]:
+            max_kv[d] = reserved[d]
+        decode_admit[i] = t
+        done_step[i] = dk[d] + output_len[i] - 1
+        run_mark[i] = last_run[d]
+        dctx[d] += input_len[i] + 1  # context of its first decode step: prompt + first token
+        run_list[d, run_cnt[d]] = i
+        run_cnt[d] += 1
+
+
+@njit(cache=True)
+def _finish_tbt(i, d, last_run, run_mark, log_a, log_d, log_m, log_prev, decode_admit, prefill_end,
+                n_intervals, buf_a, buf_d, buf_m, hkey, hidx):
+    """Mean of the longest 10% of request ``i``'s token intervals, from its logged runs.
+
+    Interval 1 (prefill end → first decode token) = admission wait + exposed transfer + first step;
+    then one interval per step. Runs are collected newest first; the oldest run starts at admission.
+    """
+    nr = 0
+    e = last_run[d]
+    while e != run_mark[i]:
+        buf_a[nr] = log_a[e]
+        buf_d[nr] = log_d[e]
+        buf_m[nr] = log_m[e]
+        nr += 1
+        e = log_prev[e]
+    o = nr - 1  # the oldest run: its first step is part of interval 1
+    first = decode_admit[i] + buf_a[o] - prefill_end[i]
+    buf_a[o] = buf_a[o] + buf_d[o]
+    buf_m[o] -= 1
+    buf_a[nr] = first
+    buf_d[nr] = 0.0
+    buf_m[nr] = 1
+    nr += 1
+    k = (n_intervals + 9) // 10  # ceil(10%), at least one interval
+    return top_k_sum(buf_a, buf_d, buf_m, nr, k, hkey, hidx) / k
+
+
+@njit(cache=True)
+def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
+            c, n_prefill, n_decode, policy, threshold, noise_sd, u_random, z_noise,
+            layerwise, n_layers, decode_cap, admission,
+            ttft_slo, tbt_slo, adm_threshold, t_decode, horizon,
+            last_use, q_block, q_stamp, meta,
+            prefill_inst, decode_inst, outcome, fetch_src,
+            cached_tok, fetched_tok, computed_tok,
+            queue_wait, fetch_time, prefill_start, prefill_time, prefill_end,
+            ready, decode_admit, finish, tbt_mean, tbt_tail,
+            p_load, d_load, max_kv, diag):
+    """Simulate the whole trace; fills the per-request output arrays (pre-set to NaN / −1 / 0).
+
+    ``p_load`` / ``d_load``: the prefill and decode loads the Conductor computed at each arrival
+    (:mod:`.admission`; decode: the current pool load, or the predicted one under ``predicted``).
+
+    ``diag``: [0] events processed, [1] times an event ran earlier than the previous one (must be
+    0), [2] runs logged, [3] max decode batch.
+    """
+    n = len(arrival)
+    P = n_prefill
+    D = n_decode
+    busy = np.zeros(P, dtype=np.float64)
+    local = np.zeros(P, dtype=np.int64)
+    est = np.zeros(P, dtype=np.float64)
+    # ready-event heap
+    ht = np.empty(n + 1, dtype=np.float64)
+    hi = np.empty(n + 1, dtype=np.int64)
+    hsize = 0
+    # decode instances
+    dT = np.zeros(D, dtype=np.float64)          # time of the last processed boundary
+    dnext_t = np.full(D, math.inf)              # time of the next event (inf: idle)
+    dnext_n = np.zeros(D, dtype=np.int64)       # steps from dT to that event
+    dctx = np.zeros(D, dtype=np.int64)          # total context of the step starting at dT
+    dk = np.zeros(D, dtype=np.int64)            # steps run since the start
+    reserved = np.zeros(D, dtype=np.float64)    # KV tokens reserved by running requests
+    waitneed = np.zeros(D, dtype=np.float64)    # KV tokens needed by queued requests
+    wcnt = np.zeros(D, dtype=np.int64)          # requests queued
+    qhead = np.full(D, -1, dtype=np.int64)
+    qtail = np.full(D, -1, dtype=np.int64)
+    qnext = np.full(n, -1, dtype=np.int64)
+    run_cnt = np.zeros(D, dtype=np.int64)
+    min_need = 1
+    if n > 0:
+        min_need = np.min(input_len + output_len)
+    maxb = min(n, int(decode_cap // max(min_need, 1)) + 1) + 1
+    run_list = np.empty((D, maxb), dtype=np.int64)
+    done_step = np.zeros(n, dtype=np.int64)
+    run_mark = np.full(n, -1, dtype=np.int64)
+    pa = np.zeros((D, 3))
+    pd = np.zeros((D, 3))
+    pm = np.zeros((D, 3), dtype=np.int64)
+    pn = np.zeros(D, dtype=np.int64)
+    # run log: every closed segment appends ≤ 3 runs; ≤ 2 events per request
+    L = 6 * n + 8
+    log_a = np.empty(L)
+    log_d = np.empty(L)
+    log_m = np.empty(L, dtype=np.int64)
+    log_prev = np.empty(L, dtype=np.int64)
+    last_run = np.full(D, -1, dtype=np.int64)
+    nlog = 0
+    buf_a = np.empty(L + 1)
+    buf_d = np.empty(L + 1)
+    buf_m = np.empty(L + 1, dtype=np.int64)
+    hkey = np.empty(L + 1)
+    hidx = np.empty(L + 1, dtype=np.int64)
+    t_last = -math.inf
+
+    for i in range(n + 1):
+        # ---------------- advance the decode pool to this arrival (to the end after the last)
+        t_now = arrival[i] if i < n else math.inf
+        while True:
+            # next thing to happen: a decode-instance event or a ready event (ties: instances first)
+            dmin = -1
+            tmin = math.inf
+            for d in range(D):
+                if dnext_t[d] < tmin:
+                    tmin = dnext_t[d]
+                    dmin = d
+            tready = ht[0] if hsize > 0 else math.inf
+            if dmin >= 0 and tmin <= tready and tmin <= t_now:
+                # ---- decode event at instance dmin: close the segment, complete, admit
+                d = dmin
+                t = tmin
+                nst = dnext_n[d]
+                left = nst
+                for p in range(pn[d]):
+                    if left <= 0:
+                        break
+                    m = pm[d, p] if pm[d, p] < left else left
+                    log_a[nlog] = pa[d, p]
+                    log_d[nlog] = pd[d, p]
+                    log_m[nlog] = m
+                    log_prev[nlog] = last_run[d]
+                    last_run[d] = nlog
+                    nlog += 1
+                    left -= m
+                dT[d] = t
+                dctx[d] += run_cnt[d] * nst
+                dk[d] += nst
+                q = 0
+                while q < run_cnt[d]:
+                    j = run_list[d, q]
+                    if done_step[j] == dk[d]:
+                        finish[j] = t
+                        outcome[j] = 1
+                        reserved[d] -= input_len[j] + output_len[j]
+                        dctx[d] -= input_len[j] + output_len[j]
+                        m_int = output_len[j] - 1
+                        tbt_mean[j] = (t - prefill_end[j]) / m_int
+                        tbt_tail[j] = _finish_tbt(j, d, last_run, run_mark, log_a, log_d, log_m, log_prev,
+                                                  decode_admit, prefill_end, m_int, buf_a, buf_d, buf_m,
+                                                  hkey, hidx)
+                        run_cnt[d] -= 1
+                        run_list[d, q] = run_list[d, run_cnt[d]]
+                    else:
+                        q += 1
+                _admit(d, t, decode_cap, input_len, output_len, dT, dctx, dk, reserved, waitneed, wcnt, max_kv,
+                       qhead, qtail, qnext, run_list, run_cnt, done_step, run_mark, last_run, decode_admit)
+                if run_cnt[d] > diag[3]:
+                    diag[3] = run_cnt[d]
+                _start_segment(d, c, dT, dnext_t, dnext_n, dctx, dk, run_list, run_cnt, done_step,
+                               pa, pd, pm, pn)
+            elif hsize > 0 and tready <= t_now:
+                # ---- ready event: KV of request j has reached the decode pool
+                t = tready
+                j = hi[0]
+                hsize = _heap_pop(ht, hi, hsize)
+                need = input_len[j] + output_len[j]
+                # Algorithm 1 line 24: decode instance by load = KV reserved + KV queued (tokens)
+                d = 0
+                for e in range(1, D):
+                    if reserved[e] + waitneed[e] < reserved[d] + waitneed[d]:
+                        d = e
+                decode_inst[j] = d
+                if admission == 1 and decode_load(c, float(run_cnt[d] + wcnt[d] + 1),
+                                                  reserved[d] + waitneed[d] + need, decode_cap,
+                                                  tbt_slo) > adm_threshold:
+                    outcome[j] = 3  # rejected after prefill: its prefill was wasted
+                    diag[0] += 1
+                    if t < t_last:
+                        diag[1] += 1
+                    t_last = t
+                    continue
+                was_empty = qhead[d] < 0
+                if was_empty:
+                    qhead[d] = j
+                else:
+                    qnext[qtail[d]] = j
+                qtail[d] = j
+                waitneed[d] += need
+                wcnt[d] += 1
+                if run_cnt[d] == 0:
+                    # idle instance: a boundary right now
+                    dT[d] = t
+                    _admit(d, t, decode_cap, input_len, output_len, dT, dctx, dk, reserved, waitneed, wcnt, max_kv,
+                           qhead, qtail, qnext, run_list, run_cnt, done_step, run_mark, last_run, decode_admit)
+                    _start_segment(d, c, dT, dnext_t, dnext_n, dctx, dk, run_list, run_cnt, done_step,
+                                   pa, pd, pm, pn)
+                elif was_empty and reserved[d] + need <= decode_cap:
+                    # it fits: admitted at the first step boundary strictly after t
+                    ns = steps_until_after(dT[d], t, pa[d], pd[d], pm[d], pn[d])
+                    if ns < dnext_n[d]:
+                        dnext_n[d] = ns
+                        dnext_t[d] = time_after(dT[d], pa[d], pd[d], pm[d], pn[d], ns)
+            else:
+                break
+            diag[0] += 1
+            if t < t_last:
+                diag[1] += 1
+            t_last = t
+        if i == n:
+            break
+
+        # ---------------- the arrival of request i: Conductor picks a prefill instance
+        a = arrival[i]
+        Lin = input_len[i]
+        out = output_len[i]
+        if Lin + out > decode_cap:  # can never fit a decode instance's KV memory
+            outcome[i] = 4
+            continue
+        blocks = block_ids[offsets[i]:offsets[i + 1]]
+        best = 0
+        src = -1
+        if policy >= 1:
+            for p in range(P):
+                if policy >= 2:
+                    local[p] = _match_prefix(last_use, p, blocks)
+                    if local[p] > best:
+                        best = local[p]
+                        src = p
+                est[p] = max(0.0, busy[p] - a)  # queued work, s
+                if policy == 2:
+                    cached = _reusable_tokens(local[p], Lin, block_tokens)
+                    est[p] += cm_prefill_time(c, Lin - cached, cached)
+        if policy == 3:
+            for p in range(P):
+                if best > local[p] and (local[p] == 0 or best >= threshold * local[p]):
+                    cb = _reusable_tokens(best, Lin, block_tokens)
+                    cl = _reusable_tokens(local[p], Lin, block_tokens)
+                    est[p] += cm_kv_transfer_time(c, cb - cl) + cm_prefill_time(c, Lin - cb, cb)
+                else:
+                    cl = _reusable_tokens(local[p], Lin, block_tokens)
+                    est[p] += cm_prefill_time(c, Lin - cl, cl)
+        if policy == 0:
+            pi = min(int(u_random[i] * P), P - 1)
+        else:
+            if noise_sd > 0.0:
+                for p in range(P):
+                    est[p] *= max(0.0, 1.0 + noise_sd * z_noise[i, p])
+            pi = 0
+            for p in range(1, P):
+                if est[p] < est[pi]:
+                    pi = p
+        # ---------------- the prefill on pi, predicted (nothing is committed before admission)
+        n_local = local[pi] if policy >= 2 else _match_prefix(last_use, pi, blocks)
+        cl = _reusable_tokens(n_local, Lin, block_tokens)
+        use_remote = policy == 3 and best > n_local and (n_local == 0 or best >= threshold * n_local)
+        cached = cl
+        f_t = 0.0
+        if use_remote:
+            cached = _reusable_tokens(best, Lin, block_tokens)
+            f_t = cm_kv_transfer_time(c, cached - cl)
+        pt = cm_prefill_time(c, Lin - cached, cached)
+        start = max(a, busy[pi])
+        end = start + f_t + pt
+        r_i = end + _exposed_transfer(c, Lin, pt, n_layers, layerwise)
+        # ---------------- admission at arrival (arXiv §7): loads as SLO satisfaction
+        pl = prefill_load(end - a, ttft_slo)
+        nb = 1.0
+        kv = float(Lin + out)
+        if admission == 3:
+            # decode population predicted at T: decode start s (admission, or KV ready if not yet
+            # admitted) with s ≤ T < s + t_d, over every accepted unfinished request, + this one
+            T = a + horizon * (r_i - a)
+            for d in range(D):
+                for q in range(run_cnt[d]):
+                    j = run_list[d, q]
+                    if decode_admit[j] <= T and decode_admit[j] + t_decode > T:
+                        nb += 1.0
+                        kv += input_len[j] + output_len[j]
+                j = qhead[d]
+                while j >= 0:
+                    if ready[j] <= T and ready[j] + t_decode > T:
+                        nb += 1.0
+                        kv += input_len[j] + output_len[j]
+                    j = qnext[j]
+            for q in range(hsize):
+                j = hi[q]
+                if ht[q] <= T and ht[q] + t_decode > T:
+                    nb += 1.0
+                    kv += input_len[j] + output_len[j]
+        else:  # the pool's current load with this request added
+            for d in range(D):
+                nb += run_cnt[d] + wcnt[d]
+                kv += reserved[d] + waitneed[d]
+        dl = decode_load(c, nb / D, kv / D, decode_cap, tbt_slo)
+        p_load[i] = pl
+        d_load[i] = dl
+        if (admission == 1 and pl > adm_threshold) or (admission >= 2 and max(pl, dl) > adm_threshold):
+            outcome[i] = 2  # rejected at arrival: nothing queued, no cache touched
+            continue
+        # ---------------- commit: run the prefill on pi
+        if use_remote:
+            fetched_tok[i] = cached - cl
+            fetch_src[i] = src
+            _touch_blocks(last_use, q_block, q_stamp, meta, src, blocks[:best])  # read at the source
+        else:
+            fetched_tok[i] = 0
+        busy[pi] = end
+        _touch_blocks(last_use, q_block, q_stamp, meta, pi, blocks)  # store / refresh (and replicate)
+        prefill_inst[i] = pi
+        cached_tok[i] = cached
+        computed_tok[i] = Lin - cached
+        queue_wait[i] = start - a
+        fetch_time[i] = f_t
+        prefill_start[i] = start
+        prefill_time[i] = pt
+        prefill_end[i] = end
+        if out == 1:  # the prefill made the only output token: nothing to decode
+            finish[i] = end
+            outcome[i] = 1
+            continue
+        ready[i] = r_i
+        hsize = _heap_push(ht, hi, hsize, ready[i], i)
+    diag[2] = nlog

@@ -1,0 +1,315 @@
+"""The cluster simulator in plain Python: the semantics, written to be read (and to test the kernel).
+
+Same results as :mod:`mooncake_lab.sim.kernel`, computed the slow, literal way: the decode pool
+runs **one step at a time** and every request keeps the list of its token intervals; LRU caches
+are ``OrderedDict``\\ s. Only the scalar cost functions are shared with the kernel.
+
+The rules (both engines)
+------------------------
+Requests are handled in arrival order. Before request ``i`` is dispatched, the decode pool is
+advanced to its arrival time (every event at or before it happens first).
+
+Prefill (per instance: FIFO queue, LRU prefix cache of 512-token blocks)
+    1. A request needing more KV than a decode instance holds (input + output tokens) is rejected
+       at arrival (``rejected_too_large``).
+    2. Each instance's *estimated TTFT* = queued work (``busy_until − now``) [+ prefill time with
+       its local prefix (``cache_aware``)] — ``kvcentric`` (Algorithm 1): if the pool's longest
+       prefix ``best`` beats the local one (``best/local ≥ threshold``, local 0 ⇒ ∞), queue +
+       fetch(best − local tokens) + prefill with ``best`` cached. Estimates × (1 + noise·z).
+       ``random`` draws the instance from a pre-drawn uniform. The minimum wins (ties: lowest).
+    3. Cached tokens = min(512·blocks, L) but at most L − 1 (one token is always computed).
+       start = max(arrival, busy_until); end = start + fetch + prefill; busy_until = end.
+    4. Caches: a fetched prefix is touched at its source; then every block of the request is
+       touched on the chosen instance (stored/refreshed, last block first; fetched ones replicate).
+    5. TTFT = end − arrival (the prefill produces the first token). ``output_len == 1``: done.
+    6. The KV reaches decode at ``ready = end + exposed transfer`` (layer-wise: max(x/l,
+       x − p(1 − 1/l)); serialized: x; x = transfer of all L tokens).
+
+Decode (per instance: continuous batching)
+    7. At ``ready`` the request goes to the decode instance with the least KV reserved + queued
+       (ties: lowest index) and joins its FIFO queue.
+    8. An idle instance admits immediately. Otherwise admission happens at step boundaries: at a
+       boundary, running requests that received their last token finish (freeing ``L + out``
+       tokens of KV), then queued requests are admitted in FIFO order while
+       reserved + (L + out) ≤ capacity (the head blocks the queue), then the next step starts.
+       A request ready exactly at a boundary's time waits for the next one.
+    9. A step of batch ``b`` takes ``cm_decode_step_time(b, Σ context)``; a request's context is
+       L + tokens generated so far; every running request gets one token at the step's end.
+   10. Token intervals: first = (first decode token − end of prefill); then one per step.
+       TBT mean = their mean; TBT tail = mean of the longest ceil(10%) (FAST'25).
+Events at equal times: decode steps (lowest instance first) before ready events (lowest request
+first) before the arrival.
+
+Admission (arXiv §7; loads from :mod:`.admission`, threshold θ = ``admission_threshold``)
+   11. At every arrival (after the too-large check and the Conductor's choice, before anything is
+       committed) the Conductor computes the request's *prefill load* = predicted TTFT / TTFT SLO
+       (queue + fetch + its prefill on the chosen instance) and a *decode load* of the pool with
+       this request added, ``decode_load(B / D, K / D)`` (B requests holding K KV tokens = their
+       input + output): under ``none``/``baseline``/``early`` B, K count the requests running or
+       queued in decode now; under ``predicted`` they count the requests predicted to be decoding
+       at T = arrival + horizon × (KV ready − arrival): every accepted unfinished request whose
+       decode start s (its admission if admitted, else its KV-ready time, even while still in
+       prefill) has s ≤ T < s + t_d (uniform decode time t_d, §7.4). Both are recorded.
+   12. ``none`` admits everything. ``baseline`` rejects at arrival when prefill load > θ
+       (Algorithm 1's TTFT check). ``early`` and ``predicted`` reject at arrival when
+       max(prefill load, decode load) > θ. A request rejected at arrival is ``rejected_at_arrival``:
+       no queue, no cache touched, no prefill.
+   13. ``baseline`` only: when the KV is ready, the chosen decode instance's load with the request
+       added, ``decode_load(running + queued + 1, reserved + queued + L + out)``, > θ ⇒
+       ``rejected_after_prefill``: its prefill (and fetch) time is wasted. ``early`` and
+       ``predicted`` keep no decode-side check (a request that does not fit waits in the queue),
+       so they never reject after prefill.
+"""
+from __future__ import annotations
+
+import math
+from collections import OrderedDict, deque
+
+import numpy as np
+
+from ..roofline import cm_decode_step_time, cm_kv_transfer_time, cm_prefill_time
+from .admission import decode_load, prefill_load
+from .config import (ADMISSIONS, COMPLETED, REJECTED_AFTER_PREFILL, REJECTED_AT_ARRIVAL,
+                     REJECTED_TOO_LARGE)
+
+
+def _reusable_tokens(n_blocks, L, block_tokens):
+    return min(block_tokens * n_blocks, L, L - 1)
+
+
+def _exposed_transfer(c, n_tokens, prefill_s, n_layers, layerwise):
+    x = float(cm_kv_transfer_time(c, n_tokens))
+    if not layerwise:
+        return x
+    return max(x / n_layers, x - prefill_s * (1.0 - 1.0 / n_layers))
+
+
+class _LRU:
+    """One instance's prefix cache (an OrderedDict, least recently used first)."""
+
+    def __init__(self, capacity):
+        self.capacity = capacity
+        self.blocks = OrderedDict()
+
+    def match(self, blocks):
+        n = 0
+        while n < len(blocks) and blocks[n] in self.blocks:
+            n += 1
+        return n
+
+    def touch(self, blocks):
+        if self.capacity <= 0:
+            return
+        for b in reversed(blocks):  # last block first: the root ends most recently used
+            self.blocks[b] = True
+            self.blocks.move_to_end(b)
+            while len(self.blocks) > self.capacity:
+                self.blocks.popitem(last=False)
+
+
+class _Decode:
+    """One decode instance, stepped one iteration at a time."""
+
+    def __init__(self):
+        self.running = []          # request indices
+        self.queue = deque()
+        self.next_boundary = math.inf
+        self.reserved = 0
+        self.waiting = 0
+        self.max_reserved = 0
+
+
+def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv: np.ndarray,
+                  diag: np.ndarray) -> None:
+    """Fill ``out`` (the per-request arrays of :func:`mooncake_lab.sim.run.simulate`) the slow way."""
+    c = resolved.cost
+    cap = resolved.decode_kv_capacity
+    P, D = config.n_prefill, config.n_decode
+    policy_name = config.prefill_policy
+    threshold = float(config.kvcache_balancing_threshold)
+    noise_sd = float(config.estimator_noise)
+    layerwise = bool(config.layerwise_kv_transfer)
+    adm = config.admission
+    theta = float(config.admission_threshold)
+    ttft_slo, tbt_slo = float(config.ttft_slo_s), float(config.tbt_slo_s)
+    t_d, horizon = float(config.decode_time_s), float(config.prediction_horizon)
+    assert ADMISSIONS[adm] == resolved.admission
+    caches = [_LRU(resolved.cache_capacity_blocks) for _ in range(P)]
+    n = len(trace)
+    bt = trace.block_tokens
+    L_in = trace.input_len.tolist()
+    L_out = trace.output_len.tolist()
+    busy = [0.0] * P
+    dec = [_Decode() for _ in range(D)]
+    ready_events = []              # (time, request); kept sorted
+    gen = [0] * n                  # tokens generated so far
+    last_token = [0.0] * n
+    intervals = [[] for _ in range(n)]
+    clock = [-math.inf]
+
+    def tick(t):
+        diag[0] += 1
+        if t < clock[0]:
+            diag[1] += 1
+        clock[0] = t
+
+    def admit(d, t):
+        inst = dec[d]
+        while inst.queue:
+            j = inst.queue[0]
+            need = L_in[j] + L_out[j]
+            if inst.reserved + need > cap:
+                break
+            inst.queue.popleft()
+            inst.waiting -= need
+            inst.reserved += need
+            inst.max_reserved = max(inst.max_reserved, inst.reserved)
+            out["decode_admit"][j] = t
+            inst.running.append(j)
+        diag[3] = max(diag[3], len(inst.running))
+        if inst.running:
+            ctx = sum(L_in[j] + gen[j] for j in inst.running)
+            inst.next_boundary = t + float(cm_decode_step_time(c, len(inst.running), ctx))
+        else:
+            inst.next_boundary = math.inf
+
+    def boundary(d):
+        inst = dec[d]
+        t = inst.next_boundary
+        tick(t)
+        still = []
+        for j in inst.running:  # the step that ends now gave every running request a token
+            gen[j] += 1
+            intervals[j].append(t - last_token[j])
+            last_token[j] = t
+            if gen[j] == L_out[j]:
+                out["finish"][j] = t
+                out["outcome"][j] = COMPLETED
+                inst.reserved -= L_in[j] + L_out[j]
+                iv = intervals[j]
+                k = (len(iv) + 9) // 10
+                out["tbt_mean"][j] = sum(iv) / len(iv)
+                out["tbt_tail"][j] = sum(sorted(iv)[-k:]) / k
+            else:
+                still.append(j)
+        inst.running = still
+        admit(d, t)
+
+    def on_ready(t, j):
+        tick(t)
+        need = L_in[j] + L_out[j]
+        d = min(range(D), key=lambda e: (dec[e].reserved + dec[e].waiting, e))
+        out["decode_inst"][j] = d
+        inst = dec[d]
+        if adm == "baseline" and decode_load(c, float(len(inst.running) + len(inst.queue) + 1),
+                                             float(inst.reserved + inst.waiting + need), cap,
+                                             tbt_slo) > theta:
+            out["outcome"][j] = REJECTED_AFTER_PREFILL
+            return
+        dec[d].queue.append(j)
+        dec[d].waiting += need
+        if not dec[d].running:  # idle: starts right away
+            admit(d, t)
+
+    def advance(t_now):
+        while True:
+            d = min(range(D), key=lambda e: (dec[e].next_boundary, e))
+            tb = dec[d].next_boundary
+            tr = ready_events[0][0] if ready_events else math.inf
+            if tb <= tr and tb <= t_now and tb < math.inf:
+                boundary(d)
+            elif ready_events and tr <= t_now:
+                t, j = ready_events.pop(0)
+                on_ready(t, j)
+            else:
+                return
+
+    for i in range(n):
+        a = float(trace.arrival_s[i])
+        advance(a)
+        L, o = L_in[i], L_out[i]
+        if L + o > cap:
+            out["outcome"][i] = REJECTED_TOO_LARGE
+            continue
+        blocks = trace.blocks_of(i).tolist()
+        local = [caches[p].match(blocks) for p in range(P)]
+        best = max(local)
+        src = local.index(best)
+
+        def remote_ok(p):
+            return policy_name == "kvcentric" and best > local[p] and (local[p] == 0
+                                                                        or best >= threshold * local[p])
+
+        if policy_name == "random":
+            pi = min(int(u_random[i] * P), P - 1)
+        else:
+            est = []
+            for p in range(P):
+                e = max(0.0, busy[p] - a)
+                if policy_name in ("cache_aware", "kvcentric"):
+                    cl = _reusable_tokens(local[p], L, bt)
+                    if remote_ok(p):
+                        cb = _reusable_tokens(best, L, bt)
+                        e += float(cm_kv_transfer_time(c, cb - cl)) + float(cm_prefill_time(c, L - cb, cb))
+                    else:
+                        e += float(cm_prefill_time(c, L - cl, cl))
+                if noise_sd > 0:
+                    e *= max(0.0, 1.0 + noise_sd * z_noise[i, p])
+                est.append(e)
+            pi = min(range(P), key=lambda p: (est[p], p))
+        cached = _reusable_tokens(local[pi], L, bt)
+        cl = cached
+        fetch_t = 0.0
+        if remote_ok(pi):
+            cached = _reusable_tokens(best, L, bt)
+            fetch_t = float(cm_kv_transfer_time(c, cached - cl))
+        pt = float(cm_prefill_time(c, L - cached, cached))
+        start = max(a, busy[pi])
+        end = start + fetch_t + pt
+        r = end + _exposed_transfer(c, L, pt, resolved.n_layers, layerwise)
+        # admission at arrival (rules 11-12)
+        pl = float(prefill_load(end - a, ttft_slo))
+        if adm == "predicted":
+            T = a + horizon * (r - a)
+            members = [j for d in range(D) for j in dec[d].running] + \
+                      [j for d in range(D) for j in dec[d].queue] + [j for _, j in ready_events]
+            starts = {j: (out["decode_admit"][j] if not math.isnan(out["decode_admit"][j])
+                          else out["ready"][j]) for j in members}
+            counted = [j for j, s_ in starts.items() if s_ <= T and s_ + t_d > T]
+        else:
+            counted = [j for d in range(D) for j in dec[d].running + list(dec[d].queue)]
+        nb = 1 + len(counted)
+        kv = L + o + sum(L_in[j] + L_out[j] for j in counted)
+        dl = float(decode_load(c, nb / D, float(kv) / D, cap, tbt_slo))
+        out["prefill_load"][i] = pl
+        out["decode_load"][i] = dl
+        if (adm == "baseline" and pl > theta) or (adm in ("early", "predicted") and max(pl, dl) > theta):
+            out["outcome"][i] = REJECTED_AT_ARRIVAL
+            continue
+        out["fetched_tok"][i] = 0
+        if remote_ok(pi):
+            out["fetched_tok"][i] = cached - cl
+            out["fetch_src"][i] = src
+            caches[src].touch(blocks[:best])
+        busy[pi] = end
+        caches[pi].touch(blocks)
+        out["prefill_inst"][i] = pi
+        out["cached_tok"][i] = cached
+        out["computed_tok"][i] = L - cached
+        out["queue_wait"][i] = start - a
+        out["fetch_time"][i] = fetch_t
+        out["prefill_start"][i] = start
+        out["prefill_time"][i] = pt
+        out["prefill_end"][i] = end
+        if o == 1:
+            out["finish"][i] = end
+            out["outcome"][i] = COMPLETED
+            continue
+        out["ready"][i] = r
+        gen[i] = 1
+        last_token[i] = end
+        ready_events.append((r, i))
+        ready_events.sort()
+    advance(math.inf)
+    for d in range(D):
+        max_kv[d] = dec[d].max_reserved

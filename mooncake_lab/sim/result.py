@@ -1,0 +1,211 @@
+"""``SimResult``: per-request table, headline summary and sampled load time series of a run.
+
+Everything here is computed from the per-request arrays, so both engines share it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .admission import decode_load
+from .config import COMPLETED, OUTCOMES, REJECTED_AFTER_PREFILL, REJECTED_AT_ARRIVAL, REJECTED_TOO_LARGE
+
+__all__ = ["SimResult"]
+
+
+@dataclass(eq=False)
+class SimResult:
+    """The outcome of :func:`mooncake_lab.sim.simulate`.
+
+    Attributes
+    ----------
+    trace, config, engine : what was run.
+    arrays : the raw per-request arrays (NaN / −1 where a stage did not happen).
+    max_kv_tokens : per decode instance, the most KV tokens ever reserved (≤ ``decode_kv_capacity``).
+    diagnostics : events processed, ``time_reversals`` (must be 0), runs logged, max decode batch.
+    wall_s : engine run time, seconds.
+    """
+
+    trace: object
+    config: object
+    engine: str
+    arrays: dict
+    max_kv_tokens: np.ndarray
+    decode_kv_capacity: float
+    diagnostics: dict
+    wall_s: float
+    _frame: pd.DataFrame | None = field(default=None, repr=False)
+
+    def __repr__(self) -> str:
+        s = self.summary()
+        return (f"SimResult({self.engine}, {self.config.prefill_policy}, {self.config.n_prefill}P+"
+                f"{self.config.n_decode}D: {s['completed']:,}/{s['requests']:,} completed, "
+                f"mean TTFT {s['ttft_mean_s']:.3g} s, SLO attainment {s['slo_attainment']:.1%})")
+
+    @property
+    def requests(self) -> pd.DataFrame:
+        """One row per request (times in s since the trace start, durations in s, sizes in tokens).
+
+        ``outcome``: completed / rejected_at_arrival / rejected_after_prefill / rejected_too_large.
+        ``ttft_s`` = prefill end − arrival; ``decode_wait_s`` = admission − KV ready at decode;
+        ``tbt_mean_s`` / ``tbt_tail_s`` = mean / mean of the longest 10% of the token intervals
+        (the first interval runs from the prefill's end to the first decode token).
+        ``prefill_load`` / ``decode_load``: the loads the Conductor computed at the arrival
+        (:mod:`mooncake_lab.sim.admission`; NaN if rejected as too large). ``wasted_prefill_s``:
+        fetch + prefill seconds of a request rejected after its prefill (else 0).
+        """
+        if self._frame is None:
+            a, tr = self.arrays, self.trace
+            code = a["outcome"]
+            df = pd.DataFrame({
+                "arrival_s": tr.arrival_s, "input_len": tr.input_len, "output_len": tr.output_len,
+                "outcome": pd.Categorical([OUTCOMES[int(k)] for k in code], categories=list(OUTCOMES.values())),
+                "prefill_instance": a["prefill_inst"], "decode_instance": a["decode_inst"],
+                "queue_wait_s": a["queue_wait"], "fetch_s": a["fetch_time"], "fetch_source": a["fetch_src"],
+                "prefill_start_s": a["prefill_start"], "prefill_s": a["prefill_time"],
+                "prefill_end_s": a["prefill_end"],
+                "cached_tokens": a["cached_tok"], "fetched_tokens": a["fetched_tok"],
+                "computed_tokens": a["computed_tok"],
+                "ttft_s": a["prefill_end"] - tr.arrival_s,
+                "decode_ready_s": a["ready"], "decode_admit_s": a["decode_admit"],
+                "decode_wait_s": a["decode_admit"] - a["ready"],
+                "finish_s": a["finish"], "tbt_mean_s": a["tbt_mean"], "tbt_tail_s": a["tbt_tail"],
+                "prefill_load": a["prefill_load"], "decode_load": a["decode_load"],
+                "wasted_prefill_s": self._wasted(),
+            })
+            df.index.name = "request"
+            self._frame = df
+        return self._frame
+
+    def _wasted(self) -> np.ndarray:
+        a = self.arrays
+        return np.where(a["outcome"] == REJECTED_AFTER_PREFILL, a["fetch_time"] + a["prefill_time"], 0.0)
+
+    def summary(self) -> pd.Series:
+        """Headline numbers: counts; TTFT mean/p50/p90/p99 (completed, s); TBT; SLO attainment
+        (share of **all** requests that completed within the SLO(s)); prefix-cache hit ratio
+        (token-weighted over prefilled requests, local + fetched); decode KV peak; rejections by
+        where; ``wasted_prefill_s`` (fetch + prefill seconds of requests rejected after prefill)."""
+        a, tr, cfg = self.arrays, self.trace, self.config
+        n = len(tr)
+        code = a["outcome"]
+        done = code == COMPLETED
+        ttft = (a["prefill_end"] - tr.arrival_s)[done]
+        tail = a["tbt_tail"][done]
+        tbt_ok = np.where(np.isnan(tail), True, tail <= cfg.tbt_slo_s)  # output of 1 token: no interval
+        ttft_ok = ttft <= cfg.ttft_slo_s
+        pre = a["prefill_inst"] >= 0
+        inp = tr.input_len[pre].sum()
+
+        def q(x, p):
+            return float(np.percentile(x, p)) if len(x) else float("nan")
+
+        def mean(x):
+            x = x[~np.isnan(x)]
+            return float(x.mean()) if len(x) else float("nan")
+
+        s = {
+            "requests": n, "completed": int(done.sum()),
+            "rejected": int(n - done.sum() - (code == 0).sum()),
+            "rejected_at_arrival": int((code == REJECTED_AT_ARRIVAL).sum()),
+            "rejected_after_prefill": int((code == REJECTED_AFTER_PREFILL).sum()),
+            "rejected_too_large": int((code == REJECTED_TOO_LARGE).sum()),
+            "unfinished": int((code == 0).sum()),
+            "wasted_prefill_s": float(self._wasted().sum()),
+            "ttft_mean_s": mean(ttft), "ttft_p50_s": q(ttft, 50), "ttft_p90_s": q(ttft, 90),
+            "ttft_p99_s": q(ttft, 99),
+            "tbt_mean_s": mean(a["tbt_mean"][done]), "tbt_tail_mean_s": mean(tail),
+            "tbt_tail_p90_s": q(tail[~np.isnan(tail)], 90),
+            "queue_wait_mean_s": mean(a["queue_wait"][done]),
+            "decode_wait_mean_s": mean((a["decode_admit"] - a["ready"])[done]),
+            "ttft_slo_attainment": float(ttft_ok.sum() / n) if n else float("nan"),
+            "tbt_slo_attainment": float(tbt_ok.sum() / n) if n else float("nan"),
+            "slo_attainment": float((ttft_ok & tbt_ok).sum() / n) if n else float("nan"),
+            "hit_ratio": float(a["cached_tok"][pre].sum() / inp) if inp else float("nan"),
+            "fetched_ratio": float(a["fetched_tok"][pre].sum() / inp) if inp else float("nan"),
+            "makespan_s": float(np.nanmax(a["finish"])) if done.any() else float("nan"),
+            "decode_kv_peak_fraction": float(self.max_kv_tokens.max() / self.decode_kv_capacity)
+            if len(self.max_kv_tokens) else float("nan"),
+        }
+        return pd.Series(s, name=f"{cfg.prefill_policy}")
+
+    def timeseries(self, dt: float = 10.0, per_instance: bool = False) -> pd.DataFrame:
+        """Load sampled every ``dt`` seconds from 0 to the last finish (state just after time t).
+
+        Columns: ``prefill_queue_s`` (mean over prefill instances of queued work, s),
+        ``prefill_queue_max_s``, ``decode_running`` (requests in decode batches, all instances),
+        ``decode_waiting`` (KV arrived, not yet admitted), ``decode_kv_fraction`` (mean KV reserved /
+        capacity), and the loads of :mod:`mooncake_lab.sim.admission` as state (no candidate
+        request): ``prefill_load`` = mean queued work / TTFT SLO, ``decode_load`` =
+        ``decode_load(B / D, K / D)`` over the requests running or queued in decode (B requests,
+        K KV tokens reserved or needed). ``per_instance=True`` adds ``prefill_queue_s[p]`` and
+        ``decode_running[d]``.
+        """
+        if not (isinstance(dt, (int, float)) and np.isfinite(dt) and dt > 0):
+            raise ValueError(f"dt must be a finite number of seconds > 0, got {dt!r}")
+        a, tr, cfg = self.arrays, self.trace, self.config
+        end = np.nanmax(a["finish"]) if np.isfinite(a["finish"]).any() else 0.0
+        t = np.arange(0.0, end + dt, dt)
+        cols: dict = {}
+        queues = np.zeros((len(t), cfg.n_prefill))
+        for p in range(cfg.n_prefill):
+            on = np.flatnonzero(a["prefill_inst"] == p)  # in arrival order; prefill ends increase (FIFO)
+            pos = np.searchsorted(tr.arrival_s[on], t, side="right") - 1
+            busy = np.where(pos >= 0, a["prefill_end"][on][np.maximum(pos, 0)], 0.0)
+            queues[:, p] = np.maximum(0.0, busy - t)
+        cols["prefill_queue_s"] = queues.mean(axis=1)
+        cols["prefill_queue_max_s"] = queues.max(axis=1)
+        running = np.zeros((len(t), cfg.n_decode))
+        kv = np.zeros((len(t), cfg.n_decode))
+        waiting = np.zeros(len(t))
+        wait_kv = np.zeros(len(t))
+        need = (tr.input_len + tr.output_len).astype(np.float64)
+        for d in range(cfg.n_decode):  # requests rejected after prefill never queue
+            on = np.flatnonzero((a["decode_inst"] == d) & (a["outcome"] != REJECTED_AFTER_PREFILL))
+            adm, fin, rdy, w = a["decode_admit"][on], a["finish"][on], a["ready"][on], need[on]
+            running[:, d], kv[:, d] = _active(adm, fin, w, t)
+            wc, wk = _active(rdy, adm, w, t)
+            waiting += wc
+            wait_kv += wk
+        cols["decode_running"] = running.sum(axis=1)
+        cols["decode_waiting"] = waiting
+        cols["decode_kv_fraction"] = kv.mean(axis=1) / self.decode_kv_capacity
+        cols["prefill_load"] = cols["prefill_queue_s"] / cfg.ttft_slo_s
+        D = cfg.n_decode
+        c = cfg.resolve().cost
+        nb, kt = (cols["decode_running"] + waiting) / D, (kv.sum(axis=1) + wait_kv) / D
+        cols["decode_load"] = np.array([decode_load(c, float(b), float(k), self.decode_kv_capacity,
+                                                    float(cfg.tbt_slo_s)) for b, k in zip(nb, kt)])
+        if per_instance:
+            for p in range(cfg.n_prefill):
+                cols[f"prefill_queue_s[{p}]"] = queues[:, p]
+            for d in range(cfg.n_decode):
+                cols[f"decode_running[{d}]"] = running[:, d]
+        df = pd.DataFrame(cols, index=pd.Index(t, name="time_s"))
+        return df
+
+    def load_correlation(self, dt: float = 10.0) -> float:
+        """Pearson correlation of the sampled prefill and decode loads (:meth:`timeseries`) while
+        requests arrive (0 … last arrival): negative = anti-phase oscillation (arXiv Fig. 9–10).
+        NaN if either load is constant over that window."""
+        ts = self.timeseries(dt)
+        last = float(self.trace.arrival_s.max()) if len(self.trace) else 0.0
+        w = ts[ts.index <= last]
+        x, y = w["prefill_load"].to_numpy(), w["decode_load"].to_numpy()
+        if len(x) < 3 or x.std() == 0 or y.std() == 0:
+            return float("nan")
+        return float(np.corrcoef(x, y)[0, 1])
+
+
+def _active(start, stop, weight, t):
+    """Count and weight of intervals [start, stop) containing each time in ``t`` (NaN start: never)."""
+    ok = ~np.isnan(start)
+    s, e, w = start[ok], np.where(np.isnan(stop[ok]), np.inf, stop[ok]), weight[ok]
+    os_, oe = np.argsort(s), np.argsort(e)
+    cs = np.concatenate([[0.0], np.cumsum(w[os_])])
+    ce = np.concatenate([[0.0], np.cumsum(w[oe])])
+    ns = np.searchsorted(s[os_], t, side="right")
+    ne = np.searchsorted(e[oe], t, side="right")
+    return (ns - ne).astype(np.float64), cs[ns] - ce[ne]

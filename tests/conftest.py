@@ -1,0 +1,49 @@
+"""Shared pytest fixtures.
+
+``real_trace_dir``: the folder holding the released Mooncake traces — ``$MOONCAKE_LAB_DATA`` if set,
+else ``../shared/data/mooncake_traces`` next to the repository; tests using it are skipped (with
+the reason) when neither holds ``conversation_trace.jsonl`` and ``synthetic_trace.jsonl``.
+``isolated_trace_lookup``: points every trace lookup place (env folder, project data/, user cache)
+at empty temporary folders and disables downloads, so a test sees no real trace unless it puts one.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SHARED_TRACES = REPO_ROOT.parent / "shared" / "data" / "mooncake_traces"
+REAL_TRACE_FILES = ("conversation_trace.jsonl", "synthetic_trace.jsonl")
+
+
+def _real_trace_dir() -> Path | None:
+    for d in (os.environ.get("MOONCAKE_LAB_DATA"), SHARED_TRACES):
+        if d and all((Path(d) / f).is_file() for f in REAL_TRACE_FILES):
+            return Path(d)
+    return None
+
+
+@pytest.fixture(scope="session")
+def real_trace_dir() -> Path:
+    d = _real_trace_dir()
+    if d is None:
+        pytest.skip(f"real Mooncake traces ({', '.join(REAL_TRACE_FILES)}) not found in $MOONCAKE_LAB_DATA "
+                    f"or {SHARED_TRACES}")
+    return d
+
+
+@pytest.fixture
+def isolated_trace_lookup(tmp_path, monkeypatch):
+    """Empty env/data/cache folders (returned as a dict of Paths) and downloads disabled."""
+    from mooncake_lab import trace_data
+
+    dirs = {k: tmp_path / k for k in ("env", "data", "cache")}
+    for d in dirs.values():
+        d.mkdir()
+    monkeypatch.setenv(trace_data.ENV_DATA, str(dirs["env"]))
+    monkeypatch.setenv(trace_data.ENV_OFFLINE, "1")
+    monkeypatch.setattr(trace_data, "project_data_dir", lambda: dirs["data"])
+    monkeypatch.setattr(trace_data, "cache_dir", lambda: dirs["cache"])
+    return dirs

@@ -1,0 +1,247 @@
+"""Lecture 01 (roofline of LLaMA2-70B on 8×A800): experiments, plots, dashboards, exercises."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from mooncake_lab import check, hardware, models, roofline
+from mooncake_lab.dashboards.roofline import (BATCH_CHOICES, CONTEXT_CHOICES, NVLINK_RANGE_GBS, PROMPT_CHOICES,
+                                              PresetDashboard, RooflineDashboard)
+from mooncake_lab.exercises import list_exercises
+from mooncake_lab.experiments import l01_roofline as ex
+
+M = models.LLAMA2_70B
+A800 = hardware.A800_NODE
+
+
+# --- experiments against hand-worked values ------------------------------------------------------
+def test_per_token_counts_by_hand():
+    s = ex.per_token_counts(M)
+    # per layer: Q 8192² + K,V 2·8192·1024 + O 8192² + FFN 3·8192·28672 = 12.75 · 8192² = 855,638,016
+    assert s["params_per_layer"] == 12.75 * 8192 ** 2
+    # × 80 layers × 2 FLOP = 136.902 GFLOP; LM head 2·32000·8192 = 0.524288 GFLOP
+    assert s["linear_gflop_per_token"] == pytest.approx(2 * 80 * 12.75 * 8192 ** 2 / 1e9)
+    assert s["lm_head_gflop_per_token"] == pytest.approx(0.524288)
+    # attention: 4 · 128 · 64 heads · 80 layers = 2,621,440 FLOP per attended key
+    assert s["attention_flop_per_key"] == 2_621_440
+    # KV: 2 · 80 · 8 · 128 · 2 B = 327,680 B = 320 KiB
+    assert s["kv_kib_per_token"] == 320
+
+
+def test_eq1_comparison_terms():
+    df = ex.eq1_comparison(8192)
+    # Eq. 1: 80·(4·8192²·8192 + 22·8192·8192²) = 80·26·8192³ = 1.14349e15
+    assert df.loc["total", "eq1_flops"] == pytest.approx(80 * 26 * 8192 ** 3)
+    # our linear coefficient from the shapes: 2 × 12.75 = 25.5 (d² per token per layer)
+    assert df.loc["linear", "ours_coef"] == pytest.approx(25.5)
+    # causal ½: effective a = 2
+    assert df.loc["attention", "ours_coef"] == pytest.approx(2.0)
+    assert df.loc["attention", "ours_minus_eq1"] < 0 < df.loc["linear", "ours_minus_eq1"]
+    assert df.loc["total", "ours_flops"] == pytest.approx(M.prefill_flops(8192))
+    assert df["ours_minus_eq1"].iloc[:3].sum() == pytest.approx(df.loc["total", "ours_minus_eq1"])
+
+
+def test_measured_mfu_tp8_8k():
+    df = ex.measured_prefill_mfu()
+    row = df[(df.tp == 8) & (df.prompt_tokens == 8192)].iloc[0]
+    # 1.21376e15 FLOP / (1.55 s × 8 × 312e12) = 0.3137
+    assert row["mfu"] == pytest.approx(1.2137577578496e15 / (1.55 * 8 * 312e12))
+    assert 0.31 < row["mfu"] < 0.32
+    assert (df["mfu"] < 1).all() and (df["mfu"] > 0).all()
+
+
+def test_decode_ridge_batch_by_hand():
+    # per sequence: 137.426 GFLOP (matmuls + head) + 2.62144 MFLOP × 1024 = 140.110 GFLOP;
+    # bytes: 137.429 GB of streamed weights + b × 1024 × 327,680 B (0.33554 GB);
+    # ridge 312e12 / 2.039e12 = 153.016 → b = 153.016·137.429 / (140.110 − 153.016·0.33554) = 236.9
+    b = ex.decode_ridge_batch(M, A800, 1024)
+    assert b == pytest.approx(236.9, rel=2e-3)
+    assert roofline.decode_intensity(M, b, b * 1024) == pytest.approx(roofline.ridge_point(A800), rel=1e-6)
+    # no KV at all: b ≈ 153.016 × 137.429 / 137.426 ≈ 153.0 (weights-only rule of thumb)
+    assert ex.decode_ridge_batch(M, A800, 0) == pytest.approx(153.0, rel=2e-3)
+    # 8k contexts: asymptotic intensity (137.426 + 21.47) G / 2.684 GB = 59 FLOP/B < 153 → never
+    assert math.isinf(ex.decode_ridge_batch(M, A800, 8192))
+    # faster HBM relative to compute (H800 ridge 295) needs a bigger batch
+    assert ex.decode_ridge_batch(M, "h800x8", 256) > ex.decode_ridge_batch(M, A800, 256)
+
+
+def test_kv_equals_weights_batch():
+    # 137.429e9 B of weights / (1024 × 327,680 B) = 409.6
+    assert ex.kv_equals_weights_batch(M, 1024) == pytest.approx(M.streamed_weight_bytes_dense() / (1024 * 327680))
+    assert ex.kv_equals_weights_batch(M, 1024) == pytest.approx(409.6, rel=1e-3)
+
+
+def test_nvlink_penalty_by_hand():
+    # 2 all-reduces × 80 layers × 2·7/8 × 8192 × 2 B = 4,587,520 B per token per GPU;
+    # at 0.67 × 200 GB/s vs 0.67 × 300 GB/s: 8192 × 4,587,520 × (1/134e9 − 1/201e9) = 0.09349 s
+    expected = 8192 * 4_587_520 * (1 / 134e9 - 1 / 201e9)
+    assert ex.nvlink_penalty(8192, M, A800, "calibrated", 400, 600) == pytest.approx(expected, rel=1e-6)
+    # ideal overlaps TP comm: NVLink has no effect unless exposed
+    assert ex.nvlink_penalty(8192, M, A800, "ideal", 400, 600) == 0.0
+    assert ex.nvlink_penalty(8192, M, A800, ex.with_tp_comm("ideal"), 400, 600) > 0.0
+
+
+def test_tp_comm_share_and_preset_variant():
+    assert ex.tp_comm_share(M, A800, "ideal") == 0.0
+    # exposed at full efficiency: 22.94 µs comm vs 55.06 µs compute per token → 0.294
+    assert ex.tp_comm_share(M, A800, ex.with_tp_comm("ideal")) == pytest.approx(22.9376 / (22.9376 + 55.0587), rel=1e-3)
+    cal = roofline.get_preset("calibrated")
+    assert ex.with_tp_comm(cal) is cal
+    assert ex.with_tp_comm("modern").tp_comm and not roofline.get_preset("modern").tp_comm
+
+
+def test_with_nvlink():
+    nd = ex.with_nvlink("a800x8", 600)
+    assert nd.gpu.nvlink_bw == 600e9 and nd.peak_flops == A800.peak_flops
+    assert A800.gpu.nvlink_bw == 400e9          # the original is untouched
+    for bad in (0, -5, math.nan, math.inf):
+        with pytest.raises(ValueError, match="nvlink_gbs"):
+            ex.with_nvlink("a800x8", bad)
+    with pytest.raises(ValueError, match="context_per_seq"):
+        ex.decode_ridge_batch(M, A800, -1)
+
+
+def test_roofline_sweep():
+    df = ex.roofline_sweep(M, A800, "ideal", lengths=[64, 8192], batches=[1, 1024], context_per_seq=4096)
+    pre, dec = df[df.phase == "prefill"].set_index("x"), df[df.phase == "decode"].set_index("x")
+    assert pre.loc[8192, "bound"] == "compute" and pre.loc[64, "bound"] == "memory"
+    assert dec.loc[1, "bound"] == "memory"
+    # ideal: every point sits on the roof
+    assert np.allclose(df["achieved_flops"], df["attainable_flops"], rtol=1e-9)
+    # 1024 × 4096 = 4.2M tokens > 1.34M-token capacity
+    assert dec.loc[1, "fits"] and not dec.loc[1024, "fits"]
+    # the fast path equals the public functions
+    assert pre.loc[8192, "time_s"] == pytest.approx(roofline.prefill_time(M, A800, 8192))
+    cal = ex.roofline_sweep(M, A800, "calibrated", lengths=[8192], batches=[32])
+    assert (cal["achieved_flops"] < cal["attainable_flops"]).all()
+
+
+# --- plots -----------------------------------------------------------------------------------------
+def _labelled(fig) -> bool:
+    title = (fig._suptitle.get_text() if fig._suptitle else "") or any(a.get_title() for a in fig.axes)
+    return bool(title) and all(a.get_xlabel() and a.get_ylabel() for a in fig.axes)
+
+
+def test_headline_figures_registered_and_labelled():
+    from mooncake_lab.reproduce import collect_figures
+    figs = collect_figures("roofline")
+    assert {"l01_roofline_a800x8", "l01_flops_per_token", "l01_prefill_vs_length", "l01_decode_vs_batch",
+            "l01_ideal_calibrated_measured"} <= set(figs)
+    for name, fig in figs.items():
+        assert _labelled(fig), name
+
+
+# --- dashboards ------------------------------------------------------------------------------------
+def _content(fig) -> list:
+    """Everything drawn: line data, scatter offsets, texts and titles of every axis."""
+    out = [fig._suptitle.get_text() if fig._suptitle else ""]
+    for ax in fig.axes:
+        out.append(ax.get_title())
+        out.extend(np.round(np.asarray(line.get_xydata(), dtype=float), 12).tobytes() for line in ax.get_lines())
+        out.extend(np.round(np.asarray(c.get_offsets(), dtype=float), 12).tobytes() for c in ax.collections)
+        out.extend(t.get_text() for t in ax.texts)
+    return out
+
+
+@pytest.fixture(scope="module")
+def roof():
+    return RooflineDashboard()
+
+
+@pytest.mark.parametrize("name,value", [("prompt", 32768), ("batch", 256), ("context", 8192),
+                                        ("preset", "calibrated"), ("model", "DeepSeek-V3"), ("node", "h800x8")])
+def test_roofline_dashboard_controls_change_figure(roof, name, value):
+    before, draws = _content(roof.figure), roof.n_draws
+    roof.controls[name].value = value
+    assert roof.n_draws == draws + 1
+    assert _content(roof.figure) != before
+    assert _labelled(roof.figure)
+
+
+def test_roofline_dashboard_readout_and_bounds():
+    d = RooflineDashboard(prompt=8192, batch=1, context=1024)
+    assert "compute-bound" in d.readout.value and "memory-bound" in d.readout.value
+    assert "≈ 237" in d.readout.value             # decode ridge batch at 1k contexts
+    c = d.controls
+    assert tuple(v for _, v in c["prompt"].options) == PROMPT_CHOICES and min(PROMPT_CHOICES) >= 1
+    assert tuple(c["batch"].options) == BATCH_CHOICES and min(BATCH_CHOICES) >= 1
+    assert tuple(v for _, v in c["context"].options) == CONTEXT_CHOICES
+    for w in (c["prompt"], c["batch"], c["context"]):
+        assert w.continuous_update is False
+    # the extreme corner does not crash and reports the KV overflow
+    c["prompt"].value, c["batch"].value, c["context"].value = max(PROMPT_CHOICES), max(BATCH_CHOICES), max(CONTEXT_CHOICES)
+    assert "does not fit" in d.readout.value and "never" in d.readout.value
+
+
+@pytest.fixture
+def presets():
+    return PresetDashboard(preset="calibrated")
+
+
+def test_preset_dashboard_nvlink_moves_calibrated_prefill(presets):
+    before = _content(presets.figure)
+    presets.controls["nvlink"].value = 600
+    assert _content(presets.figure) != before
+    assert "+0 ms" in presets.readout.value            # 600 GB/s vs the 600 GB/s reference
+    assert presets.controls["tp_comm"].disabled        # calibrated always exposes the all-reduce
+
+
+def test_preset_dashboard_nvlink_needs_exposed_comm_under_ideal(presets):
+    presets.controls["preset"].value = "ideal"
+    assert not presets.controls["tp_comm"].disabled
+    before = _content(presets.figure)
+    presets.controls["nvlink"].value = 200
+    assert _content(presets.figure)[1:] == before[1:]    # only the label (suptitle) changes
+    assert "overlapped" in presets.readout.value
+    before = _content(presets.figure)
+    presets.controls["tp_comm"].value = True
+    assert _content(presets.figure) != before
+    assert "TP all-reduce =" in presets.readout.value
+
+
+@pytest.mark.parametrize("name,value", [("preset", "modern"), ("context", 8192), ("nvlink", 900)])
+def test_preset_dashboard_controls_change_figure(presets, name, value):
+    before = _content(presets.figure)
+    presets.controls[name].value = value
+    assert _content(presets.figure) != before
+    assert _labelled(presets.figure)
+
+
+def test_preset_dashboard_bounds(presets):
+    nv = presets.controls["nvlink"]
+    assert (nv.min, nv.max) == NVLINK_RANGE_GBS and nv.min > 0 and nv.continuous_update is False
+    assert presets.controls["context"].continuous_update is False
+    nv.value = nv.min
+    presets.controls["context"].value = presets.controls["context"].options[-1][1]
+    assert _labelled(presets.figure)
+
+
+# --- exercises -------------------------------------------------------------------------------------
+def test_lecture01_exercises_accept_own_answer_reject_wrong():
+    exs = list_exercises("01.")
+    assert len(exs) >= 3
+    for e in exs:
+        right = e.answer()
+        assert check(e.id, right), e.id
+        assert not check(e.id, right * 1.5), e.id
+        assert not check(e.id, ...), e.id
+
+
+def test_exercise_values_by_hand():
+    assert check("01.kv_bytes", 2 * 80 * 8 * 128 * 2)
+    assert not check("01.kv_bytes", 2 * 80 * 64 * 128 * 2)       # MHA count: 8× too many
+    assert check("01.prefill_pflop_8k", 1.214)
+    assert not check("01.prefill_pflop_8k", 1.143)               # FAST'25 Eq. 1 is 6% lower
+    assert check("01.measured_mfu_8k", 0.314)
+    assert not check("01.measured_mfu_8k", 31.4)                 # a percentage, not a fraction
+    assert check("01.decode_ridge_batch", 237)
+    assert not check("01.decode_ridge_batch", 153)               # forgot the KV reads
+    assert check("01.nvlink_penalty_ms", 93)
+
+
+def test_glossary_has_lecture01_terms():
+    from mooncake_lab.glossary import glossary
+    terms = set(glossary("01")["term"])
+    assert {"roofline model", "ridge point", "MFU (model FLOPs utilisation)"} <= terms

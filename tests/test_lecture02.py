@@ -1,0 +1,246 @@
+"""Lecture 02 (trading storage for computation): experiments, plots, dashboards, exercises."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+
+from mooncake_lab import check, storage
+from mooncake_lab.dashboards import storage as dash
+from mooncake_lab.exercises import list_exercises
+from mooncake_lab.experiments import l02_storage as l02
+from mooncake_lab.hardware import A800_NODE
+from mooncake_lab.models import LLAMA2_70B, OPT_13B
+from mooncake_lab.plots import storage as plots
+from mooncake_lab.roofline import prefill_time
+
+
+# --- formulas -----------------------------------------------------------------------------------
+def test_layerwise_time_hand_checked():
+    # two-stage pipeline over 80 layers: 8 s compute, 2 s transfer → 8 + 2/80 = 8.025 s; serialized 10 s
+    assert storage.layerwise_time(2.0, 8.0, 80) == pytest.approx(8.025)
+    assert storage.layerwise_time(8.0, 2.0, 80) == pytest.approx(8.025)    # symmetric: the longer stage + 1/L of the other
+    assert storage.layerwise_time(2.0, 8.0, 80, overlap=False) == pytest.approx(10.0)
+    # one layer: nothing to pipeline, overlap = serialized
+    assert storage.layerwise_time(2.0, 8.0, 1) == pytest.approx(10.0)
+
+
+def test_kv_footprint_hand_checked():
+    df = l02.kv_footprint().set_index("model")
+    assert df.loc["OPT-13B", "kv_bytes_per_token"] == 2 * 40 * 40 * 128 * 2        # 819,200 B
+    assert df.loc["LLaMA2-70B", "kv_bytes_per_token"] == 2 * 80 * 8 * 128 * 2      # 327,680 B = 320 KiB
+    assert df.loc["LLaMA2-70B", "kv_kib_per_token"] == 320
+    assert df.loc["DeepSeek-V3", "kv_bytes_per_token"] == 61 * (512 + 64) * 2      # 70,272 B (MLA latent + RoPE key)
+    # ≈ 140 GFLOP per recomputed LLaMA2-70B token (137.4 matmul + LM head, + attention at a 4k prefix)
+    assert 137 < df.loc["LLaMA2-70B", "gflop_per_token"] < 145
+    # MHA moves > 10× more bytes per FLOP saved than GQA, MLA fewer still
+    assert df.loc["OPT-13B", "kv_bytes_per_gflop"] > 10 * df.loc["LLaMA2-70B", "kv_bytes_per_gflop"]
+    assert df.loc["DeepSeek-V3", "kv_bytes_per_gflop"] < df.loc["LLaMA2-70B", "kv_bytes_per_gflop"]
+
+
+def test_tier_bandwidths_cited_defaults():
+    tb = l02.tier_bandwidths(A800_NODE).set_index("tier")["bandwidth_gbs"]
+    # FAST'25 Table 1: 128 GB/s H2D; 4 × 200 Gbps = 100 GB/s RDMA; 8 × 7 GB/s NVMe = 56 GB/s; one drive 7 GB/s
+    assert tb.to_dict() == pytest.approx({"dram": 128.0, "remote_dram": 100.0, "ssd": 56.0, "one_nvme": 7.0})
+
+
+def test_ssd_claims_window():
+    window, table = l02.ssd_claims(A800_NODE)
+    # lo = 10 × 4096 × 327,680 B / recompute time; hi = 4096 × 819,200 B / OPT-13B recompute time
+    assert window["lo_gbs"] == pytest.approx(10 * 4096 * 327_680 / storage.recompute_time(LLAMA2_70B, A800_NODE) / 1e9)
+    assert window["hi_gbs"] == pytest.approx(4096 * 819_200 / storage.recompute_time(OPT_13B, A800_NODE) / 1e9)
+    assert 30 < window["lo_gbs"] < window["hi_gbs"] < 50           # the 34–45 GB/s window
+    one, default = table.iloc[0], table.iloc[1]
+    assert one["bandwidth_gbs"] == 7 and default["bandwidth_gbs"] == 56
+    assert not one["claim_a"] and one["claim_b"]                   # one drive: LLaMA ≈ 2×, OPT ≈ 0.16×
+    assert default["claim_a"] and not default["claim_b"]           # 56 GB/s: LLaMA ≈ 16×, OPT ≈ 1.25×
+    # inside the window both hold; outside at least one fails
+    _, inside = l02.ssd_claims(A800_NODE, ssd_gbs=[0.5 * (window["lo_gbs"] + window["hi_gbs"])])
+    assert inside["claim_a"].iloc[0] and inside["claim_b"].iloc[0]
+
+
+def test_request_breakdown_hand_checked():
+    df = l02.request_breakdown("llama2-70b", A800_NODE, 8700, 0.5).set_index("scenario")
+    full = prefill_time(LLAMA2_70B, A800_NODE, 8700, 0, preset=storage.seed_preset())
+    assert df.loc["recompute all", "total_s"] == pytest.approx(full)
+    ser, lw = df.loc["reload from DRAM, serialized"], df.loc["reload from DRAM, layer-wise"]
+    assert ser["n_cached"] == 4350
+    assert ser["load_s"] == pytest.approx(4350 * 327_680 / 128e9)   # 11.1 ms
+    compute = prefill_time(LLAMA2_70B, A800_NODE, 4350, 4350, preset=storage.seed_preset())
+    assert ser["compute_s"] == pytest.approx(compute)
+    assert ser["total_s"] == pytest.approx(ser["load_s"] + compute)
+    assert lw["total_s"] == pytest.approx(compute + ser["load_s"] / 80)  # compute-bound: 1/80 of the load exposed
+    assert lw["speedup"] == pytest.approx(full / lw["total_s"])
+    assert (df["exposed_load_s"] >= 0).all()
+    # a custom bandwidth replaces the tiers; OPT-13B at 7 GB/s loses to recomputing even layer-wise
+    opt = l02.request_breakdown("opt-13b", A800_NODE, 8700, 0.5, bandwidth_gbs=7)
+    assert len(opt) == 3 and (opt["speedup"].iloc[1:] < 1).all()
+    assert l02.request_breakdown(hit_fraction=0.0)["load_s"].max() == 0
+
+
+def test_layerwise_store_fig7_shape():
+    df = l02.layerwise_store()
+    first = df.iloc[0]
+    assert first["n_tokens"] == 8192
+    assert first["store_s"] == pytest.approx(8192 * 327_680 / 128e9)    # 20.97 ms
+    assert first["exposed_serialized_s"] == pytest.approx(first["store_s"])
+    assert first["exposed_layerwise_s"] == pytest.approx(first["store_s"] / 80)
+    # Fig. 7: serialized store latency grows with length, layer-wise hides almost all of it
+    assert np.all(np.diff(df["exposed_serialized_s"]) > 0)
+    assert (df["hidden_fraction"] > 0.95).all()
+    assert df["n_tokens"].min() == 8192 and df["n_tokens"].max() == 131072
+
+
+def test_eq2_curves():
+    df = l02.eq2_curves(("a800x8", "h800x8"), p_min=1024, p_max=65536, n_points=13)
+    for node, sub in df.groupby("node"):
+        assert np.all(np.diff(sub["min_gbs"]) < 0), node                # longer prefix → less bandwidth
+    row = df[(df.node == "a800x8") & (df.prefix_len == 8192)]
+    assert row["min_gbs"].iloc[0] == pytest.approx(storage.eq2_min_bandwidth("llama3-70b", "a800x8", 8192) / 1e9)
+    for node, (p, paper) in l02.PAPER_EQ2.items():
+        assert storage.eq2_min_bandwidth("llama3-70b", node, p) / 1e9 == pytest.approx(paper, abs=0.5)
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda: l02.request_breakdown(hit_fraction=1.0), "hit_fraction"),
+    (lambda: l02.request_breakdown(hit_fraction=-0.1), "hit_fraction"),
+    (lambda: l02.request_breakdown(n_tokens=1), "n_tokens"),
+    (lambda: l02.request_breakdown(bandwidth_gbs=0), "bandwidth_gbs"),
+    (lambda: l02.layerwise_store(lengths=(0,)), "n_tokens"),
+    (lambda: l02.kv_footprint(prefix_len=0), "prefix_len"),
+    (lambda: l02.eq2_curves(p_min=0), "p_min"),
+    (lambda: l02.request_breakdown(model="gpt-5"), "model"),
+])
+def test_bad_input(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+# --- figures ------------------------------------------------------------------------------------
+def _assert_labelled(fig: Figure) -> None:
+    assert isinstance(fig, Figure)
+    titles = [ax.get_title() for ax in fig.axes] + ([fig._suptitle.get_text()] if fig._suptitle else [])
+    assert any(t.strip() for t in titles)
+    for ax in fig.axes:
+        assert ax.get_xlabel().strip(), ax
+        # a y label, or categorical y tick labels (bar charts of models / scenarios), on it or on an
+        # axes it shares y with
+        assert any(a.get_ylabel().strip() or any(t.get_text().strip() for t in a.get_yticklabels())
+                   for a in ax.get_shared_y_axes().get_siblings(ax)), ax
+
+
+def test_headline_figures_registered_and_labelled():
+    from mooncake_lab import reproduce
+    figs = reproduce.collect_figures("storage")
+    assert set(figs) == {"l02_kv_footprint", "l02_tier_speedup", "l02_ssd_crossover", "l02_half_cached_request",
+                         "l02_eq2_breakeven", "l02_layerwise_store"}
+    for fig in figs.values():
+        _assert_labelled(fig)
+
+
+def test_ssd_crossover_plot_shades_the_window():
+    window, _ = l02.ssd_claims()
+    fig = plots.ssd_crossover(l02.speedup_vs_bandwidth(bandwidths_gbs=l02.SSD_SWEEP_GBS), window)
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log"
+    ys = sorted({round(float(l.get_ydata()[0]), 6) for l in ax.get_lines() if len(set(l.get_ydata())) == 1
+                 and len(l.get_ydata()) == 2 and l.get_xdata()[0] == 0})
+    assert 1.0 in ys and 10.0 in ys                                     # horizontal lines at 1× and 10×
+    spans = [p for p in ax.patches if p.get_label().startswith("both seed SSD claims")]
+    assert len(spans) == 1
+    x0, x1 = spans[0].get_x(), spans[0].get_x() + spans[0].get_width()
+    assert (x0, x1) == pytest.approx((window["lo_gbs"], window["hi_gbs"]))
+
+
+# --- dashboards ---------------------------------------------------------------------------------
+def _content(fig: Figure):
+    """What a figure shows: line data, patch vertices (data coordinates), texts and titles, rounded."""
+    out = []
+    for ax in fig.axes:
+        for line in ax.get_lines():
+            out.append(tuple(np.round(np.asarray(line.get_xydata(), float).ravel(), 9)))
+        for p in ax.patches:
+            out.append(tuple(np.round(p.get_patch_transform().transform(p.get_path().vertices).ravel(), 9)))
+        out.append(tuple(t.get_text() for t in ax.texts))
+        out.append(ax.get_title())
+    return out
+
+
+@pytest.mark.parametrize("name,value", [("bandwidth", 7.0), ("model", "opt-13b"), ("hit_fraction", 0.8),
+                                        ("prompt_tokens", 65536.0), ("mfu", 0.9)])
+def test_reload_dashboard_controls_change_the_figure(name, value):
+    d = dash.ReloadDashboard()
+    before, readout = _content(d.figure), d.readout.value
+    d.controls[name].value = value
+    assert d.n_draws == 2
+    assert _content(d.figure) != before
+    _assert_labelled(d.figure)
+    if name in ("model", "hit_fraction", "mfu"):    # the readout's break-even depends on these
+        assert d.readout.value != readout
+
+
+@pytest.mark.parametrize("name,value", [("prefix_len", 65536.0), ("node", "h20x8"), ("model", "opt-13b")])
+def test_eq2_dashboard_controls_change_the_figure(name, value):
+    d = dash.Eq2Dashboard()
+    before, readout = _content(d.figure), d.readout.value
+    d.controls[name].value = value
+    assert _content(d.figure) != before
+    assert d.readout.value != readout
+    _assert_labelled(d.figure)
+
+
+def test_eq2_dashboard_readout_matches_formula():
+    d = dash.Eq2Dashboard(prefix_len=8192, node="h800x8")
+    assert f"{storage.eq2_min_bandwidth('llama3-70b', 'h800x8', 8192) / 1e9:,.2f} GB/s" in d.readout.value
+
+
+def test_slider_bounds_are_sane_and_extremes_draw():
+    d = dash.ReloadDashboard()
+    c = d.controls
+    assert 10 ** c["bandwidth"].min >= 1 and 10 ** c["bandwidth"].max <= 2000 * (1 + 1e-9)
+    assert 0 <= c["hit_fraction"].min and c["hit_fraction"].max < 1
+    assert 2 ** c["prompt_tokens"].min >= 1024 and 2 ** c["prompt_tokens"].max <= 131072
+    assert 0 < c["mfu"].min and c["mfu"].max <= 1
+    for w in c.values():
+        if hasattr(w, "continuous_update"):
+            assert w.continuous_update is False
+    # every corner of the slider box draws without error
+    for bw, hit, n in itertools.product(("min", "max"), repeat=3):
+        c["bandwidth"].value = 10 ** getattr(c["bandwidth"], bw)
+        c["hit_fraction"].value = getattr(c["hit_fraction"], hit)
+        c["prompt_tokens"].value = 2 ** getattr(c["prompt_tokens"], n)
+        assert np.isfinite(d.figure.axes[0].get_xlim()).all()
+    e = dash.Eq2Dashboard()
+    p = e.controls["prefix_len"]
+    assert 2 ** p.min >= 1 and 2 ** p.max <= 131072 and p.continuous_update is False
+    for v in (2 ** p.min, 2 ** p.max):
+        p.value = v
+        assert "GB/s" in e.readout.value
+
+
+# --- exercises and glossary ---------------------------------------------------------------------
+def test_exercises_accept_their_answer_and_reject_a_wrong_one():
+    exs = list_exercises("02")
+    assert len(exs) >= 3
+    for ex in exs:
+        right = ex.answer()
+        assert check(ex.id, right), ex.id
+        wrong = (not right) if isinstance(right, bool) else right * 1.5
+        assert not check(ex.id, wrong), ex.id
+        assert not check(ex.id, ...)
+
+
+def test_exercise_answers_hand_checked():
+    exs = {e.id: e.answer() for e in list_exercises("02")}
+    assert exs["02.kv_ratio"] == pytest.approx(2.5)                          # (40·40)/(80·8)
+    assert exs["02.dram_tokens"] == pytest.approx(1e12 / 327_680)             # ≈ 3.05M tokens
+    assert exs["02.eq2_h800"] == pytest.approx(8 * 989e12 * 4096 / (26 * 8192 ** 2) / 1e9)   # 18.57 GB/s
+    assert exs["02.one_drive"] is False                                       # ≈ 2× at 7 GB/s
+
+
+def test_glossary_has_lecture_02_terms():
+    from mooncake_lab.glossary import glossary
+    terms = set(glossary("02")["term"])
+    assert {"MHA (multi-head attention)", "break-even bandwidth", "recompute"} <= terms

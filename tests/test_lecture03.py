@@ -1,0 +1,258 @@
+"""Lecture 03: the shared trace loader, the cached hit curve, routing, plots, dashboards, exercises.
+
+Dashboards and exercises read traces by name through ``cached_trace``: here downloads are disabled,
+and the real traces are used when ``real_trace_dir`` finds them (else the synthetic stand-ins), so
+these tests run — on one or the other — with or without ``../shared/data``.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+
+from mooncake_lab import check, prefix_cache as pc, trace_data
+from mooncake_lab.experiments import l03_cache as C, l03_traces as T
+from mooncake_lab.exercises import list_exercises
+from mooncake_lab.synthetic import synthetic_trace
+from mooncake_lab.traces import cached_trace
+
+from conftest import _real_trace_dir  # tests/ is on sys.path (rootdir conftest)
+
+
+@pytest.fixture(autouse=True)
+def _no_download(monkeypatch):
+    """Never download; use the real traces when present, else the stand-ins."""
+    monkeypatch.setenv(trace_data.ENV_OFFLINE, "1")
+    d = _real_trace_dir()
+    if d is not None:
+        monkeypatch.setenv(trace_data.ENV_DATA, str(d))
+
+
+@pytest.fixture(scope="module")
+def small():
+    return synthetic_trace("conversation-like", n_requests=400, seed=1)
+
+
+# ---------------------------------------------------------------------------------------------- loader
+def test_cached_trace_parses_once_and_accepts_presets():
+    a, b = cached_trace("conversation"), cached_trace("conversation")
+    assert a is b                                       # memoised: the same object
+    assert a.name in ("conversation", "synthetic:conversation-like")
+    p = cached_trace("toolagent-like")
+    assert p is cached_trace("toolagent-like") and p.name == "synthetic:toolagent-like"
+    with pytest.raises(ValueError, match="name must be a released trace"):
+        cached_trace("nope")
+
+
+def test_cached_trace_follows_the_data_folder(isolated_trace_lookup):
+    # with nothing anywhere and downloads off, the stand-in is used, labelled as such
+    cached_trace.cache_clear()
+    try:
+        with pytest.warns(UserWarning, match="stand-in"):
+            t = cached_trace("synthetic")
+    finally:
+        cached_trace.cache_clear()
+    assert t.name == "synthetic:synthetic-like"
+    assert "SYNTHETIC" in C.trace_banner(t)
+
+
+# ---------------------------------------------------------------------------------------------- DRAM
+def test_dram_conversions_hand_worked():
+    # LLaMA2-70B: 2 × 80 layers × 8 KV heads × 128 × 2 B = 327,680 B/token; × 512 = 167,772,160 B/block.
+    assert C.kv_block_bytes() == 167_772_160
+    # 1e12 // 167,772,160 = 5,960 (5,960 × 167,772,160 = 999,922,073,600 ≤ 1e12 < 5,961 × … = 1,000,089,845,760)
+    assert C.dram_bytes_to_blocks(1e12) == 5_960
+    assert C.blocks_to_dram_bytes(5_960) == 999_922_073_600
+    assert C.blocks_to_dram_bytes(math.inf) == math.inf
+    for bad in (-1, math.nan, "1TB", True):
+        with pytest.raises(ValueError, match="dram_bytes"):
+            C.dram_bytes_to_blocks(bad)
+
+
+# ---------------------------------------------------------------------------------------------- hit curve
+def test_hit_curve_matches_direct_simulation(small):
+    hc = C.HitCurve(small)
+    caps = [1, 10, 50, 200, 1_000, math.inf]
+    for w in ("token", "block"):
+        np.testing.assert_allclose(hc.hit_ratio(caps, w), pc.hit_ratio_curve(small, caps, w))
+    for c in (10, 200, 5_000):
+        direct = pc.simulate_lru(small, c, 1).n_hit_blocks
+        np.testing.assert_array_equal(hc.n_hit_blocks(c), direct)
+    assert C.hit_curve(small) is C.hit_curve(small)     # cached per trace
+
+
+def test_hit_curve_rejects_bad_capacity(small):
+    with pytest.raises(ValueError, match="capacities"):
+        C.HitCurve(small).hit_ratio([-5])
+
+
+# ---------------------------------------------------------------------------------------------- routing
+def test_session_routing_is_sticky(small):
+    a = C.route(small, 8, "session")
+    # requests sharing their first two blocks (the system prompt + the chat's first block) share an instance
+    nb = small.blocks_per_request
+    key = small.block_ids[small.block_offsets[:-1] + np.minimum(1, nb - 1)]
+    for k in np.unique(key):
+        assert len(np.unique(a[key == k])) == 1
+    assert len(np.unique(a)) > 1                        # but different chats spread over instances
+    # keyed on block 0 (the system prompt every conversation shares) everything lands on one instance
+    assert len(np.unique(C.route(small, 8, "session", key_block=0))) == 1
+
+
+def test_route_validates(small):
+    with pytest.raises(ValueError, match="routing must be one of"):
+        C.route(small, 4, "magic")
+    with pytest.raises(ValueError, match="n_instances"):
+        C.route(small, 0, "random")
+    with pytest.raises(ValueError, match="key_block"):
+        C.route(small, 4, "session", key_block=-1)
+
+
+def test_pool_breakdown_layouts_agree_with_one_instance(small):
+    g = C.pool_breakdown(small, 300, layout="global")
+    one = C.pool_breakdown(small, 300, n_instances=1, layout="local", routing="random")
+    assert g["hit_tokens"].sum() == one["hit_tokens"].sum()   # one local cache of the whole pool = the pool
+    loc = C.pool_breakdown(small, 300, n_instances=4, layout="local", routing="random")
+    assert len(loc) == 4 and loc["requests"].sum() == len(small)
+    assert loc["load_share"].sum() == pytest.approx(1.0)
+    assert loc["hit_tokens"].sum() < g["hit_tokens"].sum()    # splitting the pool loses hits
+    with pytest.raises(ValueError, match="layout"):
+        C.pool_breakdown(small, 300, layout="both")
+
+
+def test_session_routing_beats_random_on_chats():
+    # 1,500 chat requests in 5 minutes: many turns of one chat come back while their blocks are cached
+    busy = synthetic_trace("conversation-like", n_requests=1_500, duration_s=300, seed=1)
+    df = C.local_vs_global(busy, n_instances=4, total_capacity_blocks=2_000, routings=C.ROUTINGS)
+    hit = dict(zip(df["routing"], df["hit_ratio"]))
+    assert hit["session"] > hit["random"]
+
+
+# ---------------------------------------------------------------------------------------------- plots
+def _assert_labelled(fig):
+    assert isinstance(fig, Figure)
+    for ax in fig.axes:
+        assert ax.get_title(), "every axes needs a title"
+        assert ax.get_xlabel() and ax.get_ylabel(), f"axes {ax.get_title()!r} needs both axis labels"
+
+
+def test_plots_have_titles_and_labels(small):
+    from mooncake_lab.plots import cache as cp, traces as tp
+
+    lvg = C.local_vs_global_sweep(small, n_instances=(2, 4), total_capacity_blocks=400)
+    figs = [
+        tp.arrivals(T.arrivals_per_minute(small), small.name),
+        tp.length_cdfs(T.length_cdf(small), small.name, paper_means={"input": 12_035, "output": 343}),
+        tp.timestamp_gaps(T.timestamp_gaps(small), small.name),
+        tp.block_popularity(C.block_popularity_table(small), small.name),
+        cp.hit_ratio_curve(C.hit_ratio_vs_capacity(small, C.curve_capacities()), C.paper_table1_points(),
+                           capacity=1_000, block_bytes=C.kv_block_bytes()),
+        cp.pool_layout(C.pool_breakdown(small, 400, layout="global"),
+                       C.pool_breakdown(small, 400, 4, layout="local"), paper_ratio=2.22,
+                       block_bytes=C.kv_block_bytes()),
+        cp.global_over_local(lvg, 2.22, 10, small.name),
+    ]
+    for f in figs:
+        _assert_labelled(f)
+    # units are named in the labels
+    assert "blocks" in figs[4].axes[0].get_xlabel() and "TB" in figs[4].axes[0].get_xlabel()
+    assert "(s" in figs[2].axes[0].get_xlabel() and "tokens" in figs[1].axes[0].get_xlabel()
+
+
+def test_figure_groups_registered():
+    from mooncake_lab import reproduce
+
+    figs = reproduce.collect_figures("trace")
+    assert {"l03_arrivals_per_minute", "l03_block_popularity"} <= set(figs)
+    for f in figs.values():
+        _assert_labelled(f)
+
+
+# ---------------------------------------------------------------------------------------------- dashboards
+def _snapshot(fig) -> tuple:
+    """Everything drawn: line data, bar/patch geometry, texts, titles."""
+    out = []
+    for ax in fig.axes:
+        out.append(ax.get_title())
+        for ln in ax.get_lines():
+            out.append(tuple(np.round(np.asarray(ln.get_xydata(), dtype=float).ravel(), 9)))
+        for p in ax.patches:
+            out.append(tuple(np.round(p.get_path().vertices.ravel() if hasattr(p, "get_path") else (), 9)))
+        for t in ax.texts:
+            out.append(t.get_text())
+        out.append(tuple(t.get_text() for t in ax.get_xticklabels()))
+    return tuple(out)
+
+
+def _moves_change_figure(dash, moves):
+    for name, value in moves:
+        before, n = _snapshot(dash.figure), dash.n_draws
+        dash.controls[name].value = value
+        assert dash.n_draws == n + 1, f"moving {name} did not redraw"
+        assert _snapshot(dash.figure) != before, f"moving {name} to {value!r} left the figure unchanged"
+        assert dash.png[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_capacity_dashboard_controls_change_the_figure():
+    from mooncake_lab.dashboards.cache import CapacityDashboard
+
+    d = CapacityDashboard()
+    _moves_change_figure(d, [("capacity", 30_000), ("capacity", 300), ("weight", "block"),
+                             ("trace", "synthetic"), ("trace", "toolagent-like")])
+    assert "TB" in d.readout.value and "tokens" in d.readout.value
+    assert all(not getattr(w, "continuous_update", False) for w in d.controls.values())
+
+
+def test_capacity_slider_is_bounded_and_shows_dram():
+    from mooncake_lab.dashboards.cache import CapacityDashboard
+
+    d = CapacityDashboard()
+    s = d.controls["capacity"]
+    s.value = 10 ** 9                                  # beyond the slider: clamped, no crash
+    assert s.value <= 10 ** s.max
+    d.controls["capacity"].value = 5_960
+    # 5,960 blocks × 512 = 3.05M tokens; × 167,772,160 B = 1.00 TB
+    assert "3.05M tokens" in d.readout.value and "1.00 TB" in d.readout.value
+
+
+def test_pool_dashboard_controls_change_the_figure():
+    from mooncake_lab.dashboards.cache import PoolDashboard
+
+    d = PoolDashboard()
+    _moves_change_figure(d, [("n_instances", 4), ("routing", "session"), ("layout", "global"),
+                             ("capacity", 10_000), ("trace", "synthetic")])
+    d.controls["n_instances"].value = 10 ** 6          # clamped to the slider's max
+    assert d.controls["n_instances"].value == d.controls["n_instances"].max
+    for k in ("capacity", "n_instances"):
+        assert d.controls[k].continuous_update is False
+
+
+def test_trace_dashboard_controls_change_the_figure():
+    from mooncake_lab.dashboards.traces import VIEWS, TraceDashboard
+
+    d = TraceDashboard()
+    _moves_change_figure(d, [("bin_s", 10)] + [("view", v) for v in VIEWS[1:]] + [("trace", "synthetic")])
+
+
+# ---------------------------------------------------------------------------------------------- exercises
+def test_lecture03_exercises_accept_their_answers_and_reject_wrong_ones():
+    exs = list_exercises("03.")
+    assert len(exs) >= 3
+    for ex in exs:
+        right = ex.answer()
+        assert check(ex.id, right), ex.id
+        if ex.choices:
+            wrong = next(c for c in ex.choices if c != right)
+        else:
+            wrong = float(right) * 2
+        assert not check(ex.id, wrong), ex.id
+
+
+def test_exercise_answers_come_from_the_package():
+    # Q1: 1e12 / 327,680 = 3,051,757.8 tokens; Q2: 5,960 blocks (see test_dram_conversions_hand_worked)
+    assert list_exercises("03.tokens_per_tb")[0].answer() == pytest.approx(3_051_757.8125)
+    assert list_exercises("03.blocks_per_tb")[0].answer() == 5_960
+    hit = list_exercises("03.hit_1tb")[0].answer()
+    assert hit == pytest.approx(C.hit_curve("conversation").hit_ratio([5_960])[0])
