@@ -7,10 +7,7 @@ or, for local caches, one LRU replay of the trace (≈ 20–30 ms on the convers
 """
 from __future__ import annotations
 
-import io
-
 import ipywidgets as widgets
-from IPython.display import Image, display
 
 from ..experiments import l03_cache as exp
 from ..plots import cache as plots
@@ -34,66 +31,11 @@ def _size_text(blocks: int, block_tokens: int = 512) -> str:
     return f"{blocks:,} blocks = {blocks * block_tokens / 1e6:,.2f}M tokens = {tb:,.2f} TB of LLaMA2-70B KV"
 
 
-def _render_png(fig) -> bytes:
-    """PNG bytes of ``fig`` from exactly one Agg draw (``savefig`` adds a layout pre-draw whenever the
-    figure has any layout engine, even the frozen placeholder), quickly compressed."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from PIL import Image as PILImage
-
-    canvas = FigureCanvasAgg(fig)
-    canvas.draw()
-    buf = io.BytesIO()
-    PILImage.frombuffer("RGBA", canvas.get_width_height(), canvas.buffer_rgba(), "raw", "RGBA", 0, 1).save(
-        buf, format="png", compress_level=1)
-    return buf.getvalue()
+#: Kept for modules written against the old name; the base class now renders this way.
+FastRedraw = Dashboard
 
 
-class FastRedraw(Dashboard):
-    """A :class:`Dashboard` that shows each figure as one PNG rendered once, in a frozen layout.
-
-    Two savings per slider move (measured on lecture 03's figures, see the lecture's report):
-    the figure is drawn once (IPython's inline display draws it twice or three times, for
-    ``bbox_inches="tight"`` and the layout engine),
-    and constrained layout runs only on the first figure of each shape — later figures reuse its
-    axes positions (a third of the draw time). It also shows the image whether or not the inline
-    matplotlib backend is active (a bare ``Figure`` otherwise displays as text).
-    """
-
-    def __init__(self):
-        self._positions: dict = {}
-        self.png = b""
-        super().__init__()
-
-    def redraw(self) -> None:
-        fig = self._draw()
-        key = tuple(tuple(ax.get_subplotspec().get_geometry()) if ax.get_subplotspec() else ()
-                    for ax in fig.axes)
-        frozen = self._positions.get(key)
-        if frozen is not None:
-            fig.set_layout_engine("none")
-            for ax, pos in zip(fig.axes, frozen):
-                ax.set_position(pos)
-        self.png = _render_png(fig)
-        if frozen is None:
-            self._positions[key] = [ax.get_position() for ax in fig.axes]
-        self.figure = fig
-        self.n_draws += 1
-        self.output.clear_output(wait=True)
-        with self.output:
-            display(Image(self.png))
-
-
-class _WithReadout(FastRedraw):
-    """A dashboard with an HTML line under its controls (the readout is not a control)."""
-
-    def __init__(self):
-        self.readout = widgets.HTML()
-        super().__init__()
-        kids = list(self.widget.children)
-        self.widget.children = tuple(kids[:-1] + [self.readout, kids[-1]])
-
-
-class CapacityDashboard(_WithReadout):
+class CapacityDashboard(Dashboard):
     """Global-LRU hit ratio vs capacity; the capacity slider is log-scaled in blocks.
 
     Controls: ``trace``, ``capacity`` (blocks, 100 … 1M), ``weight`` (token or block hit ratio).
@@ -129,7 +71,7 @@ class CapacityDashboard(_WithReadout):
                                      block_bytes=exp.kv_block_bytes(), trace_name=t.name, weight=weight)
 
 
-class PoolDashboard(_WithReadout):
+class PoolDashboard(Dashboard):
     """One global pool vs ``n`` local caches sharing the same total capacity, with a routing choice.
 
     Controls: ``trace``, ``capacity`` (total blocks, 1,000 … 1M), ``layout`` (which layout the

@@ -34,17 +34,7 @@ def _tok_options(values) -> list[tuple[str, int]]:
     return [(f"{v // 1024}k" if v >= 1024 else str(v), v) for v in values]
 
 
-class _WithReadout(Dashboard):
-    """A dashboard with an HTML readout line between its controls and its figure."""
-
-    def __init__(self):
-        self.readout = widgets.HTML()
-        super().__init__()
-        kids = list(self.widget.children)
-        self.widget.children = tuple(kids[:-1] + [self.readout, kids[-1]])
-
-
-class RooflineDashboard(_WithReadout):
+class RooflineDashboard(Dashboard):
     """A live roofline: one prefill point (prompt length) and one decode point (batch × context).
 
     Controls: ``model``, ``node`` (8-GPU node type), ``preset`` (ideal / calibrated / modern: under a
@@ -104,7 +94,7 @@ class RooflineDashboard(_WithReadout):
                 f"{dec.time_s * 1e3:,.1f} ms/step, KV {fits}; compute-bound from batch {rb_txt}")
 
 
-class PresetDashboard(_WithReadout):
+class PresetDashboard(Dashboard):
     """Prefill time & MFU vs length and decode step vs batch on 8×A800 for one preset and NVLink.
 
     Controls: ``preset``; ``nvlink`` (GB/s, datasheet bidirectional figure; A800 400, A100 600,

@@ -33,17 +33,7 @@ def _options(names) -> list[tuple[str, str]]:
     return [(get_model(n).name, n) for n in names]
 
 
-class _WithReadout(Dashboard):
-    """A dashboard with an HTML line between its controls and its figure."""
-
-    def __init__(self):
-        self.readout = widgets.HTML()
-        super().__init__()
-        kids = list(self.widget.children)
-        self.widget.children = tuple(kids[:-1] + [self.readout, kids[-1]])
-
-
-class ReloadDashboard(_WithReadout):
+class ReloadDashboard(Dashboard):
     """TTFT of one request whose cached prefix is reloaded from a tier of the chosen bandwidth.
 
     Controls: ``bandwidth`` (GB/s, log, 1 … 2,000), ``model``, ``hit_fraction`` (cached share of
@@ -99,7 +89,7 @@ class ReloadDashboard(_WithReadout):
                                                f"cached, tier at {bw:,.3g} GB/s")
 
 
-class Eq2Dashboard(_WithReadout):
+class Eq2Dashboard(Dashboard):
     """FAST'25 Eq. 2 break-even bandwidth vs prefix length, with the chosen point highlighted.
 
     Controls: ``prefix_len`` (tokens, log, 512 … 131,072), ``node`` (GPU type of the 8-GPU node),

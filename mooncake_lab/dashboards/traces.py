@@ -10,7 +10,8 @@ import ipywidgets as widgets
 
 from ..experiments import l03_cache, l03_traces
 from ..plots import traces as plots
-from .cache import TRACE_CHOICES, FastRedraw
+from . import Dashboard
+from .cache import TRACE_CHOICES
 
 __all__ = ["TraceDashboard", "VIEWS"]
 
@@ -18,7 +19,7 @@ __all__ = ["TraceDashboard", "VIEWS"]
 VIEWS = ("arrivals", "lengths", "gaps", "popularity")
 
 
-class TraceDashboard(FastRedraw):
+class TraceDashboard(Dashboard):
     """Controls: ``trace``, ``view`` (one of :data:`VIEWS`), ``bin_s`` (arrival bin, 1 … 600 s)."""
 
     title = "Lecture 03 · the trace, four ways"

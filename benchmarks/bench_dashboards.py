@@ -1,0 +1,64 @@
+"""Slider-move latency of every dashboard: control change → figure rendered to PNG (ms).
+
+Budget (DESIGN §5): ≤ 150 ms per move on the full trace. Prints the median and worst over a few
+moves of each control; not an assertion. Run: ``python benchmarks/bench_dashboards.py``.
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib
+import io
+import statistics
+import time
+
+import ipywidgets as widgets
+
+DASHBOARDS = [
+    ("roofline", "RooflineDashboard"), ("roofline", "PresetDashboard"),
+    ("storage", "ReloadDashboard"), ("storage", "Eq2Dashboard"),
+    ("traces", "TraceDashboard"), ("cache", "CapacityDashboard"), ("cache", "PoolDashboard"),
+    ("scheduling", "SchedulingDashboard"), ("scheduling", "AlgorithmOneDashboard"),
+    ("overload", "OverloadDashboard"), ("overload", "PolicyComparisonDashboard"),
+]
+
+
+def _other_values(w, k=3):
+    """A few valid values for control ``w`` other than its current one."""
+    if isinstance(w, (widgets.Dropdown, widgets.ToggleButtons, widgets.RadioButtons, widgets.SelectionSlider)):
+        opts = [o[1] if isinstance(o, tuple) else o for o in w.options]
+        return [o for o in opts if o != w.value][:k]
+    if isinstance(w, widgets.Checkbox):
+        return [not w.value, w.value]
+    if hasattr(w, "min") and hasattr(w, "max"):
+        lo, hi = w.min, w.max
+        if isinstance(w, widgets.FloatLogSlider):
+            return [w.base ** (lo + (hi - lo) * f) for f in (0.25, 0.5, 0.75)][:k]
+        vals = [lo + (hi - lo) * f for f in (0.25, 0.5, 0.75)]
+        return [type(w.value)(round(v) if isinstance(w.value, int) else v) for v in vals][:k]
+    return []
+
+
+def main() -> None:
+    import os
+    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores (times scale with it)")
+    print(f"{'dashboard':<34}{'control':<22}{'median ms':>10}{'worst ms':>10}")
+    for mod_name, cls_name in DASHBOARDS:
+        try:
+            cls = getattr(importlib.import_module(f"mooncake_lab.dashboards.{mod_name}"), cls_name)
+        except (ImportError, AttributeError):
+            continue
+        with contextlib.redirect_stdout(io.StringIO()):  # outside a kernel, display() prints
+            dash = cls()
+        for name, w in dash.controls.items():
+            times = []
+            for v in _other_values(w):
+                with contextlib.redirect_stdout(io.StringIO()):
+                    t0 = time.perf_counter()
+                    w.value = v
+                    times.append((time.perf_counter() - t0) * 1e3)
+            if times:
+                print(f"{cls_name:<34}{name:<22}{statistics.median(times):>10.0f}{max(times):>10.0f}")
+
+
+if __name__ == "__main__":
+    main()
