@@ -16,8 +16,11 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
+# Jupyter refuses to start as root unless told to (containers, cloud VMs); harmless otherwise.
+ROOTFLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
+
 lab: $(STAMP)
-	$(BIN)/jupyter lab notebooks/
+	$(BIN)/jupyter lab notebooks/ $(ROOTFLAG) $(LABFLAGS)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
