@@ -47,3 +47,17 @@ def isolated_trace_lookup(tmp_path, monkeypatch):
     monkeypatch.setattr(trace_data, "project_data_dir", lambda: dirs["data"])
     monkeypatch.setattr(trace_data, "cache_dir", lambda: dirs["cache"])
     return dirs
+
+
+@pytest.fixture
+def offline_traces(monkeypatch):
+    """Never download: the real traces when present, else the labelled synthetic stand-ins.
+
+    Lecture tests use it with ``pytestmark = pytest.mark.usefixtures("offline_traces")``.
+    """
+    from mooncake_lab import trace_data
+
+    monkeypatch.setenv(trace_data.ENV_OFFLINE, "1")
+    d = _real_trace_dir()
+    if d is not None:
+        monkeypatch.setenv(trace_data.ENV_DATA, str(d))

@@ -18,16 +18,7 @@ from mooncake_lab.exercises import list_exercises
 from mooncake_lab.synthetic import synthetic_trace
 from mooncake_lab.traces import cached_trace
 
-from conftest import _real_trace_dir  # tests/ is on sys.path (rootdir conftest)
-
-
-@pytest.fixture(autouse=True)
-def _no_download(monkeypatch):
-    """Never download; use the real traces when present, else the stand-ins."""
-    monkeypatch.setenv(trace_data.ENV_OFFLINE, "1")
-    d = _real_trace_dir()
-    if d is not None:
-        monkeypatch.setenv(trace_data.ENV_DATA, str(d))
+pytestmark = pytest.mark.usefixtures("offline_traces")  # never download (tests/conftest.py)
 
 
 @pytest.fixture(scope="module")
