@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from mooncake_lab import check, prefix_cache as pc, trace_data
+from mooncake_lab import check, prefix_cache as pc
 from mooncake_lab.experiments import l03_cache as C, l03_traces as T
 from mooncake_lab.exercises import list_exercises
 from mooncake_lab.synthetic import synthetic_trace

@@ -12,24 +12,101 @@ its capacity at 2× on toolagent) and a LLaMA2-70B decode node holds 1.34 M toke
 the decode KV peaks at 13% and all three policies reject the same requests (TTFT checks only:
 2,195 each). To recreate a decode-bound 2× overload we use the ``modern`` preset (prefill at 0.58
 of capacity at 2×) and cap decode KV at 40,000 tokens per node (DEFAULT_CONFIG; both sliders).
+
+When the paper's ordering holds (:func:`speed_sweep`, :func:`regime_table`): baseline rejects the
+most only in a *mild* decode overload (≈ 1–1.25× here); at 2× our baseline rejects the fewest,
+because its late check is per-node fit — it refuses mostly *large* requests (:func:`overload_comparison`
+column ``rejected_kv_mean``) — while early/predicted decide size-blind on the pool average.
 """
 from __future__ import annotations
 
+from collections import OrderedDict
+
+import numpy as np
 import pandas as pd
 
 from .. import sim
-from ..reproduce import Metric, metric_group
+from ..reproduce import Metric, figure_group, metric_group
 from ..traces import Trace, cached_trace
 
-__all__ = ["overload_comparison", "PAPER_TABLE3_REJECTED", "DEFAULT_CONFIG", "DEFAULT_SPEED", "POLICIES"]
+__all__ = ["overload_comparison", "PAPER_TABLE3_REJECTED", "DEFAULT_CONFIG", "DEFAULT_SPEED", "POLICIES",
+           "run", "policy_runs", "load_timeseries", "speed_sweep", "SWEEP_SPEEDS", "regime_table", "REGIMES",
+           "rejection_ordering", "paper_ordering_holds", "crossover_speed", "real_kv_capacity_tokens",
+           "requests_per_node", "TRACES"]
 
 #: arXiv v3 Table 3: rejected requests, 8P+8D, ~23k real requests replayed at 2× (reference/mooncake_paper.md).
 PAPER_TABLE3_REJECTED = {"baseline": 4183, "early": 3771, "predicted": 3589}
 _TABLE3 = "arXiv v3 Table 3 (8P+8D, ~23k real requests, 2× replay)"
 POLICIES = ("baseline", "early", "predicted")
+TRACES = ("toolagent-like", "conversation")
 DEFAULT_SPEED = 2.0  # arXiv v3 §8.2: the trace replayed at 2× speed
 #: A decode-bound overload at 2× (module docstring): fast prefill (``modern``), 40k-token decode KV.
 DEFAULT_CONFIG = dict(preset="modern", decode_kv_capacity_tokens=40_000.0)
+#: Replay speeds of the lecture's sweep (× the trace's own arrival rate): mild to the paper's 2×.
+SWEEP_SPEEDS = (0.75, 1.0, 1.25, 1.5, 1.75, 2.0)
+#: Named regimes of :func:`regime_table`: (replay speed, ClusterConfig overrides on top of 8P+8D).
+REGIMES = {
+    "decode-bound, 2× (lecture default)": (2.0, dict(DEFAULT_CONFIG)),
+    "decode-bound, mild (1.25×)": (1.25, dict(DEFAULT_CONFIG)),
+    "both pools loaded (calibrated, 1×)": (1.0, dict(preset="calibrated", decode_kv_capacity_tokens=40_000.0)),
+    "real node KV, calibrated, 2×": (2.0, dict(preset="calibrated", decode_kv_capacity_tokens=None)),
+}
+
+# ---------------------------------------------------------------------------------------- runs
+_RUNS: "OrderedDict[tuple, tuple]" = OrderedDict()
+_RUNS_MAX = 64  # memoised runs kept (≈ 2–4 MB each)
+
+
+def _trace(trace: Trace | str) -> Trace:
+    if isinstance(trace, Trace):
+        return trace
+    return cached_trace(trace)
+
+
+def run(trace: Trace | str = "toolagent-like", speed: float = DEFAULT_SPEED, **config) -> sim.SimResult:
+    """One simulation of ``trace`` replayed at ``speed`` on ``ClusterConfig(**DEFAULT_CONFIG, **config)``,
+    memoised (a notebook cell, a dashboard and the CLI asking the same question share one run)."""
+    if not (isinstance(speed, (int, float)) and np.isfinite(speed) and speed > 0):
+        raise ValueError(f"speed must be a replay factor > 0 (×), got {speed!r}")
+    tr = _trace(trace)
+    cfg = sim.ClusterConfig(**{**DEFAULT_CONFIG, **config})
+    key = (id(tr), float(speed), tuple(sorted(cfg.as_dict().items(), key=lambda kv: kv[0])))
+    hit = _RUNS.get(key)
+    if hit is not None and hit[0] is tr:
+        _RUNS.move_to_end(key)
+        return hit[1]
+    res = sim.simulate(tr.replay(speed) if speed != 1 else tr, cfg)
+    _RUNS[key] = (tr, res)  # holding the trace keeps its id unique while the entry lives
+    while len(_RUNS) > _RUNS_MAX:
+        _RUNS.popitem(last=False)
+    return res
+
+
+def policy_runs(trace: Trace | str = "toolagent-like", speed: float = DEFAULT_SPEED, policies=POLICIES,
+                **config) -> dict:
+    """``{admission policy: SimResult}`` on the same trace, speed and config (memoised)."""
+    return {p: run(trace, speed, admission=p, **config) for p in policies}
+
+
+def _row(res: sim.SimResult, dt: float) -> dict:
+    s = res.summary()
+    df = res.requests
+    rej = df["outcome"].isin(["rejected_at_arrival", "rejected_after_prefill"]).to_numpy()
+    done = (df["outcome"] == "completed").to_numpy()
+    need = (df["input_len"] + df["output_len"]).to_numpy(dtype=float)
+    ts = res.timeseries(dt)
+    w = ts[ts.index <= float(res.trace.arrival_s.max())]
+    return {"completed": int(s["completed"]), "rejected": int(s["rejected"]),
+            "rejected_at_arrival": int(s["rejected_at_arrival"]),
+            "rejected_after_prefill": int(s["rejected_after_prefill"]),
+            "rejected_too_large": int(s["rejected_too_large"]), "wasted_prefill_s": float(s["wasted_prefill_s"]),
+            "goodput": int(round(s["slo_attainment"] * s["requests"])),
+            "load_corr": res.load_correlation(dt), "prefill_load_mean": float(w.prefill_load.mean()),
+            "decode_load_mean": float(w.decode_load.mean()),
+            "decode_kv_fraction_mean": float(w.decode_kv_fraction.mean()),
+            "rejected_kv_mean": float(need[rej].mean()) if rej.any() else float("nan"),
+            "completed_kv_tokens": float(need[done].sum()),
+            "completed_output_tokens": float(df["output_len"].to_numpy()[done].sum())}
 
 
 def overload_comparison(trace: Trace | str = "toolagent-like", speed: float = DEFAULT_SPEED,
@@ -39,28 +116,114 @@ def overload_comparison(trace: Trace | str = "toolagent-like", speed: float = DE
     Columns: completed, rejected (total, at_arrival, after_prefill, too_large), wasted_prefill_s
     (s of prefill spent on requests rejected after it), goodput (completed within both SLOs),
     load_corr (Pearson correlation of sampled prefill and decode load, ``dt`` s apart; < 0 =
-    anti-phase), mean loads, and the paper's rejected count. ``config`` goes to
-    :class:`~mooncake_lab.sim.ClusterConfig` on top of :data:`DEFAULT_CONFIG` (8P+8D).
+    anti-phase), mean loads and decode KV fraction while requests arrive, ``rejected_kv_mean``
+    (mean input + output tokens of a request rejected by the policy, too-large ones excluded),
+    ``completed_kv_tokens`` / ``completed_output_tokens`` (totals over completed requests), and
+    the paper's rejected count. ``config`` goes to :class:`~mooncake_lab.sim.ClusterConfig` on top
+    of :data:`DEFAULT_CONFIG` (8P+8D).
     """
-    tr = cached_trace(trace) if isinstance(trace, str) else trace  # "toolagent-like" = synthetic_trace(preset=…)
-    tr = tr.replay(speed) if speed != 1 else tr
-    cfg = {**DEFAULT_CONFIG, **config}
     rows = []
-    for p in policies:
-        res = sim.simulate(tr, sim.ClusterConfig(admission=p, **cfg))
-        s = res.summary()
-        ts = res.timeseries(dt)
-        rows.append({"policy": p, "completed": s["completed"], "rejected": s["rejected"],
-                     "rejected_at_arrival": s["rejected_at_arrival"],
-                     "rejected_after_prefill": s["rejected_after_prefill"],
-                     "rejected_too_large": s["rejected_too_large"], "wasted_prefill_s": s["wasted_prefill_s"],
-                     "goodput": int(round(s["slo_attainment"] * s["requests"])),
-                     "load_corr": res.load_correlation(dt), "prefill_load_mean": float(ts.prefill_load.mean()),
-                     "decode_load_mean": float(ts.decode_load.mean()),
-                     "paper_rejected": PAPER_TABLE3_REJECTED.get(p)})
+    for p, res in policy_runs(trace, speed, policies, **config).items():
+        rows.append({"policy": p, **_row(res, dt), "paper_rejected": PAPER_TABLE3_REJECTED.get(p)})
     return pd.DataFrame(rows).set_index("policy")
 
 
+def load_timeseries(trace: Trace | str = "toolagent-like", speed: float = DEFAULT_SPEED,
+                    policy: str = "early", dt: float = 10.0, **config) -> pd.DataFrame:
+    """Prefill and decode load (dimensionless, :mod:`mooncake_lab.sim.admission`) sampled every ``dt``
+    s while requests arrive (index ``time_s``), plus decode KV fraction and decode running count."""
+    res = run(trace, speed, admission=policy, **config)
+    ts = res.timeseries(dt)
+    w = ts[ts.index <= float(res.trace.arrival_s.max())]
+    return w[["prefill_load", "decode_load", "decode_kv_fraction", "decode_running"]].copy()
+
+
+# -------------------------------------------------------------------------------- ordering
+def rejection_ordering(rejected: dict | pd.Series) -> str:
+    """Policies from most to fewest rejected, e.g. ``"baseline > early > predicted"`` (ties: ``=``)."""
+    items = sorted(dict(rejected).items(), key=lambda kv: (-kv[1], kv[0]))
+    if not items:
+        raise ValueError("rejected: got no policies; allowed: a mapping policy → rejected count")
+    out = items[0][0]
+    for (_, prev), (p, v) in zip(items, items[1:]):
+        out += (" = " if v == prev else " > ") + p
+    return out
+
+
+def paper_ordering_holds(rejected: dict | pd.Series) -> bool:
+    """True when baseline rejects strictly more than early, and early strictly more than predicted
+    (arXiv Table 3: 4,183 > 3,771 > 3,589)."""
+    r = dict(rejected)
+    return bool(r["baseline"] > r["early"] > r["predicted"])
+
+
+def speed_sweep(trace: Trace | str = "toolagent-like", speeds=SWEEP_SPEEDS, policies=POLICIES,
+                progress: bool = True, **config) -> pd.DataFrame:
+    """Rejected, completed and wasted prefill per (replay speed, policy): one tidy row each.
+
+    ``progress`` shows a tqdm bar (one step per simulation). Columns: speed, policy, rejected,
+    rejected_share (of all requests), completed, rejected_after_prefill, wasted_prefill_s,
+    rejected_kv_mean, load_corr.
+    """
+    from tqdm.auto import tqdm
+
+    tr = _trace(trace)
+    jobs = [(float(s), p) for s in speeds for p in policies]
+    rows = []
+    for s, p in tqdm(jobs, desc=f"sweep {tr.name}", disable=not progress, leave=False):
+        r = _row(run(tr, s, admission=p, **config), 10.0)
+        rows.append({"speed": s, "policy": p, "rejected": r["rejected"], "rejected_share": r["rejected"] / len(tr),
+                     "completed": r["completed"], "rejected_after_prefill": r["rejected_after_prefill"],
+                     "wasted_prefill_s": r["wasted_prefill_s"], "rejected_kv_mean": r["rejected_kv_mean"],
+                     "load_corr": r["load_corr"]})
+    return pd.DataFrame(rows)
+
+
+def crossover_speed(sweep: pd.DataFrame) -> float:
+    """The lowest swept speed at which baseline rejects *fewer* requests than early (NaN if none)."""
+    piv = sweep.pivot(index="speed", columns="policy", values="rejected").sort_index()
+    flip = piv.index[piv["baseline"] < piv["early"]]
+    return float(flip[0]) if len(flip) else float("nan")
+
+
+def regime_table(trace: Trace | str = "toolagent-like", regimes: dict | None = None,
+                 progress: bool = True) -> pd.DataFrame:
+    """Rejected per policy in each named regime of :data:`REGIMES`, the ordering, and whether the
+    paper's ordering (baseline > early > predicted) holds; plus the mean prefill and decode load
+    under baseline (which pool is loaded) and baseline's wasted prefill."""
+    from tqdm.auto import tqdm
+
+    regimes = REGIMES if regimes is None else regimes
+    rows = []
+    for name, (speed, cfg) in tqdm(list(regimes.items()), desc="regimes", disable=not progress, leave=False):
+        df = overload_comparison(trace, speed, **cfg)
+        rej = df["rejected"]
+        rows.append({"regime": name, "speed": speed, "preset": cfg.get("preset", "calibrated"),
+                     "decode_kv_tokens": float(sim.ClusterConfig(**cfg).resolve().decode_kv_capacity),
+                     **{f"rejected_{p}": int(rej[p]) for p in df.index},
+                     "prefill_load_mean": float(df.loc["baseline", "prefill_load_mean"]),
+                     "decode_load_mean": float(df.loc["baseline", "decode_load_mean"]),
+                     "wasted_prefill_s": float(df.loc["baseline", "wasted_prefill_s"]),
+                     "ordering": rejection_ordering(rej), "paper_ordering": paper_ordering_holds(rej)})
+    return pd.DataFrame(rows).set_index("regime")
+
+
+# ---------------------------------------------------------------------------- KV capacity
+def real_kv_capacity_tokens(preset: str = "modern") -> float:
+    """KV tokens one decode node really holds (LLaMA2-70B on 8×A800: (HBM × 0.9 − weights) / 320 KiB),
+    from the cost model (what ``decode_kv_capacity_tokens=None`` uses)."""
+    return float(sim.ClusterConfig(preset=preset).resolve().decode_kv_capacity)
+
+
+def requests_per_node(capacity_tokens: float, trace: Trace | str = "toolagent-like") -> float:
+    """How many requests of the trace's mean size (input + output tokens) fit one decode node's KV."""
+    tr = _trace(trace)
+    if not (isinstance(capacity_tokens, (int, float)) and np.isfinite(capacity_tokens) and capacity_tokens > 0):
+        raise ValueError(f"capacity_tokens must be a positive number of tokens, got {capacity_tokens!r}")
+    return float(capacity_tokens) / float(np.mean(tr.input_len + tr.output_len))
+
+
+# ---------------------------------------------------------------------------------- reproduce
 @metric_group("overload")
 def _metrics() -> list[Metric]:
     df = overload_comparison()
@@ -76,3 +239,14 @@ def _metrics() -> list[Metric]:
                    src + "; arXiv Fig. 9–10 show anti-phase prefill/decode load under early rejection")
             for p in ("early", "predicted")]
     return out
+
+
+@figure_group("overload")
+def _figures() -> dict:
+    from ..plots import overload as plots
+
+    return {
+        "l07_policy_results": plots.policy_results(overload_comparison(), PAPER_TABLE3_REJECTED),
+        "l07_load_over_time": plots.load_over_time({p: load_timeseries(policy=p) for p in ("early", "predicted")}),
+        "l07_speed_sweep": plots.rejection_sweep(speed_sweep(progress=False), DEFAULT_SPEED),
+    }
