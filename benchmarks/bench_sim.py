@@ -78,6 +78,21 @@ def main(argv=None):
         best, _ = best_of(lambda: sim.simulate(tr2, cfg), args.repeat)
         t_none = best if t_none is None else t_none
         print(f"{adm:12s} {best * 1e3:9.1f} {best / t_none:8.2f}")
+    # coupled vLLM-like engine (lecture 06): 16 nodes, preset modern, one iteration per loop turn
+    print(f"\ncoupled engine, {conv.name}, 16 nodes, preset modern:")
+    print(f"{'engine':28s} {'speed':>5s} {'numba ms':>9s} {'iterations':>11s} {'vs 8P+8D':>9s}")
+    for label, cfg in (("8P+8D (disaggregated)", sim.ClusterConfig(preset="modern")),
+                       ("16 coupled", sim.ClusterConfig(engine_mode="coupled", preset="modern")),
+                       ("16 coupled, chunked 512", sim.ClusterConfig(engine_mode="coupled", chunked_prefill=True,
+                                                                     preset="modern"))):
+        for speed in (1.0, 2.0):
+            tr2 = conv.replay(speed)
+            sim.simulate(tr2.head(50), cfg)
+            best, _ = best_of(lambda: sim.simulate(tr2, cfg), max(1, args.repeat // 2))
+            if label.startswith("8P"):
+                base = {speed: best} if speed == 1.0 else {**base, speed: best}
+            it = sim.simulate(tr2, cfg).diagnostics.get("iterations", 0)
+            print(f"{label:28s} {speed:5.1f} {best * 1e3:9.1f} {it:11,d} {best / base[speed]:9.1f}")
     print(f"\n(reference engine timed on the first {args.reference_n} requests of each trace; "
           f"numba on the whole trace; times = best of {args.repeat}, whole simulate() call)")
     print(f"fresh process (import + load conversation + first simulation, warm numba cache): "

@@ -90,10 +90,11 @@ def policy_runs(trace: Trace | str = "toolagent-like", speed: float = DEFAULT_SP
 
 def _row(res: sim.SimResult, dt: float) -> dict:
     s = res.summary()
-    df = res.requests
-    rej = df["outcome"].isin(["rejected_at_arrival", "rejected_after_prefill"]).to_numpy()
-    done = (df["outcome"] == "completed").to_numpy()
-    need = (df["input_len"] + df["output_len"]).to_numpy(dtype=float)
+    code = res.arrays["outcome"]  # per-request outcome codes (no DataFrame: dashboards call this per move)
+    rej = (code == sim.REJECTED_AT_ARRIVAL) | (code == sim.REJECTED_AFTER_PREFILL)
+    done = code == sim.COMPLETED
+    out_len = res.trace.output_len.astype(np.float64)
+    need = res.trace.input_len.astype(np.float64) + out_len
     ts = res.timeseries(dt)
     w = ts[ts.index <= float(res.trace.arrival_s.max())]
     return {"completed": int(s["completed"]), "rejected": int(s["rejected"]),
@@ -106,7 +107,7 @@ def _row(res: sim.SimResult, dt: float) -> dict:
             "decode_kv_fraction_mean": float(w.decode_kv_fraction.mean()),
             "rejected_kv_mean": float(need[rej].mean()) if rej.any() else float("nan"),
             "completed_kv_tokens": float(need[done].sum()),
-            "completed_output_tokens": float(df["output_len"].to_numpy()[done].sum())}
+            "completed_output_tokens": float(out_len[done].sum())}
 
 
 def overload_comparison(trace: Trace | str = "toolagent-like", speed: float = DEFAULT_SPEED,

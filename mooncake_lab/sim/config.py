@@ -12,7 +12,7 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
-__all__ = ["ClusterConfig", "PREFILL_POLICIES", "ADMISSIONS", "OUTCOMES", "OUTCOME_CODES",
+__all__ = ["ClusterConfig", "PREFILL_POLICIES", "ADMISSIONS", "ENGINE_MODES", "OUTCOMES", "OUTCOME_CODES",
            "COMPLETED", "REJECTED_AT_ARRIVAL", "REJECTED_AFTER_PREFILL", "REJECTED_TOO_LARGE",
            "UNFINISHED", "ResolvedConfig"]
 
@@ -23,6 +23,9 @@ PREFILL_POLICIES = {"random": 0, "load": 1, "cache_aware": 2, "kvcentric": 3}
 #: early = at arrival on the larger of prefill and current decode load; predicted = at arrival on
 #: the decode load predicted for when this request's prefill ends (uniform decode time t_d, §7.4).
 ADMISSIONS = {"none": 0, "baseline": 1, "early": 2, "predicted": 3}
+#: Cluster architecture: Mooncake's prefill/decode pools, or vLLM-like coupled instances that run
+#: prefill and decode on the same node (:mod:`.coupled`, semantics in :mod:`.coupled_reference`).
+ENGINE_MODES = ("disaggregated", "coupled")
 
 #: Per-request outcome codes (int8 in the kernels). UNFINISHED must never survive a run.
 UNFINISHED, COMPLETED, REJECTED_AT_ARRIVAL, REJECTED_AFTER_PREFILL, REJECTED_TOO_LARGE = 0, 1, 2, 3, 4
@@ -89,6 +92,20 @@ class ClusterConfig:
         ``arrival + horizon × (KV ready − arrival)``; 1 = when this request's prefill ends (the
         paper), 0 = now (a current-load check under the t_d model).
     seed : seeds the random policy and the estimator noise (np.random.default_rng).
+    engine_mode : ``"disaggregated"`` (Mooncake: the fields above) or ``"coupled"`` (vLLM-like:
+        ``n_coupled`` nodes that each prefill *and* decode; ``n_prefill`` / ``n_decode`` are then
+        ignored, ``kvcentric`` routes like ``cache_aware`` (no global pool to fetch from), the
+        transfer fields do not apply and ``admission`` must be ``"none"``). Rules:
+        :mod:`mooncake_lab.sim.coupled_reference`.
+    n_coupled : coupled instances (one 8-GPU node each; each has its own LRU prefix cache of
+        ``cache_capacity_blocks`` and ``decode_kv_capacity_tokens`` of KV memory).
+    chunked_prefill : coupled only. False = an iteration with a waiting prefill runs that whole
+        prefill and the running decodes wait (vLLM without chunking); True = every iteration runs
+        the decode batch plus up to ``prefill_chunk`` prompt tokens (vLLM chunked prefill /
+        Sarathi-Serve).
+    prefill_chunk : prompt tokens per iteration when chunking. Default 512 = vLLM's
+        ``max_num_batched_tokens`` when chunked prefill is enabled (vLLM 0.4–0.5 engine arguments;
+        Sarathi-Serve, OSDI'24, evaluates token budgets of 512 and 2048).
     """
 
     n_prefill: int = 8
@@ -110,6 +127,10 @@ class ClusterConfig:
     decode_time_s: float = 10.0
     prediction_horizon: float = 1.0
     seed: int = 0
+    engine_mode: str = "disaggregated"
+    n_coupled: int = 16
+    chunked_prefill: bool = False
+    prefill_chunk: int = 512  # vLLM 0.4–0.5 default max_num_batched_tokens with chunked prefill
 
     def __post_init__(self):
         _int_at_least("n_prefill", self.n_prefill, 1)
@@ -134,8 +155,34 @@ class ClusterConfig:
         _float_in("decode_time_s", self.decode_time_s, 0.0, lo_open=True)
         _float_in("prediction_horizon", self.prediction_horizon, 0.0, 10.0)
         _int_at_least("seed", self.seed, 0)
+        if self.engine_mode not in ENGINE_MODES:
+            raise _bad("engine_mode", self.engine_mode, ", ".join(map(repr, ENGINE_MODES)))
+        _int_at_least("n_coupled", self.n_coupled, 1)
+        if not isinstance(self.chunked_prefill, (bool, np.bool_)):
+            raise _bad("chunked_prefill", self.chunked_prefill, "True or False")
+        _int_at_least("prefill_chunk", self.prefill_chunk, 1)
+        if self.engine_mode == "coupled" and self.admission != "none":
+            raise _bad("admission", self.admission, "'none' when engine_mode='coupled' (admission "
+                       "control is modelled for the disaggregated cluster only)")
         # model / node / preset: resolving them validates the names (ValueError naming the field)
         self.resolve()
+
+    @property
+    def coupled(self) -> bool:
+        """True for the vLLM-like coupled engine."""
+        return self.engine_mode == "coupled"
+
+    @property
+    def n_nodes(self) -> int:
+        """Nodes the cluster uses: n_coupled, or n_prefill + n_decode."""
+        return self.n_coupled if self.coupled else self.n_prefill + self.n_decode
+
+    @property
+    def label(self) -> str:
+        """Short name of the architecture, e.g. ``"8P+8D"`` or ``"16 coupled, chunked 512"``."""
+        if not self.coupled:
+            return f"{self.n_prefill}P+{self.n_decode}D"
+        return f"{self.n_coupled} coupled" + (f", chunked {self.prefill_chunk}" if self.chunked_prefill else "")
 
     def replace(self, **changes) -> "ClusterConfig":
         """A copy with some fields changed (validated again)."""

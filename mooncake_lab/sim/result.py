@@ -40,8 +40,8 @@ class SimResult:
 
     def __repr__(self) -> str:
         s = self.summary()
-        return (f"SimResult({self.engine}, {self.config.prefill_policy}, {self.config.n_prefill}P+"
-                f"{self.config.n_decode}D: {s['completed']:,}/{s['requests']:,} completed, "
+        return (f"SimResult({self.engine}, {self.config.prefill_policy}, {self.config.label}: "
+                f"{s['completed']:,}/{s['requests']:,} completed, "
                 f"mean TTFT {s['ttft_mean_s']:.3g} s, SLO attainment {s['slo_attainment']:.1%})")
 
     @property
@@ -149,20 +149,23 @@ class SimResult:
         end = np.nanmax(a["finish"]) if np.isfinite(a["finish"]).any() else 0.0
         t = np.arange(0.0, end + dt, dt)
         cols: dict = {}
-        queues = np.zeros((len(t), cfg.n_prefill))
-        for p in range(cfg.n_prefill):
+        # coupled: each instance is both a "prefill" and a "decode" instance
+        P = cfg.n_coupled if cfg.coupled else cfg.n_prefill
+        D = cfg.n_coupled if cfg.coupled else cfg.n_decode
+        queues = np.zeros((len(t), P))
+        for p in range(P):
             on = np.flatnonzero(a["prefill_inst"] == p)  # in arrival order; prefill ends increase (FIFO)
             pos = np.searchsorted(tr.arrival_s[on], t, side="right") - 1
             busy = np.where(pos >= 0, a["prefill_end"][on][np.maximum(pos, 0)], 0.0)
             queues[:, p] = np.maximum(0.0, busy - t)
         cols["prefill_queue_s"] = queues.mean(axis=1)
         cols["prefill_queue_max_s"] = queues.max(axis=1)
-        running = np.zeros((len(t), cfg.n_decode))
-        kv = np.zeros((len(t), cfg.n_decode))
+        running = np.zeros((len(t), D))
+        kv = np.zeros((len(t), D))
         waiting = np.zeros(len(t))
         wait_kv = np.zeros(len(t))
         need = (tr.input_len + tr.output_len).astype(np.float64)
-        for d in range(cfg.n_decode):  # requests rejected after prefill never queue
+        for d in range(D):  # requests rejected after prefill never queue
             on = np.flatnonzero((a["decode_inst"] == d) & (a["outcome"] != REJECTED_AFTER_PREFILL))
             adm, fin, rdy, w = a["decode_admit"][on], a["finish"][on], a["ready"][on], need[on]
             running[:, d], kv[:, d] = _active(adm, fin, w, t)
@@ -173,15 +176,14 @@ class SimResult:
         cols["decode_waiting"] = waiting
         cols["decode_kv_fraction"] = kv.mean(axis=1) / self.decode_kv_capacity
         cols["prefill_load"] = cols["prefill_queue_s"] / cfg.ttft_slo_s
-        D = cfg.n_decode
         c = cfg.resolve().cost
         nb, kt = (cols["decode_running"] + waiting) / D, (kv.sum(axis=1) + wait_kv) / D
         cols["decode_load"] = np.array([decode_load(c, float(b), float(k), self.decode_kv_capacity,
                                                     float(cfg.tbt_slo_s)) for b, k in zip(nb, kt)])
         if per_instance:
-            for p in range(cfg.n_prefill):
+            for p in range(P):
                 cols[f"prefill_queue_s[{p}]"] = queues[:, p]
-            for d in range(cfg.n_decode):
+            for d in range(D):
                 cols[f"decode_running[{d}]"] = running[:, d]
         df = pd.DataFrame(cols, index=pd.Index(t, name="time_s"))
         return df

@@ -8,6 +8,8 @@ import numpy as np
 from ..prefix_cache import new_cache_state
 from ..traces import Trace
 from .config import ClusterConfig
+from .coupled import _coupled_kernel, tail_slots
+from .coupled_reference import run_coupled_reference
 from .kernel import _kernel
 from .reference import run_reference
 from .result import SimResult
@@ -57,12 +59,26 @@ def simulate(trace: Trace, config: ClusterConfig | None = None, engine: str = "n
     trace.validate()
     rc = config.resolve()
     n = len(trace)
-    u, z = _draws(config.seed, n, config.n_prefill, config.estimator_noise)
+    n_route = config.n_coupled if config.coupled else config.n_prefill  # instances a request is routed to
+    u, z = _draws(config.seed, n, n_route, config.estimator_noise)
     out = _new_outputs(n)
-    max_kv = np.zeros(config.n_decode)
+    max_kv = np.zeros(config.n_coupled if config.coupled else config.n_decode)
     diag = np.zeros(4, dtype=np.int64)
     t0 = time.perf_counter()
-    if engine == "numba":
+    if config.coupled and engine == "numba":
+        st = new_cache_state(config.n_coupled, trace.n_blocks, rc.cache_capacity_blocks)
+        _coupled_kernel(trace.arrival_s, trace.input_len, trace.output_len, trace.block_offsets, trace.block_ids,
+                        int(trace.block_tokens), rc.cost, int(config.n_coupled), int(rc.policy),
+                        float(config.estimator_noise), u, z, float(rc.decode_kv_capacity),
+                        bool(config.chunked_prefill), int(config.prefill_chunk),
+                        st.last_use, st.q_block, st.q_stamp, st.meta, tail_slots(trace.output_len),
+                        out["prefill_inst"], out["decode_inst"], out["outcome"], out["cached_tok"],
+                        out["fetched_tok"], out["computed_tok"], out["queue_wait"], out["fetch_time"],
+                        out["prefill_start"], out["prefill_time"], out["prefill_end"], out["ready"],
+                        out["decode_admit"], out["finish"], out["tbt_mean"], out["tbt_tail"], max_kv, diag)
+    elif config.coupled:
+        run_coupled_reference(trace, config, rc, u, z, out, max_kv, diag)
+    elif engine == "numba":
         st = new_cache_state(config.n_prefill, trace.n_blocks, rc.cache_capacity_blocks)
         _kernel(trace.arrival_s, trace.input_len, trace.output_len, trace.block_offsets, trace.block_ids,
                 int(trace.block_tokens), rc.cost, int(config.n_prefill), int(config.n_decode), int(rc.policy),
@@ -79,8 +95,9 @@ def simulate(trace: Trace, config: ClusterConfig | None = None, engine: str = "n
     else:
         run_reference(trace, config, rc, u, z, out, max_kv, diag)
     wall = time.perf_counter() - t0
+    names = (("iterations", "time_reversals", "prefill_iterations", "max_decode_batch") if config.coupled
+             else ("events", "time_reversals", "runs_logged", "max_decode_batch"))
     return SimResult(trace=trace, config=config, engine=engine, arrays=out, max_kv_tokens=max_kv,
                      decode_kv_capacity=rc.decode_kv_capacity,
-                     diagnostics={"events": int(diag[0]), "time_reversals": int(diag[1]),
-                                  "runs_logged": int(diag[2]), "max_decode_batch": int(diag[3])},
+                     diagnostics={k: int(v) for k, v in zip(names, diag)},
                      wall_s=wall)

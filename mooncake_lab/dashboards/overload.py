@@ -1,0 +1,131 @@
+"""Dashboards of lecture 07: admission control under overload.
+
+* :class:`OverloadDashboard`: trace, replay speed, admission policy, threshold, t_d, prediction
+  horizon and decode KV capacity → one simulation (≈ 40 ms on the conversation trace, memoised in
+  :func:`~mooncake_lab.experiments.l07_overload.run`) → prefill and decode load over time + counts.
+* :class:`PolicyComparisonDashboard`: trace, replay speed and decode KV capacity → the three
+  policies side by side (three simulations per move) → rejected / completed / wasted prefill bars.
+
+Both render each figure once to PNG (:class:`~mooncake_lab.dashboards.Dashboard`).
+"""
+from __future__ import annotations
+
+import ipywidgets as widgets
+
+from ..experiments import l07_overload as exp
+from ..plots import overload as plots
+from . import Dashboard
+
+__all__ = ["OverloadDashboard", "PolicyComparisonDashboard", "BOUNDS", "TRACE_CHOICES"]
+
+TRACE_CHOICES = exp.TRACES
+#: Slider bounds (every value in them runs; tests sweep the corners).
+BOUNDS = {
+    "speed": (0.25, 3.0),             # × replay; 2× = arXiv Table 3
+    "threshold": (0.5, 2.0),          # admission threshold on the loads (1 = at the SLO / memory full)
+    "t_d": (1.0, 60.0),               # s, uniform decode time of the prediction (arXiv §7.4)
+    "horizon": (0.0, 2.0),            # predict at arrival + horizon × (KV ready − arrival)
+    "kv_log10": (4.0, 6.2),           # 10k … 1.58M tokens per decode node (real LLaMA2-70B node: 1.34M)
+}
+
+
+def _slider_style():
+    return {"style": {"description_width": "initial"}, "continuous_update": False}
+
+
+def _kv_slider(value: float):
+    b = BOUNDS["kv_log10"]
+    return widgets.FloatLogSlider(value=value, base=10, min=b[0], max=b[1], step=0.05, readout_format=",.0f",
+                                  description="decode KV per node (tokens)", **_slider_style())
+
+
+class OverloadDashboard(Dashboard):
+    """One admission policy on a whole trace: prefill and decode load over time, and the counts.
+
+    Controls: ``trace``, ``policy`` (baseline / early / predicted / none), ``speed`` (0.25–3×),
+    ``threshold`` (0.5–2), ``t_d`` (s, 1–60), ``horizon`` (0–2), ``kv`` (tokens per decode node,
+    log, 10k–1.58M). Preset ``modern`` (:data:`~...l07_overload.DEFAULT_CONFIG`).
+    """
+
+    title = "Lecture 07 · admission control on the whole trace (one simulation per move)"
+
+    def __init__(self, trace: str = "conversation", policy: str = "early", speed: float = exp.DEFAULT_SPEED,
+                 threshold: float = 1.0, t_d: float = 10.0, horizon: float = 1.0,
+                 kv_tokens: float = exp.DEFAULT_CONFIG["decode_kv_capacity_tokens"]):
+        self._init = (trace, policy, speed, threshold, t_d, horizon, kv_tokens)
+        super().__init__()
+
+    def _build_controls(self) -> dict:
+        trace, policy, speed, thr, t_d, hor, kv = self._init
+        b = BOUNDS
+        return {
+            "trace": widgets.Dropdown(options=TRACE_CHOICES, value=trace, description="trace"),
+            "policy": widgets.Dropdown(options=("baseline", "early", "predicted", "none"), value=policy,
+                                       description="admission"),
+            "speed": widgets.FloatSlider(value=speed, min=b["speed"][0], max=b["speed"][1], step=0.25,
+                                         description="replay speed (×)", readout_format=".2f", **_slider_style()),
+            "threshold": widgets.FloatSlider(value=thr, min=b["threshold"][0], max=b["threshold"][1], step=0.05,
+                                             description="threshold θ", readout_format=".2f", **_slider_style()),
+            "t_d": widgets.FloatSlider(value=t_d, min=b["t_d"][0], max=b["t_d"][1], step=1.0,
+                                       description="t_d (s)", readout_format=".0f", **_slider_style()),
+            "horizon": widgets.FloatSlider(value=hor, min=b["horizon"][0], max=b["horizon"][1], step=0.1,
+                                           description="prediction horizon", readout_format=".1f",
+                                           **_slider_style()),
+            "kv": _kv_slider(kv),
+        }
+
+    def _config(self) -> dict:
+        return dict(admission=self.value("policy"), admission_threshold=float(self.value("threshold")),
+                    decode_time_s=float(self.value("t_d")), prediction_horizon=float(self.value("horizon")),
+                    decode_kv_capacity_tokens=float(self.value("kv")))
+
+    def _draw(self):
+        trace, speed = self.value("trace"), float(self.value("speed"))
+        cfg = self._config()
+        res = exp.run(trace, speed, **cfg)
+        s = res.summary()
+        ts = exp.load_timeseries(trace, speed, cfg.pop("admission"), **cfg)
+        pol = self.value("policy")
+        self.readout.value = (
+            f"<b>{pol}</b> on <code>{res.trace.name}</code> at {speed:g}×: completed <b>{s['completed']:,}</b> "
+            f"of {s['requests']:,}; rejected {s['rejected']:,} (at arrival {s['rejected_at_arrival']:,}, "
+            f"after prefill {s['rejected_after_prefill']:,}, too large {s['rejected_too_large']:,}); "
+            f"wasted prefill {s['wasted_prefill_s']:,.0f} s; SLO attainment {s['slo_attainment']:.1%}; "
+            f"load correlation r = {res.load_correlation():+.2f}")
+        return plots.load_over_time({pol: ts}, threshold=float(self.value("threshold")),
+                                    title=f"{res.trace.name} at {speed:g}×, decode KV {self.value('kv'):,.0f} "
+                                          f"tokens/node")
+
+
+class PolicyComparisonDashboard(Dashboard):
+    """The three admission policies side by side (three simulations per move, memoised).
+
+    Controls: ``trace``, ``speed`` (0.25–3×), ``kv`` (tokens per decode node, log, 10k–1.58M).
+    """
+
+    title = "Lecture 07 · baseline vs early vs predicted rejection"
+
+    def __init__(self, trace: str = "conversation", speed: float = exp.DEFAULT_SPEED,
+                 kv_tokens: float = exp.DEFAULT_CONFIG["decode_kv_capacity_tokens"]):
+        self._init = (trace, speed, kv_tokens)
+        super().__init__()
+
+    def _build_controls(self) -> dict:
+        trace, speed, kv = self._init
+        b = BOUNDS
+        return {
+            "trace": widgets.Dropdown(options=TRACE_CHOICES, value=trace, description="trace"),
+            "speed": widgets.FloatSlider(value=speed, min=b["speed"][0], max=b["speed"][1], step=0.25,
+                                         description="replay speed (×)", readout_format=".2f", **_slider_style()),
+            "kv": _kv_slider(kv),
+        }
+
+    def _draw(self):
+        trace, speed, kv = self.value("trace"), float(self.value("speed")), float(self.value("kv"))
+        df = exp.overload_comparison(trace, speed, decode_kv_capacity_tokens=kv)
+        order = exp.rejection_ordering(df["rejected"])
+        holds = exp.paper_ordering_holds(df["rejected"])
+        self.readout.value = (f"rejected, most → fewest: <b>{order}</b> — the paper's ordering "
+                              f"(baseline > early > predicted) {'<b>holds</b>' if holds else 'does not hold'} here")
+        return plots.policy_results(df, exp.PAPER_TABLE3_REJECTED if speed == exp.DEFAULT_SPEED else None,
+                                    title=f"{exp._trace(trace).name} at {speed:g}×, decode KV {kv:,.0f} tokens/node")

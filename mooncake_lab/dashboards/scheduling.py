@@ -1,0 +1,141 @@
+"""Dashboards of lecture 04: the Conductor's policies on the real trace, and Algorithm 1 on one request.
+
+* :class:`SchedulingDashboard` (the main one): replay speed, prefill instances, cache capacity,
+  balancing threshold, estimator noise, policy (and trace) → one simulation of the whole trace
+  (≈ 30 ms on the conversation trace, memoised in :func:`~mooncake_lab.experiments.l04_scheduling.run`)
+  → TTFT CDF and per-instance queues.
+* :class:`AlgorithmOneDashboard`: the worked example's per-instance estimates under cache-aware and
+  KVCache-centric scheduling, with the threshold, network bandwidth and prompt length as controls.
+
+Both draw through :class:`~mooncake_lab.dashboards.Dashboard` (one Agg render per move, frozen layout).
+"""
+from __future__ import annotations
+
+import ipywidgets as widgets
+
+from ..experiments import l04_scheduling as exp
+from ..plots import scheduling as plots
+from . import Dashboard
+
+__all__ = ["SchedulingDashboard", "AlgorithmOneDashboard", "TRACE_CHOICES", "BOUNDS"]
+
+TRACE_CHOICES = exp.TRACES
+#: Slider bounds (every value in them runs; tests sweep the corners).
+BOUNDS = {
+    "speed": (0.1, 2.0),            # × replay; 2× = the paper's overload experiment (arXiv Table 3)
+    "n_prefill": (1, 32),
+    "capacity_log10": (2.0, 4.5),   # 100 … 31,623 blocks per instance (16 GB … 5.3 TB of LLaMA2-70B KV)
+    "threshold": (1.0, 16.0),
+    "noise": (0.0, 1.0),            # relative s.d. of the Conductor's TTFT estimates
+    "network_gbps_log10": (1.0, 3.0),   # 10 … 1,000 Gbps per node
+    "example_blocks": (17, 120),
+}
+_MAX_POINTS = 300  # time-series samples per instance drawn (keeps a redraw cheap at slow replay)
+
+
+def _slider_style():
+    return {"style": {"description_width": "initial"}, "continuous_update": False}
+
+
+class SchedulingDashboard(Dashboard):
+    """One policy on a whole trace (8 decode instances): TTFT CDF and per-instance prefill queues.
+
+    Controls: ``trace``, ``policy``, ``speed`` (replay ×, 0.1–2), ``n_prefill`` (1–32),
+    ``capacity`` (blocks per instance, log, 100–31,623), ``threshold`` (kvcentric balancing
+    threshold, 1–16), ``noise`` (relative s.d. of TTFT estimates, 0–1).
+    """
+
+    title = "Lecture 04 · the Conductor on the whole trace (one simulation per move)"
+
+    def __init__(self, trace: str = "conversation", policy: str = "kvcentric",
+                 speed: float = exp.DEFAULT_REPLAY_SPEED, n_prefill: int = 8, capacity_blocks: int | None = None,
+                 threshold: float = 1.0, noise: float = 0.0):
+        from .. import sim
+
+        cap = capacity_blocks or sim.ClusterConfig().resolve().cache_capacity_blocks
+        self._init = (trace, policy, speed, n_prefill, cap, threshold, noise)
+        self._rho1: dict = {}
+        super().__init__()
+
+    def _build_controls(self) -> dict:
+        trace, policy, speed, n, cap, thr, noise = self._init
+        b = BOUNDS
+        return {
+            "trace": widgets.Dropdown(options=TRACE_CHOICES, value=trace, description="trace"),
+            "policy": widgets.Dropdown(options=exp.POLICIES, value=policy, description="policy"),
+            "speed": widgets.FloatSlider(value=speed, min=b["speed"][0], max=b["speed"][1], step=0.05,
+                                         description="replay speed (×)", readout_format=".2f", **_slider_style()),
+            "n_prefill": widgets.IntSlider(value=n, min=b["n_prefill"][0], max=b["n_prefill"][1],
+                                           description="prefill instances", **_slider_style()),
+            "capacity": widgets.FloatLogSlider(value=cap, base=10, min=b["capacity_log10"][0],
+                                               max=b["capacity_log10"][1], step=0.05, readout_format=",.0f",
+                                               description="cache per instance (blocks)", **_slider_style()),
+            "threshold": widgets.FloatSlider(value=thr, min=b["threshold"][0], max=b["threshold"][1], step=0.5,
+                                             description="balancing threshold", **_slider_style()),
+            "noise": widgets.FloatSlider(value=noise, min=b["noise"][0], max=b["noise"][1], step=0.05,
+                                         description="estimator noise (rel. s.d.)", **_slider_style()),
+        }
+
+    def _offered(self, trace: str, n_prefill: int, speed: float) -> float:
+        if trace not in self._rho1:  # linear in speed and 1/n: compute once per trace
+            self._rho1[trace] = exp.offered_prefill_load(trace) * 8  # default config has 8 instances
+        return self._rho1[trace] * speed / n_prefill
+
+    def _draw(self):
+        v = {k: w.value for k, w in self.controls.items()}
+        cap = max(1, int(round(v["capacity"])))
+        res = exp.run(v["trace"], v["speed"], prefill_policy=v["policy"], n_prefill=int(v["n_prefill"]),
+                      cache_capacity_blocks=cap, kvcache_balancing_threshold=float(v["threshold"]),
+                      estimator_noise=float(v["noise"]))
+        s = res.summary()
+        end = float(s["makespan_s"]) if s["makespan_s"] == s["makespan_s"] else res.trace.duration_s
+        queues = exp.instance_queues(res, dt=max(10.0, end / _MAX_POINTS))
+        rho = self._offered(v["trace"], int(v["n_prefill"]), float(v["speed"]))
+        self.readout.value = (
+            f"<code>{res.trace.name}</code> · offered prefill load without cache <b>{rho:.2f}×</b> the pool · "
+            f"mean TTFT <b>{s['ttft_mean_s']:.3g} s</b> (p90 {s['ttft_p90_s']:.3g} s; paper, 8P+8D: "
+            f"{exp.PAPER_FIG8_TTFT_S[v['policy']]:g} s) · TTFT ≤ 30 s: <b>{s['ttft_slo_attainment']:.1%}</b> · "
+            f"hit ratio {s['hit_ratio']:.1%} (fetched {s['fetched_ratio']:.1%}) · simulated in {res.wall_s * 1e3:.0f} ms")
+        return plots.policy_view(res, queues, paper_mean=exp.PAPER_FIG8_TTFT_S[v["policy"]])
+
+
+class AlgorithmOneDashboard(Dashboard):
+    """Algorithm 1 on the worked example (3 instances): estimated TTFT per instance, per policy.
+
+    Controls: ``threshold`` (kvcentric balancing threshold, 1–16), ``network_gbps`` (RDMA per node,
+    log, 10–1,000 Gbps), ``example_blocks`` (the request's prompt, 17–120 blocks of 512 tokens).
+    """
+
+    title = "Lecture 04 · Algorithm 1 on one request: estimated TTFT per prefill instance"
+
+    def __init__(self, threshold: float = 1.0, network_gbps: float = 800.0, example_blocks: int = 20):
+        self._init = (threshold, network_gbps, example_blocks)
+        super().__init__()
+
+    def _build_controls(self) -> dict:
+        thr, gbps, nb = self._init
+        b = BOUNDS
+        return {
+            "threshold": widgets.FloatSlider(value=thr, min=b["threshold"][0], max=b["threshold"][1], step=0.5,
+                                             description="balancing threshold", **_slider_style()),
+            "network_gbps": widgets.FloatLogSlider(value=gbps, base=10, min=b["network_gbps_log10"][0],
+                                                   max=b["network_gbps_log10"][1], step=0.05, readout_format=",.0f",
+                                                   description="RDMA per node (Gbps)", **_slider_style()),
+            "example_blocks": widgets.IntSlider(value=nb, min=b["example_blocks"][0], max=b["example_blocks"][1],
+                                                description="prompt (blocks)", **_slider_style()),
+        }
+
+    def _draw(self):
+        v = {k: w.value for k, w in self.controls.items()}
+        kw = dict(threshold=float(v["threshold"]), example_blocks=int(v["example_blocks"]),
+                  network_gbps=float(v["network_gbps"]))
+        tables = {p: exp.estimate_table(policy=p, **kw) for p in ("cache_aware", "kvcentric")}
+        got = exp.worked_example(**kw)
+        k = got.loc["kvcentric"]
+        self.readout.value = (
+            f"Simulator: cache-aware → instance {int(got.loc['cache_aware', 'prefill_instance'])} "
+            f"(TTFT {got.loc['cache_aware', 'ttft_s']:.2f} s, computes {int(got.loc['cache_aware', 'computed_tokens']):,} "
+            f"tokens) · KVCache-centric → instance {int(k['prefill_instance'])} (TTFT {k['ttft_s']:.2f} s, "
+            f"fetches {int(k['fetched_tokens']):,} tokens in {k['fetch_s'] * 1e3:.0f} ms, computes "
+            f"{int(k['computed_tokens']):,})")
+        return plots.estimate_bars(tables)

@@ -1,0 +1,83 @@
+"""Lecture 05 exercises: long-context prefill (answers computed from the package)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import cpp
+from ..models import get_model
+from ..roofline import CostModel, tp_allreduce_bytes_per_token
+from . import Exercise, exercise
+
+#: Question 2's pipeline: 16 equal chunks of 1,000 tokens, X = 4, 0.5 s per chunk per stage, no network.
+Q2_CHUNKS, Q2_X, Q2_STAGE_S = 16, 4, 0.5
+
+
+def _boundary_gb() -> float:
+    return 131072 * cpp.activation_bytes_per_token("llama2-70b") / 1e9
+
+
+exercise(Exercise(
+    "05.boundary_gb", "GB of activations that cross ONE CPP stage boundary for a 131,072-token LLaMA2-70B prompt.",
+    answer=_boundary_gb, unit="GB", rel_tol=0.03,
+    hint="tokens × d_model × 2 B (BF16 hidden states): cpp.activation_bytes_per_token('llama2-70b').",
+    why="131,072 × 8,192 × 2 B ≈ 2.15 GB — 20× less than the 43 GB of KV those tokens produce, and "
+        "≈ 25 ms at 87 GB/s, hidden behind seconds of compute."))
+
+
+def _equal_stages() -> float:
+    c = np.zeros(len(CostModel.field_names()))
+    c[1] = Q2_STAGE_S * Q2_X / 1000          # s per token on all layers → 0.5 s per 1,000 tokens per stage
+    r = cpp.simulate_pipeline([0.0], [Q2_CHUNKS * 1000], chunk=1000, x=Q2_X, bandwidth=1e30, costs=c)
+    return float(r.ttft[0])
+
+
+exercise(Exercise(
+    "05.pipeline_fill", "TTFT (s) of 16 equal chunks through 4 stages of 0.5 s each, network free.",
+    answer=_equal_stages, unit="s", rel_tol=0.01,
+    hint="the first chunk needs X stage times to come out; each later chunk one more stage time.",
+    why="(16 + 4 − 1) × 0.5 = 9.5 s against 16 × 4 × 0.5 / 4 = 8 s of work per node: the X − 1 "
+        "'bubble' slots are why chunks must be small compared with the prompt."))
+
+
+def _tp_comm_s() -> float:
+    return 131072 * tp_allreduce_bytes_per_token(get_model("llama2-70b"), 4) / cpp.network_bandwidth(
+        "llama2-70b", "a800x8", "modern")
+
+
+exercise(Exercise(
+    "05.tp_comm", "Seconds of inter-node all-reduce for TP across 4 nodes on a 131,072-token LLaMA2-70B "
+                  "prefill, at 87 GB/s per node.",
+    answer=_tp_comm_s, unit="s", rel_tol=0.03,
+    hint="per token per node: 2 all-reduces × 80 layers × 2(X−1)/X × 8,192 × 2 B "
+         "(roofline.tp_allreduce_bytes_per_token); times tokens, over the bandwidth.",
+    why="3.93 MB per token × 131,072 / 87 GB/s ≈ 5.9 s of communication on the critical path — "
+        "almost as long as the 6.25 s of compute it was meant to shorten. CPP sends 240× fewer bytes."))
+
+
+def _min_x_256k() -> int:
+    for x in (1, 2, 4, 8, 16):
+        if cpp.cpp_ttft("llama2-70b", "a800x8", 262144, x, 4096, preset="modern") <= 30.0:
+            return x
+    return 0
+
+
+exercise(Exercise(
+    "05.min_x_256k", "Smallest CPP group X in {1, 2, 4, 8, 16} that prefills a 262,144-token LLaMA2-70B prompt "
+                     "within the 30 s TTFT SLO ('modern' preset, chunk 4,096)?",
+    answer=_min_x_256k, unit="nodes", rel_tol=0.0,
+    hint="cpp.cpp_ttft('llama2-70b', 'a800x8', 262144, x) for each x.",
+    why="One node needs ≈ 78 s, two ≈ 40 s, four ≈ 21 s: attention is quadratic, so doubling the prompt "
+        "roughly triples the work and doubles the nodes needed."))
+
+
+def _store_hidden_ms() -> float:
+    from ..experiments.l05_prefill import layerwise_store
+    return float(layerwise_store([131072]).iloc[0]["exposed_layerwise_s"] * 1e3)
+
+
+exercise(Exercise(
+    "05.store_exposed_ms", "Milliseconds of KV store (to 128 GB/s DRAM) a 131,072-token LLaMA2-70B prefill still "
+                           "waits for with layer-wise store.",
+    answer=_store_hidden_ms, unit="ms", rel_tol=0.03,
+    hint="only the last layer's store is exposed: (n × 320 KiB / 128 GB/s) / 80.",
+    why="43 GB / 128 GB/s = 0.336 s serialized, / 80 layers ≈ 4.2 ms layer-wise: Fig. 7's near-zero bars."))

@@ -1,0 +1,259 @@
+"""Figures of lecture 04: KVCache-centric scheduling (arXiv v3 Fig. 8 and what explains it).
+
+Each function takes data from :mod:`mooncake_lab.experiments.l04_scheduling` (DataFrames or
+``SimResult``\\ s) and returns a :class:`matplotlib.figure.Figure` with a title and axis labels with
+units. TTFT axes are logarithmic (TTFTs span 0.1 s … 20 min) with plain-text decade ticks (fast to
+redraw in a dashboard); the 30 s TTFT SLO is drawn as a line.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from matplotlib.ticker import MaxNLocator, NullLocator
+
+from . import PALETTE, SLO_COLOR, new_figure, styled
+
+__all__ = ["ttft_by_policy", "speed_sweep", "policy_metrics", "instance_queues_grid", "replica_bars",
+           "policy_view", "estimate_bars", "POLICY_COLORS", "POLICY_LABELS"]
+
+POLICY_COLORS = {"random": PALETTE[4], "load": PALETTE[1], "cache_aware": PALETTE[0], "kvcentric": PALETTE[2]}
+POLICY_LABELS = {"random": "random", "load": "load balancing", "cache_aware": "cache-aware",
+                 "kvcentric": "KVCache-centric"}
+_SHORT = {"random": "random", "load": "load\nbalancing", "cache_aware": "cache-\naware",
+          "kvcentric": "KVCache-\ncentric"}
+_SLO_S = 30.0  # arXiv v3 §8 TTFT SLO, s
+_CDF_POINTS = 400
+
+
+def _log_ticks(ax, lo: float, hi: float, axis: str = "y"):
+    """Decade ticks labelled as plain numbers, no minor ticks."""
+    lo, hi = max(lo, 1e-3), max(hi, lo * 10)
+    ticks = [10.0 ** k for k in range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1)]
+    labels = [f"{t:g}" for t in ticks]
+    if axis == "y":
+        ax.set_yscale("log")
+        ax.set_yticks(ticks, labels)
+        ax.yaxis.set_minor_locator(NullLocator())
+        ax.set_ylim(ticks[0], ticks[-1])
+    else:
+        ax.set_xscale("log")
+        ax.set_xticks(ticks, labels)
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.set_xlim(ticks[0], ticks[-1])
+
+
+@styled
+def ttft_by_policy(samples: dict, paper: dict | None = None, slo_s: float = _SLO_S):
+    """arXiv Fig. 8 style: one box per policy (whiskers 5–95%), mean as a diamond with its value,
+    the paper's mean as ×, the TTFT SLO as a line. ``samples``: ``{panel title: ttft_samples frame}``."""
+    n = len(samples)
+    fig, axes = new_figure(1, n, width=5.2 * n, height=4.4, sharey=True)
+    axes = np.atleast_1d(axes)
+    allv = np.concatenate([d["ttft_s"].to_numpy() for d in samples.values()])
+    for ax, (name, df) in zip(axes, samples.items()):
+        pols = list(dict.fromkeys(df["policy"]))
+        data = [df.loc[df["policy"] == p, "ttft_s"].to_numpy() for p in pols]
+        bp = ax.boxplot(data, whis=(5, 95), showfliers=False, patch_artist=True, widths=0.55)
+        for patch, p in zip(bp["boxes"], pols):
+            patch.set_facecolor(POLICY_COLORS.get(p, PALETTE[0]))
+            patch.set_alpha(0.45)
+        for k, (p, v) in enumerate(zip(pols, data), start=1):
+            m = float(np.mean(v))
+            ax.plot(k, m, "D", color=POLICY_COLORS.get(p, PALETTE[0]), mec="black", ms=8,
+                    label="our mean" if k == 1 else None)
+            ax.annotate(f"{m:.3g} s", (k, m), xytext=(8, 4), textcoords="offset points", fontsize=9)
+            if paper and p in paper:
+                ax.plot(k, paper[p], "x", color="black", ms=9, mew=2, label="paper's mean (Fig. 8)" if k == 1 else None)
+        ax.axhline(slo_s, color=SLO_COLOR, ls="--", lw=1.2, label=f"TTFT SLO {slo_s:g} s")
+        ax.set_xticks(range(1, len(pols) + 1), [POLICY_LABELS.get(p, p) for p in pols])
+        _log_ticks(ax, np.percentile(allv, 1), np.max(allv))
+        ax.set_title(f"TTFT per policy — {name}", y=1.0)
+        ax.set_xlabel("Conductor policy (8 prefill + 8 decode)")
+    axes[0].set_ylabel("TTFT (s, log scale)")
+    axes[0].legend(loc="upper right", fontsize=8)
+    return fig
+
+
+@styled
+def speed_sweep(sweep: pd.DataFrame, paper: dict | None = None, chosen_speed: float | None = None,
+                slo_s: float = _SLO_S):
+    """Mean TTFT vs replay speed per policy (log y), the offered load under each tick, the paper's
+    Fig. 8 means as dashed levels, and the chosen speed marked."""
+    fig, ax = new_figure(width=7.6, height=4.6)
+    for p, g in sweep.groupby("policy", sort=False):
+        c = POLICY_COLORS.get(p, PALETTE[0])
+        ax.plot(g["speed"], g["ttft_mean_s"], "o-", color=c, label=POLICY_LABELS.get(p, p))
+        if paper and p in paper:
+            ax.axhline(paper[p], color=c, ls=":", lw=1.2)
+    ax.axhline(slo_s, color=SLO_COLOR, ls="--", lw=1.2, label=f"TTFT SLO {slo_s:g} s")
+    if chosen_speed is not None:
+        ax.axvline(chosen_speed, color="black", lw=1, alpha=0.6)
+        ax.annotate(f"chosen: {chosen_speed:g}×", (chosen_speed, 0.98), xycoords=("data", "axes fraction"),
+                    xytext=(4, -12), textcoords="offset points", fontsize=9)
+    sp = sorted(sweep["speed"].unique())
+    load = sweep.drop_duplicates("speed").set_index("speed")["offered_load"]
+    ax.set_xticks(sp, [f"{s:g}×\n{load[s]:.2f}" for s in sp])
+    _log_ticks(ax, max(sweep["ttft_mean_s"].min(), 0.5), sweep["ttft_mean_s"].max())
+    ax.set_xlabel("replay speed (×) / offered prefill load without cache (fraction of the pool's capacity)")
+    ax.set_ylabel("mean TTFT (s, log scale)")
+    ax.set_title("Mean TTFT vs replay speed (dotted: the paper's Fig. 8 means)", y=1.0)
+    ax.legend(fontsize=8, loc="upper left")
+    return fig
+
+
+@styled
+def policy_metrics(table: pd.DataFrame):
+    """Three panels per policy: TTFT-SLO attainment, hit ratio (local + fetched), and prompt tokens
+    computed vs reused (billions). ``table``: :func:`~...l04_scheduling.policy_comparison`."""
+    fig, (a1, a2, a3) = new_figure(1, 3, width=12.0, height=4.0)
+    pols = list(table.index)
+    x = np.arange(len(pols))
+    colors = [POLICY_COLORS.get(p, PALETTE[0]) for p in pols]
+    labels = [_SHORT.get(p, p) for p in pols]
+    a1.bar(x, table["ttft_slo_attainment"], color=colors)
+    for k, v in enumerate(table["ttft_slo_attainment"]):
+        a1.annotate(f"{v:.0%}", (k, v), ha="center", va="bottom", fontsize=9)
+    a1.set_ylim(0, 1.08)
+    a1.set_ylabel("share of requests with TTFT ≤ 30 s")
+    a1.set_title("TTFT SLO attainment", y=1.0)
+    local = table["hit_ratio"] - table["fetched_ratio"]
+    a2.bar(x, local, color=colors, label="local prefix")
+    a2.bar(x, table["fetched_ratio"], bottom=local, color=colors, alpha=0.45, hatch="//", label="fetched (RDMA)")
+    a2.set_ylabel("reused prompt tokens (fraction)")
+    a2.set_title("Prefix-cache hit ratio", y=1.0)
+    a2.legend(fontsize=8)
+    g = 1e9
+    comp, hit, fet = (table[k].to_numpy(dtype=float) / g for k in ("computed_tokens", "local_hit_tokens",
+                                                                    "fetched_tokens"))
+    a3.bar(x, comp, color=PALETTE[3], label="computed")
+    a3.bar(x, hit, bottom=comp, color=PALETTE[5], label="local hit")
+    a3.bar(x, fet, bottom=comp + hit, color=PALETTE[2], label="fetched")
+    a3.set_ylim(0, float((comp + hit + fet).max()) * 1.08)
+    a3.set_ylabel("prompt tokens (billions)")
+    a3.set_title("Computed vs reused tokens", y=1.0)
+    a3.legend(fontsize=8, loc="lower right")
+    for ax in (a1, a2, a3):
+        ax.set_xticks(x, labels, fontsize=8)
+        ax.set_xlabel("policy")
+    return fig
+
+
+@styled
+def instance_queues_grid(queues: dict):
+    """Queued prefill work (s) per instance over time, one panel per policy (own linear y scale).
+    ``queues``: ``{policy: instance_queues frame}``."""
+    n = len(queues)
+    ncols = 2 if n > 1 else 1
+    nrows = int(np.ceil(n / ncols))
+    fig, axes = new_figure(nrows, ncols, width=11.0, height=3.0 * nrows + 0.6, sharex=True)
+    axes = np.atleast_1d(axes).ravel()
+    for ax, (p, q) in zip(axes, queues.items()):
+        t_min = q.index.to_numpy() / 60.0
+        for k, col in enumerate(q.columns):
+            ax.plot(t_min, q[col].to_numpy(), lw=0.7, color=PALETTE[k % len(PALETTE)], alpha=0.7)
+        ax.axhline(_SLO_S, color=SLO_COLOR, ls="--", lw=1)
+        ax.set_title(f"{POLICY_LABELS.get(p, p)}: max {q.to_numpy().max():,.0f} s", y=1.0)
+        ax.set_ylim(0, None)
+        ax.set_ylabel("queued work (s)")
+    for ax in axes[-ncols:]:
+        ax.set_xlabel("time (min)")
+    for ax in axes[n:]:
+        ax.set_visible(False)
+    fig.suptitle("Per-instance prefill queue over time (one line per instance; dashed: 30 s; note each panel's scale)")
+    return fig
+
+
+@styled
+def replica_bars(summary: pd.DataFrame, n_instances: int | None = None):
+    """Mean cached copies of a block, by popularity-rank bin (groups) and policy (bars).
+    ``summary``: :func:`~...l04_scheduling.replica_summary`."""
+    fig, ax = new_figure(width=8.0, height=4.2)
+    pols = list(summary.columns)
+    x = np.arange(len(summary.index))
+    w = 0.8 / len(pols)
+    for k, p in enumerate(pols):
+        ax.bar(x + (k - (len(pols) - 1) / 2) * w, summary[p], w, color=POLICY_COLORS.get(p, PALETTE[k]),
+               label=POLICY_LABELS.get(p, p))
+    if n_instances:
+        ax.axhline(n_instances, color="black", lw=1, ls=":", label=f"all {n_instances} instances")
+    ax.set_xticks(x, [str(i) for i in summary.index])
+    ax.set_xlabel("popularity rank of the block (1 = used by the most requests)")
+    ax.set_ylabel("instances holding it at the end (mean)")
+    ax.set_title("Hot-block replicas in the prefill instances' caches", y=1.0)
+    ax.legend(fontsize=8)
+    return fig
+
+
+@styled
+def policy_view(result, queues: pd.DataFrame, paper_mean: float | None = None, slo_s: float = _SLO_S):
+    """The main dashboard's figure: the TTFT CDF of one run (vertical lines: its mean dash-dotted,
+    the paper's mean dotted, the SLO dashed; no legend, to keep redraws cheap) and its per-instance
+    prefill queues over time."""
+    fig, (a1, a2) = new_figure(1, 2, width=10.0, height=3.6)
+    fig.set_dpi(85)  # redrawn on every slider move: fewer pixels and texts keep it within budget
+    df = result.requests
+    t = np.sort(df.loc[df["outcome"] == "completed", "ttft_s"].to_numpy())
+    p = result.config.prefill_policy
+    c = POLICY_COLORS.get(p, PALETTE[0])
+    if len(t):  # the CDF at 400 quantiles (a 12k-point step line triples the render time)
+        share = len(t) / len(df)
+        qs = np.linspace(0.0, 1.0, min(len(t), _CDF_POINTS))
+        a1.plot(np.maximum(np.quantile(t, qs), 1e-2), qs * share, color=c)
+        m = float(t.mean())
+        a1.axvline(m, color=c, ls="-.", lw=1.2)
+    if paper_mean is not None:
+        a1.axvline(paper_mean, color="black", ls=":", lw=1.2)
+    a1.axvline(slo_s, color=SLO_COLOR, ls="--", lw=1.2)
+    _log_ticks(a1, 0.1, max(float(t.max()) if len(t) else 10.0, slo_s * 2), axis="x")
+    a1.set_ylim(0, 1.02)
+    a1.set_xlabel("TTFT (s, log scale)")
+    a1.set_ylabel("fraction of requests")
+    a1.set_title(f"TTFT CDF, {POLICY_LABELS.get(p, p)} (-·- mean, ··· paper, -- SLO)", y=1.0)
+    a1.yaxis.set_major_locator(MaxNLocator(4))
+    tm = queues.index.to_numpy() / 60.0
+    for k, col in enumerate(queues.columns):
+        a2.plot(tm, queues[col].to_numpy(), lw=0.8, color=PALETTE[k % len(PALETTE)], alpha=0.8)
+    a2.axhline(slo_s, color=SLO_COLOR, ls="--", lw=1)
+    a2.set_xlabel("time (min)")
+    a2.set_ylabel("queued prefill work (s)")
+    a2.set_title(f"Queue of each of the {len(queues.columns)} prefill instances", y=1.0)
+    a2.xaxis.set_major_locator(MaxNLocator(5))
+    a2.yaxis.set_major_locator(MaxNLocator(4))
+    return fig
+
+
+@styled
+def estimate_bars(tables: dict):
+    """The worked example: per instance, stacked queue / transfer / prefill estimate (s), one panel
+    per policy, the chosen instance starred. ``tables``: ``{policy: estimate_table}``."""
+    n = len(tables)
+    fig, axes = new_figure(1, n, width=5.0 * n, height=3.6, sharex=True)
+    axes = np.atleast_1d(axes)
+    xmax = 0.0
+    for ax, (pol, t) in zip(axes, tables.items()):
+        kv = pol == "kvcentric"
+        q = t["queue_s"].to_numpy()
+        tr = t["transfer_s"].to_numpy() if kv else np.zeros(len(t))
+        pf = t["prefill_s"].to_numpy() if kv else (t["cache_aware_s"] - t["queue_s"]).to_numpy()
+        y = np.arange(len(t))
+        ax.barh(y, q, color=PALETTE[7], alpha=0.35, label="queue")
+        ax.barh(y, tr, left=q, color=PALETTE[2], label="transfer (RDMA)")
+        ax.barh(y, pf, left=q + tr, color=PALETTE[0], label="prefill")
+        tot = q + tr + pf
+        xmax = max(xmax, float(tot.max()))
+        best = int(np.argmin(tot))
+        for k in range(len(t)):
+            lb = int(t["local_blocks"].iloc[k])
+            nb = int(t["best_blocks"].iloc[k]) if (kv and bool(t["remote"].iloc[k])) else lb
+            ax.annotate(f"{tot[k]:.2f} s{'  ★ chosen' if k == best else ''}  (prefix {nb} blocks"
+                        + (f", {nb - lb} fetched)" if nb > lb else ")"),
+                        (tot[k], k), xytext=(4, 0), textcoords="offset points", va="center", fontsize=8)
+        ax.set_yticks(y, [f"instance {i}" for i in t.index])
+        ax.invert_yaxis()
+        ax.set_xlabel("estimated TTFT (s)")
+        ax.set_title(f"{POLICY_LABELS.get(pol, pol)}", y=1.0)
+    for ax in axes:
+        ax.set_xlim(0, xmax * 1.6)
+    axes[0].set_ylabel("prefill instance")
+    axes[0].legend(fontsize=8, loc="lower right")
+    return fig

@@ -1,0 +1,262 @@
+"""Lecture 04: offered load, the worked example of Algorithm 1, policy comparison, plots, dashboards, exercises.
+
+Traces are read by name through ``cached_trace`` with downloads disabled: the real traces when
+``../shared/data`` has them, else the synthetic stand-ins (tests that need the real numbers say so).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+
+from mooncake_lab import check, sim, trace_data
+from mooncake_lab.exercises import list_exercises
+from mooncake_lab.experiments import l04_scheduling as S
+from mooncake_lab.roofline import cm_kv_transfer_time, cm_prefill_time, kv_transfer_time, prefill_time
+from mooncake_lab.synthetic import synthetic_trace
+from mooncake_lab.traces import trace_from_requests
+
+from conftest import _real_trace_dir
+
+
+@pytest.fixture(autouse=True)
+def _no_download(monkeypatch):
+    monkeypatch.setenv(trace_data.ENV_OFFLINE, "1")
+    d = _real_trace_dir()
+    if d is not None:
+        monkeypatch.setenv(trace_data.ENV_DATA, str(d))
+
+
+# ------------------------------------------------------------------------------------ offered load
+def test_offered_prefill_load_by_hand():
+    # Two requests of 4,000 and 8,000 tokens arriving at 0 s and 10 s on 2 prefill instances:
+    # ρ₀ = (p(4000) + p(8000)) / (2 instances × 10 s); at 2× replay the duration is 5 s, so ρ₀ doubles.
+    tr = trace_from_requests([0.0, 10.0], [4000, 8000], [2, 2], [8, 16], list(range(8)) + list(range(100, 116)))
+    cfg = sim.ClusterConfig(n_prefill=2, n_decode=1)
+    p4 = prefill_time("llama2-70b", "a800x8", 4000, 0, preset="calibrated")
+    p8 = prefill_time("llama2-70b", "a800x8", 8000, 0, preset="calibrated")
+    assert S.offered_prefill_load(tr, cfg) == pytest.approx((p4 + p8) / 20.0, rel=1e-12)
+    assert S.offered_prefill_load(tr, cfg, speed=2.0) == pytest.approx((p4 + p8) / 10.0, rel=1e-12)
+    assert S.balanced_replay_speed(tr, cfg) == pytest.approx(20.0 / (p4 + p8), rel=1e-12)
+    with pytest.raises(ValueError, match="speed"):
+        S.offered_prefill_load(tr, cfg, speed=0)
+    with pytest.raises(ValueError, match="config"):
+        S.offered_prefill_load(tr, "8 nodes")
+    with pytest.raises(ValueError, match="trace"):
+        S.offered_prefill_load(tr.head(1), cfg)
+
+
+def test_replay_speeds_are_the_balanced_ones():
+    # each lecture speed ≈ 1 / ρ₀(1×), within 5% (conversation: 1/2.55 = 0.39 → 0.4; toolagent-like 0.49 → 0.5)
+    for name, speed in S.REPLAY_SPEEDS.items():
+        assert speed == pytest.approx(S.balanced_replay_speed(name), rel=0.05), name
+        assert S.offered_prefill_load(name, speed=speed) == pytest.approx(1.0, abs=0.05)
+
+
+def test_mg1_wait_pollaczek_khinchine_by_hand():
+    # M/M/1 (C² = 1), E[S] = 2 s, ρ = 0.5: W = 0.5/0.5 × 2 × (1+1)/2 = 2 s; M/D/1 (C² = 0): 1 s.
+    assert S.mg1_wait_s(2.0, 1.0, 0.5) == pytest.approx(2.0)
+    assert S.mg1_wait_s(2.0, 0.0, 0.5) == pytest.approx(1.0)
+    # ρ = 0.9, C² = 9, E[S] = 5 s: 9 × 5 × 5 = 225 s
+    assert S.mg1_wait_s(5.0, 9.0, 0.9) == pytest.approx(225.0)
+    assert math.isinf(S.mg1_wait_s(1.0, 1.0, 1.0))
+    with pytest.raises(ValueError, match="utilisation"):
+        S.mg1_wait_s(1.0, 1.0, -0.1)
+
+
+# ------------------------------------------------------------------------------------ worked example
+def test_worked_example_estimates_by_hand_and_simulator_agrees():
+    t = S.estimate_table(threshold=1.0)
+    c = sim.ClusterConfig().resolve().cost
+    # Request E: 10,000 tokens, 20 blocks, the first 16 (8,192 tokens) = the document.
+    assert t["local_blocks"].tolist() == [16, 4, 0] and (t["best_blocks"] == 16).all()
+    assert t["remote"].tolist() == [False, True, True]   # instance 0 holds the best; ratios 4 and ∞ ≥ 1
+    # instance 1 fetches 12 blocks = 6,144 tokens and computes 10,000 − 8,192 = 1,808 after 8,192 cached
+    assert t.loc[1, "transfer_s"] == pytest.approx(kv_transfer_time("llama2-70b", "a800x8", 6144, "calibrated"))
+    assert t.loc[1, "prefill_s"] == pytest.approx(prefill_time("llama2-70b", "a800x8", 1808, 8192, "calibrated"))
+    # instance 2 is still busy with C (7,000 tokens from t = 0): queue = p(7000) − 0.8 s
+    assert t.loc[2, "queue_s"] == pytest.approx(float(cm_prefill_time(c, 7000, 0)) - 0.8)
+    assert t.loc[2, "kvcentric_s"] == pytest.approx(t.loc[2, "queue_s"] + float(cm_kv_transfer_time(c, 8192))
+                                                    + float(cm_prefill_time(c, 1808, 8192)))
+    # cache-aware on instance 1: compute 7,952 after its 2,048 local tokens
+    assert t.loc[1, "cache_aware_s"] == pytest.approx(float(cm_prefill_time(c, 7952, 2048)))
+    assert t.index[t["chosen"]].tolist() == [1]
+    got = S.worked_example(threshold=1.0)
+    kv = got.loc["kvcentric"]
+    assert kv["prefill_instance"] == 1 and kv["fetched_tokens"] == 6144 and kv["computed_tokens"] == 1808
+    assert kv["queue_wait_s"] + kv["fetch_s"] + kv["prefill_s"] == pytest.approx(t.loc[1, "kvcentric_s"])
+    ca = got.loc["cache_aware"]
+    assert ca["prefill_instance"] == int(S.estimate_table(policy="cache_aware")["cache_aware_s"].idxmin())
+    assert ca["fetched_tokens"] == 0 and ca["computed_tokens"] == 7952
+
+
+def test_threshold_changes_the_choice():
+    # best/local on instance 1 = 16/4 = 4: a threshold of 8 forbids its fetch, instance 2 (ratio ∞) wins.
+    t = S.estimate_table(threshold=8.0)
+    assert t["remote"].tolist() == [False, False, True]
+    assert int(t["kvcentric_s"].idxmin()) == 2
+    assert S.worked_example(threshold=8.0).loc["kvcentric", "prefill_instance"] == 2
+    # a slower network makes fetches longer, linearly in 1/bandwidth
+    slow = S.estimate_table(network_gbps=80.0)
+    assert slow.loc[1, "transfer_s"] == pytest.approx(10 * S.estimate_table(network_gbps=800.0).loc[1, "transfer_s"])
+    with pytest.raises(ValueError, match="example_blocks"):
+        S.worked_example_trace(16)
+    with pytest.raises(ValueError, match="policy"):
+        S.estimate_table(policy="random")
+
+
+# ------------------------------------------------------------------------------------ policies
+def test_policy_comparison_on_a_small_trace():
+    tr = synthetic_trace("conversation-like", n_requests=500, seed=2)
+    df = S.policy_comparison(tr, speed=1.0, n_prefill=2, n_decode=2)
+    assert list(df.index) == list(sim.PREFILL_POLICIES)
+    assert (df.loc[["random", "load", "cache_aware"], "fetched_tokens"] == 0).all()
+    total = int(tr.input_len.sum())
+    assert ((df["computed_tokens"] + df["local_hit_tokens"] + df["fetched_tokens"]) == total).all()
+    assert df.loc["kvcentric", "hit_ratio"] >= df.loc["load", "hit_ratio"]
+    # memoised: same objects back
+    a, b = S.policy_runs(tr, 1.0, n_prefill=2, n_decode=2), S.policy_runs(tr, 1.0, n_prefill=2, n_decode=2)
+    assert all(a[p] is b[p] for p in a)
+
+
+def test_paper_order_holds_on_both_workloads():
+    # arXiv Fig. 8's order of mean TTFT at the lecture's replay speeds (real conversation trace if present)
+    for name, speed in S.REPLAY_SPEEDS.items():
+        m = S.policy_comparison(name, speed)["ttft_mean_s"]
+        assert m["random"] > m["load"] > m["cache_aware"] > m["kvcentric"], (name, m.to_dict())
+
+
+def test_replicas_and_queues_are_consistent():
+    tr = synthetic_trace("conversation-like", n_requests=400, seed=3)
+    res = S.run(tr, 1.0, n_prefill=4, n_decode=2, prefill_policy="kvcentric", cache_capacity_blocks=100_000)
+    rep = S.hot_block_replicas(res, top=20)
+    assert rep["requests"].is_monotonic_decreasing
+    assert ((rep["replicas"] >= 1) & (rep["replicas"] <= 4)).all()   # every used block is somewhere, uncapped cache
+    # with an unbounded cache the replicas of a block = distinct instances its requests ran on
+    inst = res.arrays["prefill_inst"]
+    b0 = int(rep["block"].iloc[0])
+    users = [i for i in range(len(tr)) if b0 in tr.blocks_of(i)]
+    assert rep["replicas"].iloc[0] == len(set(inst[users].tolist()))
+    q = S.instance_queues(res, dt=5.0)
+    assert list(q.columns) == [0, 1, 2, 3] and (q.to_numpy() >= 0).all()
+
+
+# ------------------------------------------------------------------------------------ metrics
+def test_metrics_names_and_source():
+    ms = {m.name: m for m in S._metrics()}
+    names = ([f"scheduling.ttft_mean_s.{p}" for p in sim.PREFILL_POLICIES]
+             + [f"scheduling.ttft_slo_attainment.{p}" for p in sim.PREFILL_POLICIES]
+             + ["scheduling.random_over_kvcentric"])
+    assert sorted(ms) == sorted(names)
+    assert ms["scheduling.random_over_kvcentric"].paper == pytest.approx(92.07 / 6.26)
+    assert f"{S.DEFAULT_REPLAY_SPEED:g}×" in ms["scheduling.ttft_mean_s.kvcentric"].source
+    assert all(0 <= ms[f"scheduling.ttft_slo_attainment.{p}"].ours <= 1 for p in sim.PREFILL_POLICIES)
+
+
+# ------------------------------------------------------------------------------------ plots
+def _labelled(fig):
+    assert isinstance(fig, Figure)
+    axes = [ax for ax in fig.axes if ax.get_visible()]
+    assert axes
+    for ax in axes:
+        assert ax.get_title() or fig._suptitle is not None
+        assert ax.get_ylabel() or ax is not axes[0]
+    assert any(ax.get_xlabel() for ax in axes)
+
+
+def test_plots_have_titles_and_labels():
+    from mooncake_lab.plots import scheduling as P
+
+    tr = synthetic_trace("conversation-like", n_requests=300, seed=5)
+    runs = S.policy_runs(tr, 1.0, n_prefill=3, n_decode=2)
+    sw = S.speed_sweep(tr, speeds=(0.5, 1.0), n_prefill=3, n_decode=2)
+    figs = [P.ttft_by_policy({"small": S.ttft_samples(runs)}, S.PAPER_FIG8_TTFT_S),
+            P.speed_sweep(sw, S.PAPER_FIG8_TTFT_S, chosen_speed=1.0),
+            P.policy_metrics(S.policy_comparison(tr, 1.0, n_prefill=3, n_decode=2)),
+            P.instance_queues_grid({p: S.instance_queues(r) for p, r in runs.items()}),
+            P.replica_bars(S.replica_summary(runs, bins=(0, 1, 10, 50)), n_instances=3),
+            P.policy_view(runs["kvcentric"], S.instance_queues(runs["kvcentric"]), paper_mean=6.26),
+            P.estimate_bars({p: S.estimate_table(policy=p) for p in ("cache_aware", "kvcentric")})]
+    for f in figs:
+        _labelled(f)
+
+
+# ------------------------------------------------------------------------------------ dashboards
+def _lines(fig):
+    return [np.asarray(l.get_ydata(), dtype=float).copy() for ax in fig.axes for l in ax.lines] + \
+           [np.asarray(l.get_xdata(), dtype=float).copy() for ax in fig.axes for l in ax.lines]
+
+
+def _changed(a, b):
+    return len(a) != len(b) or any(x.shape != y.shape or not np.allclose(x, y, equal_nan=True) for x, y in zip(a, b))
+
+
+def test_scheduling_dashboard_every_control_changes_the_figure():
+    from mooncake_lab.dashboards.scheduling import BOUNDS, SchedulingDashboard
+
+    d = SchedulingDashboard()
+    sliders = [w for w in d.controls.values() if hasattr(w, "continuous_update")]
+    assert len(sliders) == 5 and all(w.continuous_update is False for w in sliders)
+    moves = {"policy": "cache_aware", "speed": 0.5, "n_prefill": 6, "capacity": 1000.0,
+             "threshold": 4.0, "noise": 0.5, "trace": "toolagent-like"}
+    d.controls["policy"].value = "kvcentric"  # threshold and noise matter only to estimate-based policies
+    for k, v in moves.items():
+        before, n0 = _lines(d.figure), d.n_draws
+        d.controls[k].value = v
+        assert d.n_draws == n0 + 1, k
+        assert _changed(before, _lines(d.figure)), k
+        if k == "policy":
+            d.controls["policy"].value = "kvcentric"
+    assert BOUNDS["speed"] == (0.1, 2.0) and BOUNDS["n_prefill"] == (1, 32)
+    assert d.controls["speed"].min == 0.1 and d.controls["speed"].max == 2.0
+    assert d.controls["n_prefill"].min == 1 and d.controls["n_prefill"].max == 32
+
+
+def test_scheduling_dashboard_corners_do_not_crash():
+    from mooncake_lab.dashboards.scheduling import SchedulingDashboard
+
+    d = SchedulingDashboard(trace="conversation")
+    c = d.controls
+    for k in ("speed", "n_prefill", "capacity", "threshold", "noise"):
+        for end in (c[k].max, c[k].min):
+            c[k].value = end
+            assert isinstance(d.figure, Figure), (k, end)
+    assert "mean TTFT" in d.readout.value
+
+
+def test_algorithm_one_dashboard_every_control_changes_the_figure():
+    from mooncake_lab.dashboards.scheduling import AlgorithmOneDashboard
+
+    d = AlgorithmOneDashboard()
+    assert "instance 1" in d.readout.value
+    for k, v in {"threshold": 8.0, "network_gbps": 20.0, "example_blocks": 60}.items():
+        before = [p.get_width() for ax in d.figure.axes for p in ax.patches]
+        d.controls[k].value = v
+        after = [p.get_width() for ax in d.figure.axes for p in ax.patches]
+        assert before != after, k
+        assert d.controls[k].continuous_update is False
+    for k in ("threshold", "network_gbps", "example_blocks"):
+        for end in (d.controls[k].max, d.controls[k].min):
+            d.controls[k].value = end
+            assert isinstance(d.figure, Figure)
+
+
+# ------------------------------------------------------------------------------------ exercises
+def test_exercises_accept_their_answer_and_reject_a_wrong_one():
+    exs = list_exercises("04")
+    assert len(exs) >= 3
+    for ex in exs:
+        right = ex.answer()
+        assert check(ex.id, right).correct, ex.id
+        wrong = (right + 1) if isinstance(right, int) else right * 1.5
+        assert not check(ex.id, wrong).correct, ex.id
+    assert check("04.worked_choice", 1).correct and check("04.threshold_choice", 2).correct
+
+
+def test_glossary_has_lecture_04_terms():
+    from mooncake_lab.glossary import glossary
+
+    g = glossary("04")
+    assert "KVCache-centric scheduling" in set(g["term"]) and len(g) >= 5

@@ -1,0 +1,121 @@
+"""Lecture 05 (long-context prefill): experiments, metrics, plots, dashboards, exercises."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+
+from mooncake_lab import check, cpp, reproduce
+from mooncake_lab.dashboards import prefill as dash
+from mooncake_lab.exercises import list_exercises
+from mooncake_lab.experiments import l05_prefill as l05
+from mooncake_lab.plots import prefill as plots
+
+METRICS = ["cpp.ttft_s.llama2_70b.n131072.x1", "cpp.ttft_s.llama2_70b.n131072.x2",
+           "cpp.ttft_s.llama2_70b.n131072.x4", "cpp.ttft_s.llama2_70b.n131072.x8",
+           "tp.ttft_s.llama2_70b.n131072.x4", "sp.ttft_s.llama2_70b.n131072.x4",
+           "layerwise.store_exposed_s.n131072.serialized", "layerwise.store_exposed_s.n131072.layerwise"]
+
+
+def test_metrics_named_and_consistent():
+    got = {m.name: m.ours for p in ("cpp", "tp", "sp", "layerwise") for m in reproduce.collect(p)}
+    assert sorted(got) == sorted(METRICS)
+    x = [got[f"cpp.ttft_s.llama2_70b.n131072.x{k}"] for k in (1, 2, 4, 8)]
+    assert np.all(np.diff(x) < 0)                              # more nodes, faster
+    assert got["tp.ttft_s.llama2_70b.n131072.x4"] > x[2]        # CPP beats TP across nodes
+    # serialized store: 131,072 × 327,680 B / 128 GB/s = 0.3355 s; layer-wise: 1/80 of it (compute-bound)
+    assert got["layerwise.store_exposed_s.n131072.serialized"] == pytest.approx(131072 * 327_680 / 128e9)
+    assert got["layerwise.store_exposed_s.n131072.layerwise"] == pytest.approx(131072 * 327_680 / 128e9 / 80)
+
+
+def test_schemes_vs_length_frame():
+    df = l05.schemes_vs_length()
+    assert set(df["scheme"]) == set(cpp.SCHEMES) and len(df) == 4 * len(l05.LENGTHS)
+    one = df[df["scheme"] == "one_node"].set_index("n_tokens")["ttft_s"]
+    assert np.all(np.diff(one.to_numpy()) > 0)
+    assert one[131072] < 30 < one[131072] * 4            # 128k fits the SLO on one node at "modern", 256k would not
+
+
+def test_interleave_demo_and_vram():
+    df = l05.interleave_demo()
+    short = df[df["kind"] == "short"]
+    assert (short[short["order"] == "interleave"]["ttft_s"].max()
+            < short[short["order"] == "fifo"]["ttft_s"].min())
+    v = l05.vram_occupation([8192, 131072])
+    assert np.all(v["ratio"] > 100) and v["serialized_gb_s"].iloc[1] > v["serialized_gb_s"].iloc[0]
+
+
+def _labelled(fig):
+    assert isinstance(fig, Figure)
+    for ax in fig.axes:
+        assert ax.get_xlabel() and ax.get_ylabel()
+    assert any(ax.get_title() for ax in fig.axes) or fig._suptitle is not None
+
+
+def test_figures_have_titles_and_labels():
+    figs = l05.figures()
+    assert set(figs) == {"l05_gantt", "l05_ttft_vs_length", "l05_mfu_traffic", "l05_interleave",
+                         "l05_layerwise_store", "l05_vram_st"}
+    for f in figs.values():
+        _labelled(f)
+    _labelled(plots.gantt(l05.gantt(8192, 1024, 8, overlap=False), request=0))
+
+
+def _content(fig):
+    out = []
+    for ax in fig.axes:
+        out += [np.asarray(line.get_ydata(), float).round(6).tolist() for line in ax.get_lines()]
+        out += [np.asarray(c.get_paths()[0].vertices).round(6).tolist() for c in ax.collections if c.get_paths()]
+        out.append(ax.get_title())
+    return out
+
+
+GANTT_MOVES = {"prompt_tokens": 131072, "chunk": 1024, "x": 8, "bandwidth": 2.0, "overlap": False,
+               "preset": "calibrated"}
+SCHEME_MOVES = {"x": 8, "bandwidth": 1.0, "chunk": 512, "preset": "ideal"}
+
+
+@pytest.mark.parametrize("name", list(GANTT_MOVES))
+def test_gantt_dashboard_controls_change_figure(name):
+    # overlap matters only when sends are long: start from a slow 5 GB/s network for that move
+    d = dash.GanttDashboard(bandwidth_gbs=5.0) if name == "overlap" else dash.GanttDashboard()
+    before, readout = _content(d.figure), d.readout.value
+    d.controls[name].value = GANTT_MOVES[name]
+    assert _content(d.figure) != before and d.readout.value != readout
+
+
+@pytest.mark.parametrize("name", list(SCHEME_MOVES))
+def test_schemes_dashboard_controls_change_figure(name):
+    d = dash.SchemesDashboard()
+    before = _content(d.figure)
+    d.controls[name].value = SCHEME_MOVES[name]
+    assert _content(d.figure) != before
+
+
+def test_dashboard_slider_bounds_never_crash():
+    d = dash.GanttDashboard()
+    for name in ("prompt_tokens", "chunk", "x", "bandwidth"):
+        w = d.controls[name]
+        for v in (w.min, w.max):
+            w.value = (w.base ** v) if hasattr(w, "base") else v
+            assert np.isfinite(cpp.one_node_ttft()) and d.figure is not None
+    assert 2 ** 9 <= d.controls["chunk"].value <= 2 ** 14
+    assert d.controls["x"].min >= 1 and d.controls["x"].max <= 80
+    assert dash.SchemesDashboard().controls["x"].min >= 2
+
+
+def test_exercises_accept_own_answer_and_reject_wrong():
+    exs = list_exercises("05")
+    assert len(exs) >= 3
+    for ex in exs:
+        right = ex.answer()
+        assert check(ex.id, right).correct
+        wrong = right * 2 + 1 if isinstance(right, (int, float)) else "nope"
+        assert not check(ex.id, wrong).correct
+
+
+def test_exercise_answers_hand_checked():
+    assert check("05.boundary_gb", 131072 * 8192 * 2 / 1e9).correct     # 2.15 GB
+    assert check("05.pipeline_fill", (16 + 4 - 1) * 0.5).correct        # 9.5 s
+    assert check("05.tp_comm", 131072 * 3_932_160 / 87e9).correct       # 5.92 s
+    assert check("05.min_x_256k", 4).correct

@@ -1,0 +1,80 @@
+"""Lecture 06: experiments, plots, dashboards and exercises (decode, SLOs and goodput)."""
+import numpy as np
+import pytest
+
+from mooncake_lab.exercises import check, list_exercises
+from mooncake_lab.experiments import l06_goodput as g
+from mooncake_lab.plots import goodput as gp
+
+
+def _labelled(fig):
+    assert all(ax.get_ylabel() for ax in fig.axes)
+    assert fig.axes[-1].get_xlabel()  # stacked panels share the bottom x label
+    assert any(ax.get_title() for ax in fig.axes)
+
+
+def test_effective_capacity_interpolates_the_90_percent_crossing():
+    import pandas as pd
+    # attainment 1.0 at 2 req/s, 0.8 at 4 req/s → crosses 0.9 halfway: 3 req/s
+    cur = pd.DataFrame(dict(rate_rps=[1.0, 2.0, 4.0], attainment=[1.0, 1.0, 0.8]))
+    assert g.effective_capacity(cur) == pytest.approx(3.0)
+    assert g.effective_capacity(cur.assign(attainment=[0.5, 0.4, 0.3])) == 0.0
+    assert g.effective_capacity(cur.assign(attainment=[1.0, 1.0, 0.95])) == 4.0
+
+
+def test_tbt_vs_batch_is_sublinear_and_memory_caps_the_batch():
+    df = g.tbt_vs_batch(batches=(1, 128), contexts=(12_000,))
+    s1, s128 = df.step_s.tolist()
+    assert s128 < 128 * s1 / 10  # 128× the batch costs far less than 128× the time
+    assert df.fits.tolist() == [True, False]  # 128 × 12k = 1.54 M tokens > 1.34 M
+
+
+def test_config_for_validates():
+    with pytest.raises(ValueError, match="system"):
+        g.config_for("fused")
+    with pytest.raises(ValueError, match="n_prefill"):
+        g.config_for("mooncake", n_prefill=16)
+    assert g.config_for("coupled_chunked").chunked_prefill and g.config_for("mooncake", 6).n_decode == 10
+
+
+def test_plots_have_titles_and_labels():
+    _labelled(gp.plot_tbt_vs_batch(g.tbt_vs_batch()))
+
+
+def test_goodput_dashboard_controls_change_the_figure():
+    from mooncake_lab.dashboards.goodput import GoodputDashboard
+
+    d = GoodputDashboard()
+    _labelled(d.figure)
+
+    def ydata():
+        return [tuple(np.round(l.get_ydata(), 6)) for l in d.figure.axes[0].lines]
+
+    before = ydata()
+    for name, value in (("n_prefill", 12), ("tbt_slo_ms", 300), ("chunked", True)):
+        d.controls[name].value = value
+        after = ydata()
+        assert after != before, name
+        before = after
+    x0 = d.figure.axes[0].lines[-1].get_xdata()[0]
+    d.controls["speed"].value = 3.0
+    assert d.figure.axes[0].lines[-1].get_xdata()[0] != x0
+    assert "effective capacity" in d.readout.value
+
+
+def test_batching_dashboard_controls_change_the_figure():
+    from mooncake_lab.dashboards.goodput import BatchingDashboard
+
+    d = BatchingDashboard()
+    _labelled(d.figure)
+    for name, value in (("instance", 3), ("speed", 1.0), ("start", 600)):
+        y0 = d.figure.axes[1].lines[0].get_ydata().copy()
+        d.controls[name].value = value
+        assert not np.array_equal(d.figure.axes[1].lines[0].get_ydata(), y0), name
+
+
+@pytest.mark.parametrize("ex", [e for e in list_exercises("06")], ids=lambda e: e.id)
+def test_exercises_accept_their_answer_and_reject_a_wrong_one(ex):
+    right = ex.answer()
+    assert check(ex.id, right)
+    assert not check(ex.id, right * 2 + 1)

@@ -1,0 +1,197 @@
+"""Lecture 07: overload experiments (ordering helpers, sweep, KV capacity), plots, dashboards, exercises.
+
+The admission semantics themselves are tested in test_sim_admission.py (the simulator's owner).
+Runs use the toolagent-like preset (deterministic, no file needed) and the conversation trace
+(real when ../shared/data has it, else its stand-in).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+
+from mooncake_lab import check, sim, trace_data
+from mooncake_lab.exercises import list_exercises
+from mooncake_lab.experiments import l07_overload as ov
+from mooncake_lab.plots import overload as plots
+from mooncake_lab.traces import trace_from_requests
+
+from conftest import _real_trace_dir
+
+
+@pytest.fixture(autouse=True)
+def _no_download(monkeypatch):
+    monkeypatch.setenv(trace_data.ENV_OFFLINE, "1")
+    d = _real_trace_dir()
+    if d is not None:
+        monkeypatch.setenv(trace_data.ENV_DATA, str(d))
+
+
+def _labelled(fig: Figure):
+    assert isinstance(fig, Figure)
+    assert any(ax.get_title() for ax in fig.axes)
+    assert all(ax.get_ylabel() for ax in fig.axes), "every axis (twins included) says what it shows"
+    assert any(ax.get_xlabel() for ax in fig.axes)
+
+
+# ------------------------------------------------------------------------------- helpers
+def test_rejection_ordering_and_paper_ordering():
+    # Table 3: 4,183 > 3,771 > 3,589 → the paper's ordering
+    assert ov.rejection_ordering(ov.PAPER_TABLE3_REJECTED) == "baseline > early > predicted"
+    assert ov.paper_ordering_holds(ov.PAPER_TABLE3_REJECTED)
+    assert ov.rejection_ordering({"baseline": 5, "early": 9, "predicted": 9}) == "early = predicted > baseline"
+    assert not ov.paper_ordering_holds({"baseline": 5, "early": 9, "predicted": 7})
+    assert not ov.paper_ordering_holds({"baseline": 9, "early": 7, "predicted": 7})  # strict
+    with pytest.raises(ValueError, match="rejected"):
+        ov.rejection_ordering({})
+
+
+def test_crossover_speed_by_hand():
+    import pandas as pd
+    # baseline − early: +3 at 1×, +1 at 1.5×, −2 at 2× → first speed with baseline < early is 2.
+    rows = [(1.0, 10, 7), (1.5, 12, 11), (2.0, 14, 16)]
+    sw = pd.DataFrame([{"speed": s, "policy": p, "rejected": v} for s, b, e in rows
+                       for p, v in (("baseline", b), ("early", e))])
+    assert ov.crossover_speed(sw) == 2.0
+    assert np.isnan(ov.crossover_speed(sw[sw.speed < 2.0]))
+
+
+def test_requests_per_node_by_hand():
+    # two requests needing (1,000 + 10) and (3,000 + 30) tokens: mean 2,020 → 40,400 tokens hold 20 of them
+    tr = trace_from_requests([0.0, 1.0], [1000, 3000], [10, 30], [2, 6], [0, 1, 10, 11, 12, 13, 14, 15])
+    assert ov.requests_per_node(40_400.0, tr) == pytest.approx(20.0)
+    with pytest.raises(ValueError, match="capacity_tokens"):
+        ov.requests_per_node(0.0, tr)
+
+
+def test_real_kv_capacity_is_the_cost_models():
+    # LLaMA2-70B on 8×A800: (640 GB × 0.9 − weights) / 327,680 B per token ≈ 1.34 M tokens (config docstring)
+    cap = ov.real_kv_capacity_tokens()
+    assert cap == sim.ClusterConfig(preset="modern").resolve().decode_kv_capacity
+    assert 1.2e6 < cap < 1.5e6
+
+
+def test_run_is_memoised_and_validates_speed():
+    a = ov.run("conversation", 2.0, admission="early")
+    assert ov.run("conversation", 2.0, admission="early") is a
+    assert a.config.decode_kv_capacity_tokens == ov.DEFAULT_CONFIG["decode_kv_capacity_tokens"]
+    with pytest.raises(ValueError, match="speed"):
+        ov.run("conversation", 0.0)
+
+
+# ------------------------------------------------------------------------- experiment facts
+def test_comparison_accounting_and_lecture_claims():
+    df = ov.overload_comparison()
+    n = len(ov._trace("toolagent-like"))
+    for p in ov.POLICIES:
+        r = df.loc[p]
+        assert r.completed + r.rejected == n  # every request ends exactly once
+        assert r.rejected == r.rejected_at_arrival + r.rejected_after_prefill + r.rejected_too_large
+    # only the baseline rejects after prefill, and only it wastes prefill
+    assert df.loc["baseline", "rejected_after_prefill"] > 0 and df.loc["baseline", "wasted_prefill_s"] > 0
+    assert (df.loc[["early", "predicted"], "wasted_prefill_s"] == 0).all()
+    # the lecture's claims at 2×: predicted beats early; the baseline rejects bigger requests; anti-phase
+    assert df.loc["predicted", "completed"] > df.loc["early", "completed"]
+    assert df.loc["baseline", "rejected_kv_mean"] > 1.5 * df.loc["early", "rejected_kv_mean"]
+    assert df.loc["early", "load_corr"] < 0
+
+
+def test_speed_sweep_shows_both_regimes():
+    sw = ov.speed_sweep(progress=False)
+    assert len(sw) == len(ov.SWEEP_SPEEDS) * len(ov.POLICIES)
+    piv = sw.pivot(index="speed", columns="policy", values="rejected")
+    assert (np.diff(piv["baseline"].to_numpy()) > 0).all()  # deeper overload, more rejections
+    holds = [ov.paper_ordering_holds(r) for _, r in piv.iterrows()]
+    assert any(holds) and not all(holds)
+    assert 1.0 < ov.crossover_speed(sw) <= 2.0
+
+
+def test_regime_table_real_kv_policies_coincide():
+    t = ov.regime_table(regimes={k: v for k, v in ov.REGIMES.items() if "real node" in k}, progress=False)
+    row = t.iloc[0]
+    assert row.rejected_baseline == row.rejected_early == row.rejected_predicted
+    assert row.ordering == "baseline = early = predicted"
+
+
+# ------------------------------------------------------------------------------------ plots
+def test_plots_have_titles_and_labels():
+    df = ov.overload_comparison("conversation")
+    _labelled(plots.policy_results(df, ov.PAPER_TABLE3_REJECTED))
+    fig = plots.load_over_time({p: ov.load_timeseries("conversation", policy=p) for p in ("early", "predicted")})
+    _labelled(fig)
+    assert "r = " in fig.axes[0].get_title()
+    sw = ov.speed_sweep("conversation", speeds=(1.0, 2.0), progress=False)
+    _labelled(plots.rejection_sweep(sw, 2.0))
+    with pytest.raises(ValueError, match="series"):
+        plots.load_over_time({})
+
+
+# ------------------------------------------------------------------------------- dashboards
+def _line_data(fig):
+    return [np.asarray(l.get_ydata(), dtype=float).copy() for ax in fig.axes for l in ax.get_lines()]
+
+
+def _changed(before, after):
+    return len(before) != len(after) or any(a.shape != b.shape or not np.allclose(a, b, equal_nan=True)
+                                            for a, b in zip(before, after))
+
+
+def test_overload_dashboard_every_control_changes_the_figure():
+    from mooncake_lab.dashboards.overload import OverloadDashboard
+
+    d = OverloadDashboard(policy="predicted")
+    for name, value in [("speed", 1.5), ("threshold", 0.8), ("t_d", 30.0), ("horizon", 0.3),
+                        ("kv", 80_000.0), ("policy", "baseline"), ("trace", "toolagent-like")]:
+        before, text = _line_data(d.figure), d.readout.value
+        d.controls[name].value = value
+        assert _changed(before, _line_data(d.figure)), name
+        assert d.readout.value != text, name
+    assert d.controls["speed"].continuous_update is False
+    assert d.png[:4] == b"\x89PNG"
+
+
+def test_overload_dashboard_slider_corners_run():
+    from mooncake_lab.dashboards.overload import BOUNDS, OverloadDashboard
+
+    d = OverloadDashboard()
+    for name, key in [("speed", "speed"), ("threshold", "threshold"), ("t_d", "t_d"), ("horizon", "horizon")]:
+        lo, hi = BOUNDS[key]
+        assert (d.controls[name].min, d.controls[name].max) == (lo, hi)
+        for v in (lo, hi):
+            d.controls[name].value = v
+    assert BOUNDS["kv_log10"][1] > np.log10(ov.real_kv_capacity_tokens())  # the real node is reachable
+    d.controls["kv"].value = 10 ** BOUNDS["kv_log10"][0]
+    assert "completed" in d.readout.value
+
+
+def test_policy_comparison_dashboard():
+    from mooncake_lab.dashboards.overload import PolicyComparisonDashboard
+
+    d = PolicyComparisonDashboard()
+    heights = lambda: [p.get_height() for ax in d.figure.axes for p in ax.patches]  # noqa: E731
+    for name, value in [("speed", 1.25), ("kv", 100_000.0), ("trace", "toolagent-like")]:
+        before = heights()
+        d.controls[name].value = value
+        assert heights() != before, name
+    assert "ordering" in d.readout.value
+
+
+# -------------------------------------------------------------------------------- exercises
+def test_exercises_accept_their_answer_and_reject_a_wrong_one():
+    exs = list_exercises("07")
+    assert len(exs) >= 3
+    for ex in exs:
+        right = ex.answer()
+        assert check(ex.id, right), ex.id
+        if isinstance(right, str):
+            wrong = next(c for c in (ex.choices or ("positive", "negative")) if c != right)
+        else:
+            wrong = right * 1.5 + 1
+        assert not check(ex.id, wrong), ex.id
+
+
+def test_glossary_has_lecture_07_terms():
+    from mooncake_lab.glossary import glossary
+
+    terms = set(glossary("07")["term"])
+    assert {"early rejection", "load prediction", "anti-phase oscillation", "overload"} <= terms
