@@ -11,22 +11,14 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from mooncake_lab import check, sim, trace_data
+from mooncake_lab import check, sim
 from mooncake_lab.exercises import list_exercises
 from mooncake_lab.experiments import l04_scheduling as S
 from mooncake_lab.roofline import cm_kv_transfer_time, cm_prefill_time, kv_transfer_time, prefill_time
 from mooncake_lab.synthetic import synthetic_trace
 from mooncake_lab.traces import trace_from_requests
 
-from conftest import _real_trace_dir
-
-
-@pytest.fixture(autouse=True)
-def _no_download(monkeypatch):
-    monkeypatch.setenv(trace_data.ENV_OFFLINE, "1")
-    d = _real_trace_dir()
-    if d is not None:
-        monkeypatch.setenv(trace_data.ENV_DATA, str(d))
+pytestmark = pytest.mark.usefixtures("offline_traces")  # never download (tests/conftest.py)
 
 
 # ------------------------------------------------------------------------------------ offered load

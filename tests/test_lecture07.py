@@ -10,21 +10,13 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from mooncake_lab import check, sim, trace_data
+from mooncake_lab import check, sim
 from mooncake_lab.exercises import list_exercises
 from mooncake_lab.experiments import l07_overload as ov
 from mooncake_lab.plots import overload as plots
 from mooncake_lab.traces import trace_from_requests
 
-from conftest import _real_trace_dir
-
-
-@pytest.fixture(autouse=True)
-def _no_download(monkeypatch):
-    monkeypatch.setenv(trace_data.ENV_OFFLINE, "1")
-    d = _real_trace_dir()
-    if d is not None:
-        monkeypatch.setenv(trace_data.ENV_DATA, str(d))
+pytestmark = pytest.mark.usefixtures("offline_traces")  # never download (tests/conftest.py)
 
 
 def _labelled(fig: Figure):

@@ -1,7 +1,6 @@
 """The coupled (vLLM-like) engine on hand-made traces: prefill stalls, chunking, KV memory, routing."""
 import math
 
-import numpy as np
 import pytest
 
 from mooncake_lab import sim

@@ -4,7 +4,6 @@ Expected answers come from :mod:`mooncake_lab.roofline` and :mod:`mooncake_lab.e
 """
 from __future__ import annotations
 
-import math
 
 from . import Exercise, exercise
 

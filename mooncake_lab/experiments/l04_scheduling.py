@@ -14,8 +14,6 @@ work it offers, without any cache, equals the pool's capacity (see :data:`DEFAUL
 """
 from __future__ import annotations
 
-from collections import OrderedDict
-
 import numpy as np
 import pandas as pd
 
@@ -23,7 +21,8 @@ from .. import sim
 from ..prefix_cache import block_popularity, replica_counts, simulate_lru
 from ..reproduce import Metric, figure_group, metric_group
 from ..roofline import cm_kv_transfer_time, cm_prefill_time
-from ..traces import Trace, cached_trace, trace_from_requests
+from ..traces import Trace, trace_from_requests
+from .common import as_trace as _trace, simulate_at_speed
 
 __all__ = ["policy_runs", "policy_comparison", "offered_prefill_load", "balanced_replay_speed",
            "speed_sweep", "ttft_samples", "instance_queues", "hot_block_replicas", "replica_table", "replica_summary",
@@ -50,12 +49,6 @@ DEFAULT_REPLAY_SPEED = 0.4
 REPLAY_SPEEDS = {"conversation": DEFAULT_REPLAY_SPEED, "toolagent-like": 0.5}
 #: Replay speeds of the lecture's sweep (offered load ≈ 0.5 … 1.5 of the pool on the conversation trace).
 SWEEP_SPEEDS = (0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6)
-
-
-def _trace(trace: Trace | str) -> Trace:
-    if isinstance(trace, Trace):
-        return trace
-    return cached_trace(trace)
 
 
 # ---------------------------------------------------------------------------------------- load
@@ -92,28 +85,10 @@ def balanced_replay_speed(trace: Trace | str, config: sim.ClusterConfig | None =
 
 
 # ---------------------------------------------------------------------------------------- runs
-_RUNS: "OrderedDict[tuple, tuple]" = OrderedDict()
-_RUNS_MAX = 48  # memoised runs kept (≈ 2 MB each on the conversation trace)
-
-
 def run(trace: Trace | str = "conversation", speed: float = DEFAULT_REPLAY_SPEED, **config) -> sim.SimResult:
-    """One simulation of ``trace`` replayed at ``speed`` on ``ClusterConfig(**config)``, memoised.
-
-    The memo is keyed on the trace object, the speed and the config, so a notebook cell, a
-    dashboard and the ``reproduce`` CLI asking the same question share one run.
-    """
-    tr = _trace(trace)
-    cfg = sim.ClusterConfig(**config)
-    key = (id(tr), float(speed), tuple(sorted(cfg.as_dict().items(), key=lambda kv: kv[0])))
-    hit = _RUNS.get(key)
-    if hit is not None and hit[0] is tr:
-        _RUNS.move_to_end(key)
-        return hit[1]
-    res = sim.simulate(tr.replay(speed) if speed != 1 else tr, cfg)
-    _RUNS[key] = (tr, res)  # holding the trace keeps its id unique while the entry lives
-    while len(_RUNS) > _RUNS_MAX:
-        _RUNS.popitem(last=False)
-    return res
+    """One simulation of ``trace`` replayed at ``speed`` on ``ClusterConfig(**config)``, memoised
+    (:func:`~mooncake_lab.experiments.common.simulate_at_speed`)."""
+    return simulate_at_speed(trace, speed, sim.ClusterConfig(**config))
 
 
 def policy_runs(trace: Trace | str = "conversation", speed: float = DEFAULT_REPLAY_SPEED,
@@ -399,7 +374,7 @@ def worked_example(threshold: float = 1.0, example_blocks: int = 20, network_gbp
 
 # ------------------------------------------------------------------------------- reproduce
 def _source(speed: float = DEFAULT_REPLAY_SPEED) -> str:
-    tr = cached_trace("conversation")
+    tr = _trace("conversation")
     rho = offered_prefill_load(tr, speed=speed)
     return (f"{_FIG8}; ours: {tr.name} trace replayed at {speed:g}× (offered prefill work without cache = "
             f"{rho:.2f}× the capacity of 8 prefill nodes), 8P+8D, calibrated preset")

@@ -15,7 +15,6 @@ import numpy as np
 import pandas as pd
 
 from .. import cpp
-from ..hardware import get_node
 from ..models import get_model
 from ..reproduce import Metric, figure_group, metric_group
 from . import l02_storage as l02

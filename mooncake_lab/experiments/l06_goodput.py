@@ -16,14 +16,12 @@ grid of replay speeds and the crossing of 90% is interpolated linearly between g
 """
 from __future__ import annotations
 
-from collections import OrderedDict
-
 import numpy as np
 import pandas as pd
 
 from .. import sim
 from ..reproduce import Metric, figure_group, metric_group
-from ..traces import Trace, cached_trace
+from .common import as_trace as _trace, simulate_at_speed
 
 __all__ = ["N_NODES", "PRESET", "SYSTEMS", "TBT_SLOS_MS", "TTFT_SLO_S", "TARGET", "SPEEDS", "SPLITS",
            "config_for", "run", "trace_rate", "attainment", "attainment_curve", "effective_capacity",
@@ -44,14 +42,6 @@ PAPER = {"capacity_gain_min": 0.59, "capacity_gain_max": 4.98,   # FAST'25: +59%
          "vllm_tbt_share": 0.57,                                 # arXiv: vLLM met the TBT SLO for 57%
          "best_pd_ratio": 1.0}                                   # FAST'25: best P:D ≈ 1:1
 
-_RUNS: "OrderedDict[tuple, sim.SimResult]" = OrderedDict()
-_RUNS_MAX = 96
-
-
-def _trace(trace) -> Trace:
-    return trace if isinstance(trace, Trace) else cached_trace(trace)
-
-
 def config_for(system: str, n_prefill: int = 8, n_nodes: int = N_NODES, **overrides) -> sim.ClusterConfig:
     """The :class:`ClusterConfig` of ``system`` (one of :data:`SYSTEMS`) on ``n_nodes`` nodes."""
     if system not in SYSTEMS:
@@ -66,33 +56,16 @@ def config_for(system: str, n_prefill: int = 8, n_nodes: int = N_NODES, **overri
     base.update(overrides)
     return sim.ClusterConfig(**base)
 
-
 def run(system: str = "mooncake", speed: float = 1.0, trace="conversation", n_prefill: int = 8,
         **overrides) -> sim.SimResult:
     """One memoised simulation of ``trace`` replayed at ``speed`` on ``system``."""
-    if not (isinstance(speed, (int, float)) and np.isfinite(speed) and speed > 0):
-        raise ValueError(f"speed: got {speed!r}; allowed: a replay factor > 0 (×)")
-    tr = _trace(trace)
-    cfg = config_for(system, n_prefill, **overrides)
-    key = (id(tr), float(speed), tuple(sorted(cfg.as_dict().items(), key=lambda kv: kv[0])))
-    hit = _RUNS.get(key)
-    if hit is not None and getattr(hit, "_l06_src", None) is tr:
-        _RUNS.move_to_end(key)
-        return hit
-    res = sim.simulate(tr.replay(speed) if speed != 1 else tr, cfg)
-    res._l06_src = tr
-    _RUNS[key] = res
-    while len(_RUNS) > _RUNS_MAX:
-        _RUNS.popitem(last=False)
-    return res
-
+    return simulate_at_speed(trace, speed, config_for(system, n_prefill, **overrides))
 
 def trace_rate(trace="conversation") -> float:
     """Mean arrival rate of ``trace`` at 1× (requests / s over its arrival span)."""
     tr = _trace(trace)
     span = float(tr.arrival_s.max() - tr.arrival_s.min())
     return len(tr) / span if span > 0 else float("nan")
-
 
 def attainment(res: sim.SimResult, tbt_slo_ms: float, ttft_slo_s: float = TTFT_SLO_S) -> float:
     """Share of all requests that completed with TTFT ≤ ``ttft_slo_s`` and TBT tail ≤ ``tbt_slo_ms``."""
@@ -102,7 +75,6 @@ def attainment(res: sim.SimResult, tbt_slo_ms: float, ttft_slo_s: float = TTFT_S
     tail = np.where(np.isnan(a["tbt_tail"]), 0.0, a["tbt_tail"])  # one output token: no interval
     ok = done & (ttft <= ttft_slo_s) & (tail <= tbt_slo_ms / 1e3)
     return float(ok.mean()) if len(ok) else float("nan")
-
 
 def attainment_curve(systems=SYSTEMS, speeds=SPEEDS, tbt_slos_ms=TBT_SLOS_MS, trace="conversation",
                      n_prefill: int = 8, progress: bool = True) -> pd.DataFrame:
@@ -123,7 +95,6 @@ def attainment_curve(systems=SYSTEMS, speeds=SPEEDS, tbt_slos_ms=TBT_SLOS_MS, tr
                              tbt_ok=float((done & (df.tbt_tail_s.fillna(0) <= x / 1e3)).mean())))
     return pd.DataFrame(rows)
 
-
 def effective_capacity(curve: pd.DataFrame, target: float = TARGET) -> float:
     """Highest rate (req/s) with attainment ≥ ``target`` on one system's curve (rows sorted by rate),
     the 90% crossing interpolated linearly between the last grid point above and the next below.
@@ -138,7 +109,6 @@ def effective_capacity(curve: pd.DataFrame, target: float = TARGET) -> float:
     k = below[0]
     return float(r[k - 1] + (y[k - 1] - target) / (y[k - 1] - y[k]) * (r[k] - r[k - 1]))
 
-
 def capacity_table(curve: pd.DataFrame | None = None) -> pd.DataFrame:
     """Effective capacity (req/s) per system × TBT SLO, and each system's ratio to mooncake."""
     curve = attainment_curve() if curve is None else curve
@@ -147,7 +117,6 @@ def capacity_table(curve: pd.DataFrame | None = None) -> pd.DataFrame:
         rows.append(dict(system=s, tbt_slo_ms=x, effective_capacity_rps=effective_capacity(g)))
     t = pd.DataFrame(rows).pivot(index="system", columns="tbt_slo_ms", values="effective_capacity_rps")
     return t.reindex([s for s in SYSTEMS if s in t.index])
-
 
 def pd_sweep(splits=SPLITS, speeds=SPEEDS, tbt_slo_ms: float = 100, trace="conversation",
              progress: bool = True) -> pd.DataFrame:
@@ -160,7 +129,6 @@ def pd_sweep(splits=SPLITS, speeds=SPEEDS, tbt_slo_ms: float = 100, trace="conve
         rows.append(dict(n_prefill=p, n_decode=N_NODES - p, ratio=p / (N_NODES - p),
                          effective_capacity_rps=effective_capacity(cur)))
     return pd.DataFrame(rows)
-
 
 def batching_timeseries(res: sim.SimResult, instance: int = 0, dt: float = 1.0, t0: float = 0.0,
                         t1: float | None = None) -> pd.DataFrame:
@@ -191,7 +159,6 @@ def batching_timeseries(res: sim.SimResult, instance: int = 0, dt: float = 1.0, 
     step = np.array([cm_decode_step_time(c, int(bb), float(cc)) if bb > 0 else np.nan for bb, cc in zip(b, ctx)])
     return pd.DataFrame({"batch": b, "context_tokens": ctx, "step_s": step}, index=pd.Index(t, name="time_s"))
 
-
 def tbt_vs_batch(batches=(1, 2, 4, 8, 16, 32, 64, 128), contexts=(2_000, 12_000, 32_000),
                  preset: str = PRESET) -> pd.DataFrame:
     """Decode step time (s) vs batch for a few per-sequence contexts, and whether the batch's KV fits
@@ -202,7 +169,6 @@ def tbt_vs_batch(batches=(1, 2, 4, 8, 16, 32, 64, 128), contexts=(2_000, 12_000,
     rows = [dict(batch=b, context_per_seq=x, step_s=decode_step_time("llama2-70b", "a800x8", b, b * x, preset),
                  fits=b * x <= cap, kv_capacity_tokens=cap) for x in contexts for b in batches]
     return pd.DataFrame(rows)
-
 
 # ------------------------------------------------------------------------------------ reproduce
 @metric_group("goodput")
@@ -218,7 +184,6 @@ def _metrics():
         out.append(Metric(f"goodput.effective_capacity_rps.{s}.tbt100ms", float(cap.loc[s, 100]), "req/s",
                           None, src))
     return out
-
 
 @figure_group("goodput")
 def _figures():

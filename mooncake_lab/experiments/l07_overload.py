@@ -20,14 +20,13 @@ column ``rejected_kv_mean``) — while early/predicted decide size-blind on the 
 """
 from __future__ import annotations
 
-from collections import OrderedDict
-
 import numpy as np
 import pandas as pd
 
 from .. import sim
 from ..reproduce import Metric, figure_group, metric_group
-from ..traces import Trace, cached_trace
+from ..traces import Trace
+from .common import as_trace as _trace, simulate_at_speed
 
 __all__ = ["overload_comparison", "PAPER_TABLE3_REJECTED", "DEFAULT_CONFIG", "DEFAULT_SPEED", "POLICIES",
            "run", "policy_runs", "load_timeseries", "speed_sweep", "SWEEP_SPEEDS", "regime_table", "REGIMES",
@@ -53,33 +52,10 @@ REGIMES = {
 }
 
 # ---------------------------------------------------------------------------------------- runs
-_RUNS: "OrderedDict[tuple, tuple]" = OrderedDict()
-_RUNS_MAX = 64  # memoised runs kept (≈ 2–4 MB each)
-
-
-def _trace(trace: Trace | str) -> Trace:
-    if isinstance(trace, Trace):
-        return trace
-    return cached_trace(trace)
-
-
 def run(trace: Trace | str = "toolagent-like", speed: float = DEFAULT_SPEED, **config) -> sim.SimResult:
     """One simulation of ``trace`` replayed at ``speed`` on ``ClusterConfig(**DEFAULT_CONFIG, **config)``,
     memoised (a notebook cell, a dashboard and the CLI asking the same question share one run)."""
-    if not (isinstance(speed, (int, float)) and np.isfinite(speed) and speed > 0):
-        raise ValueError(f"speed must be a replay factor > 0 (×), got {speed!r}")
-    tr = _trace(trace)
-    cfg = sim.ClusterConfig(**{**DEFAULT_CONFIG, **config})
-    key = (id(tr), float(speed), tuple(sorted(cfg.as_dict().items(), key=lambda kv: kv[0])))
-    hit = _RUNS.get(key)
-    if hit is not None and hit[0] is tr:
-        _RUNS.move_to_end(key)
-        return hit[1]
-    res = sim.simulate(tr.replay(speed) if speed != 1 else tr, cfg)
-    _RUNS[key] = (tr, res)  # holding the trace keeps its id unique while the entry lives
-    while len(_RUNS) > _RUNS_MAX:
-        _RUNS.popitem(last=False)
-    return res
+    return simulate_at_speed(trace, speed, sim.ClusterConfig(**{**DEFAULT_CONFIG, **config}))
 
 
 def policy_runs(trace: Trace | str = "toolagent-like", speed: float = DEFAULT_SPEED, policies=POLICIES,
