@@ -15,8 +15,8 @@ LECTURE_MODULES = [
     "l03_traces",
     "l03_cache",
     "l04_scheduling",
-    "l06_goodput",
     "l05_prefill",
+    "l06_goodput",
     "l07_overload",
 ]
 
