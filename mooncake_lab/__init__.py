@@ -8,6 +8,15 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from .exercises import check  # noqa: E402
-from .plots import style  # noqa: E402
+
+
+def style(name: str = "notebook") -> None:
+    """Switch every later figure to ``"notebook"`` (default) or ``"projector"`` (big text, thick lines).
+
+    (Imported lazily so that ``import mooncake_lab`` does not load matplotlib for headless use.)
+    """
+    from .plots import style as _style
+
+    _style(name)
 
 __all__ = ["check", "style", "__version__"]
