@@ -3,7 +3,7 @@
     MOONCAKE_LAB_DATA=/path/to/mooncake_traces python benchmarks/bench_sim.py [--reference-n 300]
 
 Budgets (DESIGN.md §5): conversation trace (12,031 requests), 8P+8D with caches, kvcentric
-≤ 60 ms per run after warm-up; a 23,608-request trace ≤ 120 ms; a fresh process with a warm
+≤ 60 ms per run after warm-up (also printed for CPP groups of X = 2, 4, 8 nodes); a 23,608-request trace ≤ 120 ms; a fresh process with a warm
 numba cache: import + load + first simulation ≤ 2 s. The plain-Python reference steps the decode
 one iteration at a time, so it runs on the first ``--reference-n`` requests only (said in the output).
 """
@@ -78,6 +78,16 @@ def main(argv=None):
         best, _ = best_of(lambda: sim.simulate(tr2, cfg), args.repeat)
         t_none = best if t_none is None else t_none
         print(f"{adm:12s} {best * 1e3:9.1f} {best / t_none:8.2f}")
+    # CPP prefill groups (lecture 08): the 8 prefill nodes as 8/X pipeline groups of X nodes
+    print(f"\nCPP prefill groups, {conv.name}, 8P+8D kvcentric (cpp_chunk 4096):")
+    print(f"{'group size X':12s} {'groups':>6s} {'numba ms':>9s} {'vs X=1':>7s}")
+    t_x1 = None
+    for x in (1, 2, 4, 8):
+        cfg = sim.ClusterConfig(cpp_group_size=x)
+        sim.simulate(conv.head(50), cfg)
+        best, _ = best_of(lambda: sim.simulate(conv, cfg), args.repeat)
+        t_x1 = best if t_x1 is None else t_x1
+        print(f"{x:12d} {8 // x:6d} {best * 1e3:9.1f} {best / t_x1:7.2f}")
     # coupled vLLM-like engine (lecture 06): 16 nodes, preset modern, one iteration per loop turn
     print(f"\ncoupled engine, {conv.name}, 16 nodes, preset modern:")
     print(f"{'engine':28s} {'speed':>5s} {'numba ms':>9s} {'iterations':>11s} {'vs 8P+8D':>9s}")

@@ -80,6 +80,7 @@ def assert_invariants(res):
     for col in ("decode_ready_s", "decode_admit_s", "tbt_mean_s", "tbt_tail_s"):
         assert dec[col].notna().all(), col
     assert (dec.decode_instance >= 0).all() and (done.prefill_instance >= 0).all()
+    assert (df.prefill_instance < res.config.n_prefill_instances).all()  # a CPP group is one instance
     # time never runs backwards for a request
     assert (done.prefill_start_s >= done.arrival_s).all()
     assert (done.prefill_end_s >= done.prefill_start_s).all()
@@ -126,6 +127,41 @@ def test_kernel_equals_reference_and_invariants_hold(trace, config):
     assert_same(a, b)
     assert_invariants(a)
     assert_invariants(b)
+
+
+# CPP prefill groups: X ∈ {1, 2, 4} nodes per instance, 1–3 instances, chunks small enough that
+# prompts of ≤ 5,000 tokens are cut into several (100) or stay whole (4,096)
+cpp_configs = st.builds(
+    lambda base, x, groups, chunk, overlap, gbps: base.replace(
+        n_prefill=x * groups, cpp_group_size=x, cpp_chunk=chunk, cpp_overlap=overlap, network_gbps=gbps),
+    configs, st.sampled_from([1, 2, 4]), st.integers(1, 3), st.sampled_from([100, 1000, 4096]), st.booleans(),
+    st.sampled_from([None, 25.0]))
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(trace=small_traces(), config=cpp_configs)
+def test_cpp_groups_kernel_equals_reference_and_invariants_hold(trace, config):
+    a = sim.simulate(trace, config, engine="numba")
+    b = sim.simulate(trace, config, engine="reference")
+    assert_same(a, b)
+    assert_invariants(a)
+    assert_invariants(b)
+
+
+def test_heavier_trace_with_cpp_groups_agrees():
+    """300 requests on 2 CPP groups of 2 nodes (chunks of 1,000 tokens): queues, fetches, batches."""
+    from mooncake_lab.synthetic import synthetic_trace
+
+    tr = synthetic_trace("conversation-like", seed=3).head(300)
+    for policy in sim.PREFILL_POLICIES:
+        cfg = sim.ClusterConfig(n_prefill=4, n_decode=2, cpp_group_size=2, cpp_chunk=1000, prefill_policy=policy,
+                                cache_capacity_blocks=150, decode_kv_capacity_tokens=150_000, preset="modern")
+        a, b = sim.simulate(tr, cfg), sim.simulate(tr, cfg, engine="reference")
+        assert_same(a, b)
+        assert_invariants(a)
+        assert (a.requests.queue_wait_s > 0).any() and set(a.requests.prefill_instance) <= {0, 1}
+        if policy == "kvcentric":
+            assert (a.requests.fetched_tokens > 0).any()
 
 
 @settings(max_examples=30, deadline=None)
@@ -182,9 +218,10 @@ def test_kernel_python_path_with_jit_disabled():
         from mooncake_lab.synthetic import synthetic_trace
         tr = synthetic_trace("conversation-like", seed=5).head(40)
         for pol, adm in zip(sim.PREFILL_POLICIES, sim.ADMISSIONS):
-            cfg = sim.ClusterConfig(n_prefill=2, n_decode=2, prefill_policy=pol, cache_capacity_blocks=50,
+            cfg = sim.ClusterConfig(n_prefill=4, n_decode=2, prefill_policy=pol, cache_capacity_blocks=50,
                                     decode_kv_capacity_tokens=60000, estimator_noise=0.2, admission=adm,
-                                    admission_threshold=0.5, ttft_slo_s=5.0)
+                                    admission_threshold=0.5, ttft_slo_s=5.0,
+                                    cpp_group_size=2 if pol in ("load", "kvcentric") else 1, cpp_chunk=1000)
             a, b = sim.simulate(tr, cfg), sim.simulate(tr, cfg, engine="reference")
             assert (a.arrays["outcome"] == b.arrays["outcome"]).all(), adm
             for col in ("prefill_end_s", "finish_s", "tbt_tail_s", "cached_tokens", "decode_load"):

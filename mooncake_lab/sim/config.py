@@ -2,7 +2,8 @@
 
 Policies, admission rules and outcomes are small integer codes inside the kernels (a numba kernel
 cannot dispatch on strings cheaply); the tables here map names to codes. Later issues add codes to
-the same tables (a coupled vLLM-like engine, CPP prefill groups, student policies).
+the same tables (a coupled vLLM-like engine, student policies). CPP prefill groups are numbers
+(``cpp_group_size``, ``cpp_chunk``, ``cpp_overlap``), not codes: see :mod:`.cpp_group`.
 """
 from __future__ import annotations
 
@@ -103,9 +104,23 @@ class ClusterConfig:
         prefill and the running decodes wait (vLLM without chunking); True = every iteration runs
         the decode batch plus up to ``prefill_chunk`` prompt tokens (vLLM chunked prefill /
         Sarathi-Serve).
-    prefill_chunk : prompt tokens per iteration when chunking. Default 512 = vLLM's
+    prefill_chunk : coupled only: prompt tokens per iteration when chunking. Default 512 = vLLM's
         ``max_num_batched_tokens`` when chunked prefill is enabled (vLLM 0.4–0.5 engine arguments;
-        Sarathi-Serve, OSDI'24, evaluates token budgets of 512 and 2048).
+        Sarathi-Serve, OSDI'24, evaluates token budgets of 512 and 2048). The disaggregated CPP
+        groups use their own ``cpp_chunk`` (a different trade-off: a pipeline chunk only needs to
+        fill one stage's GPUs, a vLLM chunk shares an iteration with the decode batch).
+    cpp_group_size : disaggregated only: X nodes per prefill *instance*. X = 1 (default): every
+        prefill node is an instance (the behaviour without CPP). X > 1: the ``n_prefill`` nodes form
+        ``n_prefill / X`` chunked-pipeline-parallel groups (arXiv §5.1; X must divide
+        ``n_prefill`` and be ≤ the model's layer count); each group is one instance for the
+        Conductor (one FIFO queue, one prefix cache). Rules: :mod:`mooncake_lab.sim.cpp_group`.
+    cpp_chunk : disaggregated, X > 1: a request's uncached tokens are cut into chunks of at most
+        this many tokens and pipelined through the X stages (≤ ``cpp_chunk`` uncached tokens: one
+        chunk, i.e. unchunked). Default 4096: the paper says ``prefill_chunk`` is "typically >
+        1,000 tokens" (arXiv §5.1) and lecture 05's pipeline (:func:`mooncake_lab.cpp.cpp_ttft`)
+        defaults to 4096, so both lectures show the same group.
+    cpp_overlap : X > 1: True = a stage's NIC sends a chunk's activations while its GPUs compute
+        the next chunk; False = the stage is busy until the send is done (:mod:`mooncake_lab.cpp`).
     """
 
     n_prefill: int = 8
@@ -131,6 +146,9 @@ class ClusterConfig:
     n_coupled: int = 16
     chunked_prefill: bool = False
     prefill_chunk: int = 512  # vLLM 0.4–0.5 default max_num_batched_tokens with chunked prefill
+    cpp_group_size: int = 1
+    cpp_chunk: int = 4096     # arXiv §5.1: prefill_chunk "typically > 1,000 tokens"; cpp.py's default
+    cpp_overlap: bool = True
 
     def __post_init__(self):
         _int_at_least("n_prefill", self.n_prefill, 1)
@@ -161,6 +179,17 @@ class ClusterConfig:
         if not isinstance(self.chunked_prefill, (bool, np.bool_)):
             raise _bad("chunked_prefill", self.chunked_prefill, "True or False")
         _int_at_least("prefill_chunk", self.prefill_chunk, 1)
+        x = _int_at_least("cpp_group_size", self.cpp_group_size, 1)
+        if self.n_prefill % x != 0:
+            raise _bad("cpp_group_size", self.cpp_group_size,
+                       f"a divisor of n_prefill={self.n_prefill} (n_prefill nodes form n_prefill / "
+                       f"cpp_group_size pipeline groups)")
+        _int_at_least("cpp_chunk", self.cpp_chunk, 1)
+        if not isinstance(self.cpp_overlap, (bool, np.bool_)):
+            raise _bad("cpp_overlap", self.cpp_overlap, "True or False")
+        if self.engine_mode == "coupled" and x != 1:
+            raise _bad("cpp_group_size", self.cpp_group_size, "1 when engine_mode='coupled' (CPP "
+                       "groups are modelled for the disaggregated cluster only)")
         if self.engine_mode == "coupled" and self.admission != "none":
             raise _bad("admission", self.admission, "'none' when engine_mode='coupled' (admission "
                        "control is modelled for the disaggregated cluster only)")
@@ -173,6 +202,11 @@ class ClusterConfig:
         return self.engine_mode == "coupled"
 
     @property
+    def n_prefill_instances(self) -> int:
+        """Instances a request is routed to: n_coupled, or n_prefill / cpp_group_size groups."""
+        return self.n_coupled if self.coupled else self.n_prefill // self.cpp_group_size
+
+    @property
     def n_nodes(self) -> int:
         """Nodes the cluster uses: n_coupled, or n_prefill + n_decode."""
         return self.n_coupled if self.coupled else self.n_prefill + self.n_decode
@@ -181,7 +215,8 @@ class ClusterConfig:
     def label(self) -> str:
         """Short name of the architecture, e.g. ``"8P+8D"`` or ``"16 coupled, chunked 512"``."""
         if not self.coupled:
-            return f"{self.n_prefill}P+{self.n_decode}D"
+            cpp = (f", CPP {self.n_prefill_instances}×{self.cpp_group_size}" if self.cpp_group_size > 1 else "")
+            return f"{self.n_prefill}P+{self.n_decode}D{cpp}"
         return f"{self.n_coupled} coupled" + (f", chunked {self.prefill_chunk}" if self.chunked_prefill else "")
 
     def replace(self, **changes) -> "ClusterConfig":
@@ -193,6 +228,7 @@ class ClusterConfig:
 
     def resolve(self) -> "ResolvedConfig":
         """The numbers the kernels take: cost coefficients, capacities, layer count, codes."""
+        from ..cpp import activation_bytes_per_token, network_bandwidth
         from ..hardware import get_node
         from ..models import get_model
         from ..roofline import cost_model
@@ -212,6 +248,10 @@ class ClusterConfig:
             cm = cost_model(m, nd, self.preset)
         except ValueError as e:
             raise ValueError(f"ClusterConfig.preset: {e}") from None
+        x = int(self.cpp_group_size)
+        if x > m.n_layers:
+            raise _bad("cpp_group_size", self.cpp_group_size,
+                       f"at most the model's {m.n_layers} layers (one pipeline stage holds ≥ 1 layer)")
         kv_cap = (cm.kv_capacity_tokens if self.decode_kv_capacity_tokens is None
                   else float(self.decode_kv_capacity_tokens))
         if self.cache_capacity_blocks is None:  # node DRAM / bytes of one 512-token block
@@ -219,9 +259,13 @@ class ClusterConfig:
         else:
             cache = int(self.cache_capacity_blocks)
         return ResolvedConfig(cost=cm.as_array(), decode_kv_capacity=float(kv_cap),
-                              cache_capacity_blocks=cache, n_layers=int(m.n_layers),
+                              cache_capacity_blocks=cache * x, n_layers=int(m.n_layers),
                               policy=PREFILL_POLICIES[self.prefill_policy],
-                              admission=ADMISSIONS[self.admission])
+                              admission=ADMISSIONS[self.admission], cpp_group_size=x,
+                              cpp_chunk=int(self.cpp_chunk),
+                              cpp_act_bytes=float(activation_bytes_per_token(m)),
+                              cpp_bandwidth=float(network_bandwidth(m, nd, self.preset)),
+                              cpp_overlap=bool(self.cpp_overlap))
 
 
 @dataclass(frozen=True, eq=False)
@@ -230,7 +274,12 @@ class ResolvedConfig:
 
     cost: np.ndarray               # CostModel.as_array()
     decode_kv_capacity: float      # tokens per decode instance
-    cache_capacity_blocks: int     # blocks per prefill instance
+    cache_capacity_blocks: int     # blocks per prefill instance (a CPP group: X × per node)
     n_layers: int                  # for layer-wise KV streaming
     policy: int
     admission: int
+    cpp_group_size: int = 1        # X nodes per prefill instance
+    cpp_chunk: int = 4096          # tokens per pipeline chunk (X > 1)
+    cpp_act_bytes: float = 0.0     # activation bytes per token crossing a stage boundary
+    cpp_bandwidth: float = 1.0     # RDMA B/s between stages (the node's NICs × RDMA efficiency)
+    cpp_overlap: bool = True       # send activations while computing the next chunk

@@ -23,8 +23,9 @@ import numpy as np
 from numba import njit
 
 from ..prefix_cache import _match_prefix, _touch_blocks
-from ..roofline import cm_kv_transfer_time, cm_prefill_time
+from ..roofline import cm_kv_transfer_time
 from .admission import decode_load, prefill_load
+from .cpp_group import group_fetch_time, group_prefill_time
 from .decode_math import segment_pieces, steps_until_after, time_after, top_k_sum
 
 # Outcome codes are literals inside the kernels (numba freezes globals); they must equal
@@ -173,6 +174,7 @@ def _finish_tbt(i, d, last_run, run_mark, log_a, log_d, log_m, log_prev, decode_
 def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
             c, n_prefill, n_decode, policy, threshold, noise_sd, u_random, z_noise,
             layerwise, n_layers, decode_cap, admission,
+            group_size, cpp_chunk, act_bytes, cpp_bw, cpp_overlap,
             ttft_slo, tbt_slo, adm_threshold, t_decode, horizon,
             last_use, q_block, q_stamp, meta,
             prefill_inst, decode_inst, outcome, fetch_src,
@@ -184,6 +186,10 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
 
     ``p_load`` / ``d_load``: the prefill and decode loads the Conductor computed at each arrival
     (:mod:`.admission`; decode: the current pool load, or the predicted one under ``predicted``).
+
+    ``n_prefill`` counts prefill *instances* (CPP groups of ``group_size`` nodes when > 1; their
+    prefill and fetch times come from :mod:`.cpp_group`, with ``cpp_chunk`` tokens per chunk,
+    ``act_bytes`` B per token between stages at ``cpp_bw`` B/s, ``cpp_overlap``).
 
     ``diag``: [0] events processed, [1] times an event ran earlier than the previous one (must be
     0), [2] runs logged, [3] max decode batch.
@@ -363,16 +369,19 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
                 est[p] = max(0.0, busy[p] - a)  # queued work, s
                 if policy == 2:
                     cached = _reusable_tokens(local[p], Lin, block_tokens)
-                    est[p] += cm_prefill_time(c, Lin - cached, cached)
+                    est[p] += group_prefill_time(c, Lin - cached, cached, group_size, cpp_chunk, act_bytes,
+                                                 cpp_bw, cpp_overlap)
         if policy == 3:
             for p in range(P):
                 if best > local[p] and (local[p] == 0 or best >= threshold * local[p]):
                     cb = _reusable_tokens(best, Lin, block_tokens)
                     cl = _reusable_tokens(local[p], Lin, block_tokens)
-                    est[p] += cm_kv_transfer_time(c, cb - cl) + cm_prefill_time(c, Lin - cb, cb)
+                    est[p] += group_fetch_time(c, cb - cl, group_size) + group_prefill_time(
+                        c, Lin - cb, cb, group_size, cpp_chunk, act_bytes, cpp_bw, cpp_overlap)
                 else:
                     cl = _reusable_tokens(local[p], Lin, block_tokens)
-                    est[p] += cm_prefill_time(c, Lin - cl, cl)
+                    est[p] += group_prefill_time(c, Lin - cl, cl, group_size, cpp_chunk, act_bytes, cpp_bw,
+                                                 cpp_overlap)
         if policy == 0:
             pi = min(int(u_random[i] * P), P - 1)
         else:
@@ -391,8 +400,8 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
         f_t = 0.0
         if use_remote:
             cached = _reusable_tokens(best, Lin, block_tokens)
-            f_t = cm_kv_transfer_time(c, cached - cl)
-        pt = cm_prefill_time(c, Lin - cached, cached)
+            f_t = group_fetch_time(c, cached - cl, group_size)
+        pt = group_prefill_time(c, Lin - cached, cached, group_size, cpp_chunk, act_bytes, cpp_bw, cpp_overlap)
         start = max(a, busy[pi])
         end = start + f_t + pt
         r_i = end + _exposed_transfer(c, Lin, pt, n_layers, layerwise)

@@ -2,7 +2,8 @@
 
 Same results as :mod:`mooncake_lab.sim.kernel`, computed the slow, literal way: the decode pool
 runs **one step at a time** and every request keeps the list of its token intervals; LRU caches
-are ``OrderedDict``\\ s. Only the scalar cost functions are shared with the kernel.
+are ``OrderedDict``\\ s. Only the scalar cost functions are shared with the kernel (including a
+prefill instance's prefill and fetch times, :mod:`.cpp_group`).
 
 The rules (both engines)
 ------------------------
@@ -10,6 +11,11 @@ Requests are handled in arrival order. Before request ``i`` is dispatched, the d
 advanced to its arrival time (every event at or before it happens first).
 
 Prefill (per instance: FIFO queue, LRU prefix cache of 512-token blocks)
+    0. An instance is one node, or with ``cpp_group_size`` X > 1 a CPP group of X nodes
+       (``n_prefill / X`` instances; capacity X × ``cache_capacity_blocks``). "Prefill" and
+       "fetch" times below are :func:`.cpp_group.group_prefill_time` (X = 1: ``cm_prefill_time``;
+       X > 1: ``cm_cpp_request_time``, chunks of ``cpp_chunk``) and
+       :func:`.cpp_group.group_fetch_time` (``cm_kv_transfer_time`` / X). One request at a time.
     1. A request needing more KV than a decode instance holds (input + output tokens) is rejected
        at arrival (``rejected_too_large``).
     2. Each instance's *estimated TTFT* = queued work (``busy_until − now``) [+ prefill time with
@@ -67,8 +73,9 @@ from collections import OrderedDict, deque
 
 import numpy as np
 
-from ..roofline import cm_decode_step_time, cm_kv_transfer_time, cm_prefill_time
+from ..roofline import cm_decode_step_time, cm_kv_transfer_time
 from .admission import decode_load, prefill_load
+from .cpp_group import group_fetch_time, group_prefill_time
 from .config import (ADMISSIONS, COMPLETED, REJECTED_AFTER_PREFILL, REJECTED_AT_ARRIVAL,
                      REJECTED_TOO_LARGE)
 
@@ -124,7 +131,16 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
     """Fill ``out`` (the per-request arrays of :func:`mooncake_lab.sim.run.simulate`) the slow way."""
     c = resolved.cost
     cap = resolved.decode_kv_capacity
-    P, D = config.n_prefill, config.n_decode
+    P, D = config.n_prefill_instances, config.n_decode
+    X = resolved.cpp_group_size
+    assert P * X == config.n_prefill
+
+    def prefill_s(n_new, n_cached):  # one request alone on an instance (a node or a CPP group)
+        return float(group_prefill_time(c, n_new, n_cached, X, resolved.cpp_chunk, resolved.cpp_act_bytes,
+                                        resolved.cpp_bandwidth, resolved.cpp_overlap))
+
+    def fetch_s(n_tokens):
+        return float(group_fetch_time(c, n_tokens, X))
     policy_name = config.prefill_policy
     threshold = float(config.kvcache_balancing_threshold)
     noise_sd = float(config.estimator_noise)
@@ -250,9 +266,9 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
                     cl = _reusable_tokens(local[p], L, bt)
                     if remote_ok(p):
                         cb = _reusable_tokens(best, L, bt)
-                        e += float(cm_kv_transfer_time(c, cb - cl)) + float(cm_prefill_time(c, L - cb, cb))
+                        e += fetch_s(cb - cl) + prefill_s(L - cb, cb)
                     else:
-                        e += float(cm_prefill_time(c, L - cl, cl))
+                        e += prefill_s(L - cl, cl)
                 if noise_sd > 0:
                     e *= max(0.0, 1.0 + noise_sd * z_noise[i, p])
                 est.append(e)
@@ -262,8 +278,8 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
         fetch_t = 0.0
         if remote_ok(pi):
             cached = _reusable_tokens(best, L, bt)
-            fetch_t = float(cm_kv_transfer_time(c, cached - cl))
-        pt = float(cm_prefill_time(c, L - cached, cached))
+            fetch_t = fetch_s(cached - cl)
+        pt = prefill_s(L - cached, cached)
         start = max(a, busy[pi])
         end = start + fetch_t + pt
         r = end + _exposed_transfer(c, L, pt, resolved.n_layers, layerwise)

@@ -49,6 +49,7 @@ class SimResult:
         """One row per request (times in s since the trace start, durations in s, sizes in tokens).
 
         ``outcome``: completed / rejected_at_arrival / rejected_after_prefill / rejected_too_large.
+        ``prefill_instance``: the node, or with ``cpp_group_size`` > 1 the CPP group (0 … n_prefill / X − 1).
         ``ttft_s`` = prefill end − arrival; ``decode_wait_s`` = admission − KV ready at decode;
         ``tbt_mean_s`` / ``tbt_tail_s`` = mean / mean of the longest 10% of the token intervals
         (the first interval runs from the prefill's end to the first decode token).
@@ -149,14 +150,13 @@ class SimResult:
         end = np.nanmax(a["finish"]) if np.isfinite(a["finish"]).any() else 0.0
         t = np.arange(0.0, end + dt, dt)
         cols: dict = {}
-        # coupled: each instance is both a "prefill" and a "decode" instance
-        P = cfg.n_coupled if cfg.coupled else cfg.n_prefill
+        # coupled: each instance is both a "prefill" and a "decode" instance; CPP: one per group
+        P = cfg.n_prefill_instances
         D = cfg.n_coupled if cfg.coupled else cfg.n_decode
         queues = np.zeros((len(t), P))
         for p in range(P):
             on = np.flatnonzero(a["prefill_inst"] == p)  # in arrival order; prefill ends increase (FIFO)
-            pos = np.searchsorted(tr.arrival_s[on], t, side="right") - 1
-            busy = np.where(pos >= 0, a["prefill_end"][on][np.maximum(pos, 0)], 0.0)
+            busy = _latest(tr.arrival_s[on], a["prefill_end"][on], t)  # an idle instance: 0
             queues[:, p] = np.maximum(0.0, busy - t)
         cols["prefill_queue_s"] = queues.mean(axis=1)
         cols["prefill_queue_max_s"] = queues.max(axis=1)
@@ -199,6 +199,15 @@ class SimResult:
         if len(x) < 3 or x.std() == 0 or y.std() == 0:
             return float("nan")
         return float(np.corrcoef(x, y)[0, 1])
+
+
+def _latest(at, value, t, default=0.0):
+    """For each time in ``t``: ``value`` of the last event with ``at`` ≤ t (``at`` sorted), else
+    ``default`` (also when there is no event at all: an instance that received no request)."""
+    pos = np.searchsorted(at, t, side="right") - 1
+    if len(at) == 0:
+        return np.full(len(t), float(default))
+    return np.where(pos >= 0, value[np.maximum(pos, 0)], float(default))
 
 
 def _active(start, stop, weight, t):

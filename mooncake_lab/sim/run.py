@@ -59,7 +59,7 @@ def simulate(trace: Trace, config: ClusterConfig | None = None, engine: str = "n
     trace.validate()
     rc = config.resolve()
     n = len(trace)
-    n_route = config.n_coupled if config.coupled else config.n_prefill  # instances a request is routed to
+    n_route = config.n_prefill_instances  # instances a request is routed to (nodes, CPP groups, coupled)
     u, z = _draws(config.seed, n, n_route, config.estimator_noise)
     out = _new_outputs(n)
     max_kv = np.zeros(config.n_coupled if config.coupled else config.n_decode)
@@ -79,12 +79,13 @@ def simulate(trace: Trace, config: ClusterConfig | None = None, engine: str = "n
     elif config.coupled:
         run_coupled_reference(trace, config, rc, u, z, out, max_kv, diag)
     elif engine == "numba":
-        st = new_cache_state(config.n_prefill, trace.n_blocks, rc.cache_capacity_blocks)
+        st = new_cache_state(n_route, trace.n_blocks, rc.cache_capacity_blocks)
         _kernel(trace.arrival_s, trace.input_len, trace.output_len, trace.block_offsets, trace.block_ids,
-                int(trace.block_tokens), rc.cost, int(config.n_prefill), int(config.n_decode), int(rc.policy),
+                int(trace.block_tokens), rc.cost, int(n_route), int(config.n_decode), int(rc.policy),
                 float(config.kvcache_balancing_threshold), float(config.estimator_noise), u, z,
                 bool(config.layerwise_kv_transfer), int(rc.n_layers), float(rc.decode_kv_capacity),
-                int(rc.admission), float(config.ttft_slo_s), float(config.tbt_slo_s),
+                int(rc.admission), int(rc.cpp_group_size), int(rc.cpp_chunk), float(rc.cpp_act_bytes),
+                float(rc.cpp_bandwidth), bool(rc.cpp_overlap), float(config.ttft_slo_s), float(config.tbt_slo_s),
                 float(config.admission_threshold), float(config.decode_time_s),
                 float(config.prediction_horizon), st.last_use, st.q_block, st.q_stamp, st.meta,
                 out["prefill_inst"], out["decode_inst"], out["outcome"], out["fetch_src"],
