@@ -25,9 +25,10 @@ GPUs compute the next chunk (the send only delays the next stage). **Not overlap
 busy until its send has finished.
 
 The stage-time kernel :func:`cm_cpp_stage_time` ``(c, chunk_tokens, cached_tokens, n_stages,
-act_bytes_per_token, bandwidth, overlap)`` and :func:`cm_cpp_request_time` (one request alone) are
-``@njit`` functions of plain numbers and the ``CostModel.as_array()`` so a cluster simulator's
-kernel can call them.
+act_bytes_per_token, bandwidth, overlap)``, :func:`cm_cpp_advance` (one request through a group
+whose stages may still be busy: pipelined FIFO, what the cluster simulator's CPP groups use) and
+:func:`cm_cpp_request_time` (one request alone) are ``@njit`` functions of plain numbers, flat
+arrays and the ``CostModel.as_array()`` so a cluster simulator's kernel can call them.
 
 **Comparisons on the same cost model** (one request of ``n`` tokens, X nodes):
 
@@ -55,7 +56,8 @@ from .roofline import CostModel, cm_prefill_time, cost_model, tp_allreduce_bytes
 from .storage import layerwise_time
 
 __all__ = [
-    "cm_stage_coefficients", "cm_cpp_stage_time", "cm_cpp_link_time", "cm_cpp_request_time",
+    "cm_stage_coefficients", "cm_cpp_stage_time", "cm_cpp_link_time", "cm_cpp_advance",
+    "cm_cpp_request_time",
     "activation_bytes_per_token", "network_bandwidth", "n_chunks",
     "PipelineResult", "simulate_pipeline", "pipeline_reference", "ORDERS",
     "cpp_ttft", "one_node_ttft", "tp_ttft", "sp_ttft", "scheme_summary", "SCHEMES",
@@ -109,22 +111,31 @@ def cm_cpp_stage_time(c, chunk_tokens, cached_tokens, n_stages, act_bytes_per_to
 
 
 @njit(cache=True)
-def cm_cpp_request_time(c, n_new, n_cached, chunk, n_stages, act_bytes_per_token, bandwidth, overlap):
-    """Seconds from start to last token out of one request alone in an idle CPP group."""
+def cm_cpp_advance(c, free, link, ready, n_new, n_cached, chunk, n_stages, act_bytes_per_token, bandwidth,
+                   overlap):
+    """Push one request through a CPP group in pipelined FIFO order; returns the time (s) its last
+    chunk leaves the last stage.
+
+    ``free[s]`` (s): when stage s's GPUs are free; ``link[s]``: when its NIC is free (overlapped
+    sends only). Both are advanced **in place** past this request. The request's ``n_new`` tokens
+    (after ``n_cached``) are cut into chunks of at most ``chunk``; chunk j starts on stage 0 at
+    max(``ready``, stage 0 free) and on stage s at max(chunk j received from stage s−1, stage s
+    done with the chunk before it — its own previous chunk or the previous request's last one). So
+    the next request's first chunk enters stage 0 as soon as this request's last chunk has left it.
+    An idle group (all zeros, ``ready`` = 0) gives :func:`cm_cpp_request_time`.
+    """
     sc = cm_stage_coefficients(c, n_stages)
     x = int(n_stages)
-    free = np.zeros(x)        # when each stage's GPUs are free
-    link = np.zeros(x)        # when each stage's NIC is free
-    done = 0.0
+    done = ready
     o = float(n_cached)
     left = float(n_new)
     while left > 0.0:
         k = min(float(chunk), left)
         comp = cm_prefill_time(sc, k, o)
         xfer = cm_cpp_link_time(k, act_bytes_per_token, bandwidth)
-        ready = 0.0
+        rdy = ready
         for s in range(x):
-            start = max(ready, free[s])
+            start = max(rdy, free[s])
             end = start + comp
             if s == x - 1:
                 free[s] = end
@@ -133,13 +144,22 @@ def cm_cpp_request_time(c, n_new, n_cached, chunk, n_stages, act_bytes_per_token
                 free[s] = end
                 send0 = max(end, link[s])
                 link[s] = send0 + xfer
-                ready = link[s]
+                rdy = link[s]
             else:
                 free[s] = end + xfer
-                ready = end + xfer
+                rdy = end + xfer
         o += k
         left -= k
     return done
+
+
+@njit(cache=True)
+def cm_cpp_request_time(c, n_new, n_cached, chunk, n_stages, act_bytes_per_token, bandwidth, overlap):
+    """Seconds from start to last token out of one request alone in an idle CPP group
+    (:func:`cm_cpp_advance` from an all-free group at time 0)."""
+    x = int(n_stages)
+    return cm_cpp_advance(c, np.zeros(x), np.zeros(x), 0.0, n_new, n_cached, chunk, x, act_bytes_per_token,
+                          bandwidth, overlap)
 
 
 @njit(cache=True)

@@ -129,8 +129,9 @@ def test_kernel_equals_reference_and_invariants_hold(trace, config):
     assert_invariants(b)
 
 
-# CPP prefill groups: X ∈ {1, 2, 4} nodes per instance, 1–3 instances, chunks small enough that
-# prompts of ≤ 5,000 tokens are cut into several (100) or stay whole (4,096)
+# CPP prefill groups (pipelined FIFO, :mod:`mooncake_lab.sim.cpp_group`): X ∈ {1, 2, 4} nodes per
+# instance, 1–3 instances, chunks small enough that prompts of ≤ 5,000 tokens are cut into several
+# (100) or stay whole (4,096)
 cpp_configs = st.builds(
     lambda base, x, groups, chunk, overlap, gbps: base.replace(
         n_prefill=x * groups, cpp_group_size=x, cpp_chunk=chunk, cpp_overlap=overlap, network_gbps=gbps),
@@ -159,7 +160,15 @@ def test_heavier_trace_with_cpp_groups_agrees():
         a, b = sim.simulate(tr, cfg), sim.simulate(tr, cfg, engine="reference")
         assert_same(a, b)
         assert_invariants(a)
-        assert (a.requests.queue_wait_s > 0).any() and set(a.requests.prefill_instance) <= {0, 1}
+        df = a.requests
+        assert (df.queue_wait_s > 0).any() and set(df.prefill_instance) <= {0, 1}
+        # pipelined FIFO is exercised: on a group, a request starts before the previous one has
+        # finished (its chunks follow the previous ones through the stages), ends after it
+        for p in (0, 1):
+            g = df[df.prefill_instance == p].sort_values("prefill_start_s")
+            prev_end = g.prefill_end_s.shift(1)
+            assert (g.prefill_start_s < prev_end).any()
+            assert (g.prefill_end_s.iloc[1:] >= prev_end.iloc[1:]).all()
         if policy == "kvcentric":
             assert (a.requests.fetched_tokens > 0).any()
 

@@ -121,7 +121,7 @@ def policy_comparison(trace: Trace | str = "conversation", speed: float = DEFAUL
                      "computed_tokens": int(df.loc[pre, "computed_tokens"].sum()),
                      "fetched_tokens": int(df.loc[pre, "fetched_tokens"].sum()),
                      "local_hit_tokens": int((df.loc[pre, "cached_tokens"] - df.loc[pre, "fetched_tokens"]).sum()),
-                     "prefill_busy": busy / (res.config.n_prefill * dur) if dur > 0 else float("nan"),
+                     "prefill_busy": busy / (res.config.n_prefill_instances * dur) if dur > 0 else float("nan"),
                      "paper_ttft_mean_s": PAPER_FIG8_TTFT_S.get(p)})
     return pd.DataFrame(rows).set_index("policy")
 
@@ -154,7 +154,7 @@ def speed_sweep(trace: Trace | str = "conversation", speeds=SWEEP_SPEEDS, polici
 
 def instance_queues(result: sim.SimResult, dt: float = 10.0) -> pd.DataFrame:
     """Queued prefill work (s) per instance over time: index ``time_s``, one column per instance."""
-    n = result.config.n_prefill
+    n = result.config.n_prefill_instances  # nodes, or CPP groups of cpp_group_size nodes
     idle = np.bincount(result.arrays["prefill_inst"][result.arrays["prefill_inst"] >= 0], minlength=n) == 0
     if idle.any():
         # SimResult.timeseries fails on an instance that received no request (IndexError; reported to
@@ -164,7 +164,7 @@ def instance_queues(result: sim.SimResult, dt: float = 10.0) -> pd.DataFrame:
     ts = result.timeseries(dt, per_instance=True)
     cols = [f"prefill_queue_s[{p}]" for p in range(n)]
     out = ts[cols].copy()
-    out.columns = pd.Index(range(result.config.n_prefill), name="instance")
+    out.columns = pd.Index(range(n), name="instance")
     return out
 
 
@@ -180,7 +180,7 @@ def _queues_with_idle(result: sim.SimResult, dt: float, idle: np.ndarray) -> pd.
     arrays = dict(result.arrays)
     pi = arrays["prefill_inst"]
     arrays["prefill_inst"] = np.where(pi >= 0, remap[np.maximum(pi, 0)], -1)
-    dense = replace(result, arrays=arrays, config=result.config.replace(n_prefill=len(used)), _frame=None)
+    dense = replace(result, arrays=arrays, config=result.config.replace(n_prefill=len(used) * result.config.cpp_group_size), _frame=None)
     sub = instance_queues(dense, dt)
     out = pd.DataFrame(0.0, index=sub.index, columns=pd.Index(range(n), name="instance"))
     out[list(used)] = sub.to_numpy()
@@ -206,7 +206,7 @@ def hot_block_replicas(result: sim.SimResult, top: int = 100) -> pd.DataFrame:
     placed = np.flatnonzero(result.arrays["prefill_inst"] >= 0)
     sub = tr.select(placed)
     cap = cfg.resolve().cache_capacity_blocks
-    lru = simulate_lru(sub, cap, cfg.n_prefill, assignment=result.arrays["prefill_inst"][placed])
+    lru = simulate_lru(sub, cap, cfg.n_prefill_instances, assignment=result.arrays["prefill_inst"][placed])
     reps = replica_counts(lru.state)  # select() keeps the parent's block ids
     pop = block_popularity(tr)
     order = np.argsort(-pop, kind="stable")[:top]
@@ -253,7 +253,7 @@ def queueing_check(runs: dict) -> pd.DataFrame:
     for p, res in runs.items():
         df = res.requests
         svc = (df["prefill_s"] + df["fetch_s"]).dropna().to_numpy()
-        rho = svc.sum() / (res.config.n_prefill * res.trace.duration_s)
+        rho = svc.sum() / (res.config.n_prefill_instances * res.trace.duration_s)
         m, scv = float(svc.mean()), float(svc.var() / svc.mean() ** 2)
         rows.append({"policy": p, "mean_service_s": m, "service_scv": scv, "utilisation": rho,
                      "mg1_wait_s": mg1_wait_s(m, scv, min(rho, 1.0)),
@@ -322,7 +322,7 @@ def estimate_table(threshold: float = 1.0, example_blocks: int = 20, network_gbp
     bt, L = int(tr.block_tokens), int(tr.input_len[i])
     blocks = tr.blocks_of(i)
     rows = []
-    for p in range(cfg.n_prefill):
+    for p in range(cfg.n_prefill_instances):
         on = df[df["prefill_instance"] == p]
         busy = float(on["prefill_end_s"].max()) if len(on) else 0.0
         held = set(np.concatenate([tr.blocks_of(j) for j in on.index]).tolist()) if len(on) else set()

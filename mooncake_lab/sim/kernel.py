@@ -2,10 +2,13 @@
 
 One pass over the requests in arrival order:
 
-* **prefill side** (no event queue needed): each prefill instance keeps ``busy[p]``, the time its
-  FIFO queue drains; a request dispatched at ``a`` to ``p`` starts at ``max(a, busy[p])``, fetches
-  a remote prefix if the policy chose to, prefills, and ``busy[p]`` moves to its end. Its KV then
-  reaches decode at ``ready`` (a heap of ready events, since prefill ends are not in arrival order).
+* **prefill side** (no event queue needed): each prefill instance keeps ``gfree[p, s]``, the time
+  stage s of its FIFO pipeline is free (one stage for a single node: its "busy until"), and
+  ``glink[p, s]``, when stage s's NIC is free (CPP, :mod:`.cpp_group`); a request dispatched at
+  ``a`` to ``p`` starts at ``max(a, gfree[p, 0])``, fetches a remote prefix if the policy chose
+  to, and its chunks go through the stages (:func:`.cpp_group.group_prefill`), advancing them. Its
+  KV then reaches decode at ``ready`` (a heap of ready events, since prefill ends are not in
+  arrival order).
 * **decode side** (discrete events): before each arrival the decode pool is advanced to that time
   (hook for arrival-time admission), processing ready events and decode-instance events in time
   order. A decode instance jumps from event to event (:mod:`.decode_math`): its next event is the
@@ -25,7 +28,7 @@ from numba import njit
 from ..prefix_cache import _match_prefix, _touch_blocks
 from ..roofline import cm_kv_transfer_time
 from .admission import decode_load, prefill_load
-from .cpp_group import group_fetch_time, group_prefill_time
+from .cpp_group import group_fetch_time, group_prefill
 from .decode_math import segment_pieces, steps_until_after, time_after, top_k_sum
 
 # Outcome codes are literals inside the kernels (numba freezes globals); they must equal
@@ -187,9 +190,9 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
     ``p_load`` / ``d_load``: the prefill and decode loads the Conductor computed at each arrival
     (:mod:`.admission`; decode: the current pool load, or the predicted one under ``predicted``).
 
-    ``n_prefill`` counts prefill *instances* (CPP groups of ``group_size`` nodes when > 1; their
-    prefill and fetch times come from :mod:`.cpp_group`, with ``cpp_chunk`` tokens per chunk,
-    ``act_bytes`` B per token between stages at ``cpp_bw`` B/s, ``cpp_overlap``).
+    ``n_prefill`` counts prefill *instances* (CPP groups of ``group_size`` nodes when > 1, pipelined
+    FIFO; their prefill and fetch times come from :mod:`.cpp_group`, with ``cpp_chunk`` tokens per
+    chunk, ``act_bytes`` B per token between stages at ``cpp_bw`` B/s, ``cpp_overlap``).
 
     ``diag``: [0] events processed, [1] times an event ran earlier than the previous one (must be
     0), [2] runs logged, [3] max decode batch.
@@ -197,7 +200,11 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
     n = len(arrival)
     P = n_prefill
     D = n_decode
-    busy = np.zeros(P, dtype=np.float64)
+    X = group_size
+    gfree = np.zeros((P, X), dtype=np.float64)  # when stage s of instance p is free (s)
+    glink = np.zeros((P, X), dtype=np.float64)  # when stage s's NIC is free (overlapped sends)
+    nfree = np.empty(X, dtype=np.float64)       # a group's state after a candidate request
+    nlink = np.empty(X, dtype=np.float64)
     local = np.zeros(P, dtype=np.int64)
     est = np.zeros(P, dtype=np.float64)
     # ready-event heap
@@ -366,22 +373,28 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
                     if local[p] > best:
                         best = local[p]
                         src = p
-                est[p] = max(0.0, busy[p] - a)  # queued work, s
+                est[p] = max(0.0, gfree[p, 0] - a)  # wait until stage 0 is free, s
                 if policy == 2:
                     cached = _reusable_tokens(local[p], Lin, block_tokens)
-                    est[p] += group_prefill_time(c, Lin - cached, cached, group_size, cpp_chunk, act_bytes,
-                                                 cpp_bw, cpp_overlap)
+                    r0 = max(a, gfree[p, 0])
+                    span = group_prefill(c, gfree, glink, p, nfree, nlink, r0, Lin - cached, cached, group_size,
+                                        cpp_chunk, act_bytes, cpp_bw, cpp_overlap)[1]
+                    est[p] += span
         if policy == 3:
             for p in range(P):
+                cl = _reusable_tokens(local[p], Lin, block_tokens)
                 if best > local[p] and (local[p] == 0 or best >= threshold * local[p]):
                     cb = _reusable_tokens(best, Lin, block_tokens)
-                    cl = _reusable_tokens(local[p], Lin, block_tokens)
-                    est[p] += group_fetch_time(c, cb - cl, group_size) + group_prefill_time(
-                        c, Lin - cb, cb, group_size, cpp_chunk, act_bytes, cpp_bw, cpp_overlap)
+                    f_e = group_fetch_time(c, cb - cl, group_size)
+                    r0 = max(a, gfree[p, 0]) + f_e
+                    span = group_prefill(c, gfree, glink, p, nfree, nlink, r0, Lin - cb, cb, group_size,
+                                        cpp_chunk, act_bytes, cpp_bw, cpp_overlap)[1]
+                    est[p] += f_e + span
                 else:
-                    cl = _reusable_tokens(local[p], Lin, block_tokens)
-                    est[p] += group_prefill_time(c, Lin - cl, cl, group_size, cpp_chunk, act_bytes, cpp_bw,
-                                                 cpp_overlap)
+                    r0 = max(a, gfree[p, 0])
+                    span = group_prefill(c, gfree, glink, p, nfree, nlink, r0, Lin - cl, cl, group_size,
+                                        cpp_chunk, act_bytes, cpp_bw, cpp_overlap)[1]
+                    est[p] += span
         if policy == 0:
             pi = min(int(u_random[i] * P), P - 1)
         else:
@@ -401,9 +414,10 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
         if use_remote:
             cached = _reusable_tokens(best, Lin, block_tokens)
             f_t = group_fetch_time(c, cached - cl, group_size)
-        pt = group_prefill_time(c, Lin - cached, cached, group_size, cpp_chunk, act_bytes, cpp_bw, cpp_overlap)
-        start = max(a, busy[pi])
-        end = start + f_t + pt
+        start = max(a, gfree[pi, 0])
+        r0 = start + f_t
+        end, pt = group_prefill(c, gfree, glink, pi, nfree, nlink, r0, Lin - cached, cached, group_size,
+                                cpp_chunk, act_bytes, cpp_bw, cpp_overlap)  # nfree / nlink: pi's state after it
         r_i = end + _exposed_transfer(c, Lin, pt, n_layers, layerwise)
         # ---------------- admission at arrival (arXiv §7): loads as SLO satisfaction
         pl = prefill_load(end - a, ttft_slo)
@@ -447,7 +461,9 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
             _touch_blocks(last_use, q_block, q_stamp, meta, src, blocks[:best])  # read at the source
         else:
             fetched_tok[i] = 0
-        busy[pi] = end
+        for s in range(X):
+            gfree[pi, s] = nfree[s]
+            glink[pi, s] = nlink[s]
         _touch_blocks(last_use, q_block, q_stamp, meta, pi, blocks)  # store / refresh (and replicate)
         prefill_inst[i] = pi
         cached_tok[i] = cached

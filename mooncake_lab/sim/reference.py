@@ -2,8 +2,9 @@
 
 Same results as :mod:`mooncake_lab.sim.kernel`, computed the slow, literal way: the decode pool
 runs **one step at a time** and every request keeps the list of its token intervals; LRU caches
-are ``OrderedDict``\\ s. Only the scalar cost functions are shared with the kernel (including a
-prefill instance's prefill and fetch times, :mod:`.cpp_group`).
+are ``OrderedDict``\\ s; a CPP group pushes a request's chunks through lists of stage times
+(:class:`_Group`). Only the scalar cost functions are shared with the kernel (stage and link
+times of :mod:`mooncake_lab.cpp`, fetch times of :mod:`.cpp_group`).
 
 The rules (both engines)
 ------------------------
@@ -12,10 +13,13 @@ advanced to its arrival time (every event at or before it happens first).
 
 Prefill (per instance: FIFO queue, LRU prefix cache of 512-token blocks)
     0. An instance is one node, or with ``cpp_group_size`` X > 1 a CPP group of X nodes
-       (``n_prefill / X`` instances; capacity X × ``cache_capacity_blocks``). "Prefill" and
-       "fetch" times below are :func:`.cpp_group.group_prefill_time` (X = 1: ``cm_prefill_time``;
-       X > 1: ``cm_cpp_request_time``, chunks of ``cpp_chunk``) and
-       :func:`.cpp_group.group_fetch_time` (``cm_kv_transfer_time`` / X). One request at a time.
+       (``n_prefill / X`` instances; capacity X × ``cache_capacity_blocks``), a pipelined FIFO
+       (:mod:`.cpp_group`): ``busy_until`` below is the time its stage 0 is free (X = 1: the
+       node is free); a started request's chunks (``cpp_chunk`` tokens) follow the previous
+       request's through the X stages. "Prefill" time = the request's own pipeline time from
+       ``start + fetch`` until its last chunk leaves the last stage on the instance's current state
+       (X = 1: ``cm_prefill_time``; an idle group: ``cm_cpp_request_time``); "fetch" =
+       :func:`.cpp_group.group_fetch_time` (``cm_kv_transfer_time`` / X).
     1. A request needing more KV than a decode instance holds (input + output tokens) is rejected
        at arrival (``rejected_too_large``).
     2. Each instance's *estimated TTFT* = queued work (``busy_until − now``) [+ prefill time with
@@ -24,7 +28,8 @@ Prefill (per instance: FIFO queue, LRU prefix cache of 512-token blocks)
        fetch(best − local tokens) + prefill with ``best`` cached. Estimates × (1 + noise·z).
        ``random`` draws the instance from a pre-drawn uniform. The minimum wins (ties: lowest).
     3. Cached tokens = min(512·blocks, L) but at most L − 1 (one token is always computed).
-       start = max(arrival, busy_until); end = start + fetch + prefill; busy_until = end.
+       start = max(arrival, busy_until); end = start + fetch + prefill; the instance's stages
+       advance past the request (X = 1: busy_until = end).
     4. Caches: a fetched prefix is touched at its source; then every block of the request is
        touched on the chosen instance (stored/refreshed, last block first; fetched ones replicate).
     5. TTFT = end − arrival (the prefill produces the first token). ``output_len == 1``: done.
@@ -75,7 +80,9 @@ import numpy as np
 
 from ..roofline import cm_decode_step_time, cm_kv_transfer_time
 from .admission import decode_load, prefill_load
-from .cpp_group import group_fetch_time, group_prefill_time
+from ..cpp import cm_cpp_link_time, cm_stage_coefficients
+from ..roofline import cm_prefill_time
+from .cpp_group import group_fetch_time
 from .config import (ADMISSIONS, COMPLETED, REJECTED_AFTER_PREFILL, REJECTED_AT_ARRIVAL,
                      REJECTED_TOO_LARGE)
 
@@ -114,6 +121,56 @@ class _LRU:
                 self.blocks.popitem(last=False)
 
 
+class _Group:
+    """One prefill instance as a pipeline of X stages (X = 1: one node, unchunked).
+
+    ``free[s]``: when stage s's GPUs are free; ``link[s]``: when its NIC is free (overlapped sends).
+    """
+
+    def __init__(self, c, x, chunk, act_bytes, bandwidth, overlap):
+        self.c, self.x, self.chunk = c, x, chunk
+        self.stage_c = cm_stage_coefficients(c, x)
+        self.act, self.bw, self.overlap = act_bytes, bandwidth, overlap
+        self.free = [0.0] * x
+        self.link = [0.0] * x
+
+    @property
+    def busy_until(self):
+        """When stage 0 is free: the next request may start."""
+        return self.free[0]
+
+    def run(self, ready, n_new, n_cached, commit):
+        """(finish, prefill seconds) of a request whose chunks may enter stage 0 from ``ready``;
+        the stages advance only if ``commit``."""
+        if self.x == 1:  # one node, the whole prompt at once
+            pt = float(cm_prefill_time(self.c, n_new, n_cached))
+            end = max(ready, self.free[0]) + pt
+            if commit:
+                self.free[0] = end
+            return end, pt
+        free, link = list(self.free), list(self.link)
+        done_tok, finish = 0, ready
+        while done_tok < n_new:
+            k = min(self.chunk, n_new - done_tok)
+            compute = float(cm_prefill_time(self.stage_c, float(k), float(n_cached + done_tok)))
+            send = float(cm_cpp_link_time(float(k), self.act, self.bw))
+            arrives = ready                      # when the chunk's input is at stage s
+            for s in range(self.x):
+                end = max(arrives, free[s]) + compute
+                if s == self.x - 1:              # last stage: nothing to send
+                    free[s] = finish = end
+                elif self.overlap:               # the NIC sends while the GPUs go on
+                    free[s] = end
+                    link[s] = max(end, link[s]) + send
+                    arrives = link[s]
+                else:                            # the stage is busy until its send is done
+                    free[s] = arrives = end + send
+            done_tok += k
+        if commit:
+            self.free, self.link = free, link
+        return finish, finish - ready
+
+
 class _Decode:
     """One decode instance, stepped one iteration at a time."""
 
@@ -135,10 +192,6 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
     X = resolved.cpp_group_size
     assert P * X == config.n_prefill
 
-    def prefill_s(n_new, n_cached):  # one request alone on an instance (a node or a CPP group)
-        return float(group_prefill_time(c, n_new, n_cached, X, resolved.cpp_chunk, resolved.cpp_act_bytes,
-                                        resolved.cpp_bandwidth, resolved.cpp_overlap))
-
     def fetch_s(n_tokens):
         return float(group_fetch_time(c, n_tokens, X))
     policy_name = config.prefill_policy
@@ -155,7 +208,8 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
     bt = trace.block_tokens
     L_in = trace.input_len.tolist()
     L_out = trace.output_len.tolist()
-    busy = [0.0] * P
+    groups = [_Group(c, X, int(resolved.cpp_chunk), float(resolved.cpp_act_bytes), float(resolved.cpp_bandwidth),
+                     bool(resolved.cpp_overlap)) for _ in range(P)]
     dec = [_Decode() for _ in range(D)]
     ready_events = []              # (time, request); kept sorted
     gen = [0] * n                  # tokens generated so far
@@ -261,14 +315,16 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
         else:
             est = []
             for p in range(P):
-                e = max(0.0, busy[p] - a)
+                g = groups[p]
+                e = max(0.0, g.busy_until - a)  # wait until (stage 0 of) the instance is free
                 if policy_name in ("cache_aware", "kvcentric"):
                     cl = _reusable_tokens(local[p], L, bt)
                     if remote_ok(p):
                         cb = _reusable_tokens(best, L, bt)
-                        e += fetch_s(cb - cl) + prefill_s(L - cb, cb)
+                        f = fetch_s(cb - cl)
+                        e += f + g.run(max(a, g.busy_until) + f, L - cb, cb, commit=False)[1]
                     else:
-                        e += prefill_s(L - cl, cl)
+                        e += g.run(max(a, g.busy_until), L - cl, cl, commit=False)[1]
                 if noise_sd > 0:
                     e *= max(0.0, 1.0 + noise_sd * z_noise[i, p])
                 est.append(e)
@@ -279,9 +335,8 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
         if remote_ok(pi):
             cached = _reusable_tokens(best, L, bt)
             fetch_t = fetch_s(cached - cl)
-        pt = prefill_s(L - cached, cached)
-        start = max(a, busy[pi])
-        end = start + fetch_t + pt
+        start = max(a, groups[pi].busy_until)
+        end, pt = groups[pi].run(start + fetch_t, L - cached, cached, commit=False)
         r = end + _exposed_transfer(c, L, pt, resolved.n_layers, layerwise)
         # admission at arrival (rules 11-12)
         pl = float(prefill_load(end - a, ttft_slo))
@@ -307,7 +362,7 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
             out["fetched_tok"][i] = cached - cl
             out["fetch_src"][i] = src
             caches[src].touch(blocks[:best])
-        busy[pi] = end
+        groups[pi].run(start + fetch_t, L - cached, cached, commit=True)
         caches[pi].touch(blocks)
         out["prefill_inst"][i] = pi
         out["cached_tok"][i] = cached
