@@ -189,3 +189,52 @@ def test_coupled_kernel_python_path_with_jit_disabled():
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.strip().endswith("ok")
+
+
+# ---------------------------------------------------------------- decode-only stretches are jumped
+def steps(c, batch, contexts):
+    return [cm_decode_step_time(c, batch, x) for x in contexts]
+
+
+@pytest.mark.parametrize("engine", sim.ENGINES)
+def test_an_arrival_is_admitted_at_the_first_step_boundary_after_it(engine):
+    # A (1,000-token prompt, 50 tokens) decodes alone after its prefill p: step m (m = 1, 2, …)
+    # has batch 1 and context 1,000 + m, so its boundaries are p, p + s1, p + s1 + s2, … ("ideal":
+    # s ≈ 8.4 ms). B arrives half-way through step 3 (p + s1 + s2 + s3/2): the numba kernel jumps
+    # A's steps in closed form and must cut that jump where the step-by-step engine admits B, at
+    # the end of step 3, and B's whole prefill starts there.
+    cfg = sim.ClusterConfig(**ONE)
+    c = cfg.resolve().cost
+    p = cm_prefill_time(c, 1000, 0)
+    s1, s2, s3 = steps(c, 1, [1001, 1002, 1003])
+    a_b = p + s1 + s2 + 0.5 * s3
+    df = sim.simulate(make([0.0, a_b], [1000, 600], [50, 2], [chain(1000, 0), chain(600, 100)]), cfg,
+                      engine=engine).requests
+    b = df.iloc[1]
+    assert b.prefill_start_s == pytest.approx(p + s1 + s2 + s3, rel=1e-12)
+    assert b.queue_wait_s == pytest.approx(0.5 * s3, rel=1e-9)
+    assert b.prefill_end_s == pytest.approx(p + s1 + s2 + s3 + cm_prefill_time(c, 600, 0), rel=1e-12)
+
+
+@pytest.mark.parametrize("engine", sim.ENGINES)
+def test_tail_tbt_merges_a_stall_with_the_longest_jumped_steps(engine):
+    # A: 1,000-token prompt, 101 tokens → 100 intervals, tail = mean of the longest 10. B (30,000-
+    # token prompt, 2 tokens) arrives during A's 3rd step and stalls it: A's interval 4 = B's whole
+    # prefill pB (≈ 2.4 s "ideal") + one step of batch 2 at context 1,004 + 30,001 (B finishes on
+    # it). Every other interval m is a lone step at context 1,000 + m, longer as m grows, so the
+    # longest 10 are the stall and steps m = 92…100: tail = (stall + Σ s(1, 1,092…1,100)) / 10.
+    # Iterations: 2 prefills + 100 decode steps (B's only step is A's step 4) = 102.
+    cfg = sim.ClusterConfig(**ONE)
+    c = cfg.resolve().cost
+    p = cm_prefill_time(c, 1000, 0)
+    s1, s2, s3 = steps(c, 1, [1001, 1002, 1003])
+    tr = make([0.0, p + s1 + s2 + 0.5 * s3], [1000, 30_000], [101, 2], [chain(1000, 0), chain(30_000, 100)])
+    res = sim.simulate(tr, cfg, engine=engine)
+    a = res.requests.iloc[0]
+    stall = cm_prefill_time(c, 30_000, 0) + cm_decode_step_time(c, 2, 1004 + 30_001)
+    lone = steps(c, 1, [1000 + m for m in range(1, 101) if m != 4])
+    assert sorted(lone)[-9:] == lone[-9:]  # the lone steps grow with the context
+    assert a.tbt_tail_s == pytest.approx((stall + sum(lone[-9:])) / 10, rel=1e-9)
+    assert a.finish_s == pytest.approx(p + stall + sum(lone), rel=1e-12)
+    assert a.tbt_mean_s == pytest.approx((stall + sum(lone)) / 100, rel=1e-9)
+    assert res.diagnostics["iterations"] == 102 and res.diagnostics["prefill_iterations"] == 2

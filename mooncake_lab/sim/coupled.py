@@ -16,8 +16,19 @@ The chunked sum runs the chunk and the decode step back to back: an upper bound 
 iteration, which would stream the weights (and pay the per-step overhead) once instead of twice —
 at most ``weights_s + overhead_s`` (≈ 14 ms on 8×A800, ``modern``) per iteration.
 
-Per request the mean of the longest 10% of its token intervals is kept in a min-heap of size
-``ceil((output − 1)/10)`` (the number of intervals is known at arrival), so no interval is stored.
+Decode-only stretches are jumped (:mod:`.decode_math`): while an instance has no prompt to work
+on, its batch is constant until the next completion or until an arrival it can admit, so the step
+times of that *segment* are a piecewise arithmetic series and its end is computed in closed form
+(one loop turn per segment instead of per token). An arrival that fits cuts the segment at the
+first step boundary strictly after it, where the iteration-by-iteration engine would admit it.
+
+Token intervals of a request, without storing one per token: the first interval of each segment
+(it may include a stall: prefills run while the batch waited, or the request's own first token)
+and every interval of an iteration with a prefill chunk go to a min-heap of size
+``ceil((output − 1)/10)`` (the number of intervals is known at arrival) keeping its largest ones;
+the other steps of a segment are logged per instance as arithmetic runs (linked backwards). On
+completion the mean of the longest 10% is taken over the heap and the runs logged since the
+request joined the batch (:func:`~.decode_math.top_k_sum`).
 """
 from __future__ import annotations
 
@@ -28,6 +39,7 @@ from numba import njit
 
 from ..prefix_cache import _match_prefix, _touch_blocks
 from ..roofline import cm_decode_step_time, cm_prefill_time
+from .decode_math import segment_pieces, steps_until_after, time_after, top_k_sum
 from .kernel import _reusable_tokens
 
 __all__ = ["tail_slots"]
@@ -40,99 +52,33 @@ def tail_slots(output_len: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True)
-def _keep_largest(heap, off, cnt, k, v):
-    """Offer ``v`` to the min-heap ``heap[off:off+k]`` holding the ``k`` largest values; returns count."""
-    if cnt < k:
-        j = cnt
-        heap[off + j] = v
-        while j > 0:
-            p = (j - 1) // 2
-            if heap[off + p] <= heap[off + j]:
-                break
-            heap[off + p], heap[off + j] = heap[off + j], heap[off + p]
-            j = p
-        return cnt + 1
-    if v <= heap[off]:
-        return cnt
-    heap[off] = v
-    j = 0
-    while True:
-        l = 2 * j + 1
-        if l >= k:
-            break
-        m = l
-        if l + 1 < k and heap[off + l + 1] < heap[off + l]:
-            m = l + 1
-        if heap[off + j] <= heap[off + m]:
-            break
-        heap[off + m], heap[off + j] = heap[off + j], heap[off + m]
-        j = m
-    return cnt
+def _tail_mean(j, e, heap, hoff, hcnt, run_mark, last_run, log_a, log_d, log_m, log_prev,
+               buf_a, buf_d, buf_m, hkey, hidx):
+    """Mean of the longest ``ceil((output − 1)/10)`` token intervals of request ``j`` (on ``e``).
 
-
-@njit(cache=True)
-def _start_iteration(e, t, c, chunked, chunk, phead, run_cnt, dctx, computed_tok, cached_tok, done_pref,
-                     arrival, prefill_start, queue_wait, it_end, it_req, it_k, it_pt, it_dec):
-    """Plan instance ``e``'s next iteration starting at ``t`` (or mark it idle)."""
-    j = phead[e]
-    b = run_cnt[e]
-    k = 0
-    if j >= 0:
-        if math.isnan(prefill_start[j]):
-            prefill_start[j] = t
-            queue_wait[j] = t - arrival[j]
-        k = computed_tok[j] - done_pref[j]
-        if chunked and k > chunk:
-            k = chunk
-    if chunked:
-        if k == 0 and b == 0:
-            it_end[e] = math.inf
-            it_req[e] = -1
-            return
-        pt = cm_prefill_time(c, k, cached_tok[j] + done_pref[j]) if k > 0 else 0.0
-        ds = cm_decode_step_time(c, b, dctx[e]) if b > 0 else 0.0
-        it_req[e] = j if k > 0 else -1
-        it_k[e] = k
-        it_pt[e] = pt
-        it_dec[e] = b > 0
-        it_end[e] = t + (pt + ds)
-    elif k > 0:  # a whole prefill; the decode batch waits
-        pt = cm_prefill_time(c, k, cached_tok[j] + done_pref[j])
-        it_req[e] = j
-        it_k[e] = k
-        it_pt[e] = pt
-        it_dec[e] = False
-        it_end[e] = t + pt
-    elif b > 0:
-        it_req[e] = -1
-        it_k[e] = 0
-        it_pt[e] = 0.0
-        it_dec[e] = True
-        it_end[e] = t + cm_decode_step_time(c, b, dctx[e])
-    else:
-        it_end[e] = math.inf
-        it_req[e] = -1
-
-
-@njit(cache=True)
-def _admit(e, cap, input_len, output_len, reserved, max_kv, qhead, qtail, qnext, phead, ptail, pnext):
-    """Move waiting requests of ``e`` (FIFO) into its prefill queue while their KV fits."""
-    while qhead[e] >= 0:
-        i = qhead[e]
-        need = input_len[i] + output_len[i]
-        if reserved[e] + need > cap:
-            break
-        qhead[e] = qnext[i]
-        if qhead[e] < 0:
-            qtail[e] = -1
-        reserved[e] += need
-        if reserved[e] > max_kv[e]:
-            max_kv[e] = reserved[e]
-        if phead[e] < 0:
-            phead[e] = i
-        else:
-            pnext[ptail[e]] = i
-        ptail[e] = i
+    Its intervals are the values kept in its heap plus the runs logged on ``e`` since it joined.
+    When the heap is full its smallest value θ is a lower bound of the answer's values: a run
+    whose largest value is ≤ θ cannot change the sum (a value equal to θ is interchangeable with
+    the heap's), so it is skipped.
+    """
+    off = hoff[j]
+    kk = hoff[j + 1] - off
+    theta = heap[off] if hcnt[j] == kk else -math.inf
+    nr = 0
+    r = last_run[e]
+    while r != run_mark[j]:
+        if log_a[r] + log_d[r] * (log_m[r] - 1) > theta:  # its largest value (runs don't decrease)
+            buf_a[nr] = log_a[r]
+            buf_d[nr] = log_d[r]
+            buf_m[nr] = log_m[r]
+            nr += 1
+        r = log_prev[r]
+    for h in range(hcnt[j]):
+        buf_a[nr] = heap[off + h]
+        buf_d[nr] = 0.0
+        buf_m[nr] = 1
+        nr += 1
+    return top_k_sum(buf_a, buf_d, buf_m, nr, kk, hkey, hidx) / kk
 
 
 @njit(cache=True)
@@ -145,8 +91,8 @@ def _coupled_kernel(arrival, input_len, output_len, offsets, block_ids, block_to
     """Simulate the trace on ``E`` coupled instances (outputs pre-set to NaN / −1 / 0).
 
     ``policy``: 0 random, 1 load (least queued prefill work), 2/3 cache-aware (queued work + own
-    prefill with the local prefix). ``diag``: [0] iterations ended, [1] time reversals (must be 0),
-    [2] prefill iterations, [3] max decode batch.
+    prefill with the local prefix). ``diag``: [0] iterations ended (a jumped segment counts each of
+    its steps), [1] time reversals (must be 0), [2] prefill iterations, [3] max decode batch.
     """
     n = len(arrival)
     heap = np.empty(max(hoff[n], 1))
@@ -178,6 +124,32 @@ def _coupled_kernel(arrival, input_len, output_len, offsets, block_ids, block_to
     local = np.zeros(E, dtype=np.int64)
     est = np.zeros(E)
     t_last = np.full(E, -math.inf)
+    # decode-only segments: steps (0: the current iteration is a single one; −1: the idle instance
+    # wakes at it_end to admit an arrival), start time, pieces of the step times
+    seg_n = np.zeros(E, dtype=np.int64)
+    seg_t0 = np.zeros(E)
+    pa = np.zeros((E, 3))
+    pd = np.zeros((E, 3))
+    pm = np.zeros((E, 3), dtype=np.int64)
+    pn = np.zeros(E, dtype=np.int64)
+    # run log (steps 2… of each closed segment, ≤ 3 runs; a segment ends at a completion or is
+    # cut by an arrival, so ≤ 2n segments); a request's runs are those after its mark
+    nlog_max = 6 * n + 8
+    log_a = np.empty(nlog_max)
+    log_d = np.empty(nlog_max)
+    log_m = np.empty(nlog_max, dtype=np.int64)
+    log_prev = np.empty(nlog_max, dtype=np.int64)
+    last_run = np.full(E, -1, dtype=np.int64)
+    run_mark = np.full(n, -1, dtype=np.int64)
+    nlog = 0
+    kmax = 1
+    if n > 0:
+        kmax = max(1, (max(np.max(output_len) - 1, 0) + 9) // 10)
+    buf_a = np.empty(nlog_max + kmax + 1)
+    buf_d = np.empty(nlog_max + kmax + 1)
+    buf_m = np.empty(nlog_max + kmax + 1, dtype=np.int64)
+    hkey = np.empty(nlog_max + kmax + 1)
+    hidx = np.empty(nlog_max + kmax + 1, dtype=np.int64)
 
     for i in range(n + 1):
         t_now = arrival[i] if i < n else math.inf
@@ -186,30 +158,84 @@ def _coupled_kernel(arrival, input_len, output_len, offsets, block_ids, block_to
         for e in range(E):
             while it_end[e] <= t_now and it_end[e] < math.inf:
                 t = it_end[e]
-                diag[0] += 1
-                if t < t_last[e]:
-                    diag[1] += 1
-                t_last[e] = t
-                # the decode batch of this iteration: one token each
-                if it_dec[e]:
+                ns = seg_n[e]  # steps of a decode-only segment; 0: one iteration; −1: a wake-up
+                if ns >= 0:
+                    diag[0] += max(ns, 1)
+                    if t < t_last[e]:
+                        diag[1] += 1
+                    t_last[e] = t
+                nd = 0  # decode steps ending now
+                t1 = t  # end of the first of them
+                if ns > 0:
+                    # ---- a decode-only segment of ns steps: steps 2…ns are logged as runs
+                    nd = ns
+                    t1 = seg_t0[e] + pa[e, 0]  # (= time_after(…, 1))
+                    left = ns
+                    for p in range(pn[e]):
+                        if left <= 0:
+                            break
+                        m = pm[e, p] if pm[e, p] < left else left
+                        left -= m
+                        a0 = pa[e, p]
+                        if p == 0:  # the first step is an interval of its own (below)
+                            a0 = a0 + pd[e, p]
+                            m -= 1
+                        if m > 0:
+                            log_a[nlog] = a0
+                            log_d[nlog] = pd[e, p]
+                            log_m[nlog] = m
+                            log_prev[nlog] = last_run[e]
+                            last_run[e] = nlog
+                            nlog += 1
+                elif it_dec[e]:  # an iteration with a prefill chunk and a decode step
+                    nd = 1
+                if nd > 0:
+                    # every request of the batch gets nd tokens; its first interval (now − its previous
+                    # token: may include stalls) goes to its heap
+                    dctx[e] += run_cnt[e] * nd
                     q = 0
                     while q < run_cnt[e]:
                         j = run_list[e, q]
-                        gen[j] += 1
-                        hcnt[j] = _keep_largest(heap, hoff[j], hcnt[j], hoff[j + 1] - hoff[j], t - last_tok[j])
+                        gen[j] += nd
+                        # offer the interval to j's min-heap of its k largest (inlined: a call per token
+                        # would cost two atomic reference-count updates)
+                        v = t1 - last_tok[j]
+                        off = hoff[j]
+                        kk = hoff[j + 1] - off
+                        cnt = hcnt[j]
+                        if cnt < kk:
+                            h = cnt
+                            heap[off + h] = v
+                            while h > 0:
+                                par = (h - 1) // 2
+                                if heap[off + par] <= heap[off + h]:
+                                    break
+                                heap[off + par], heap[off + h] = heap[off + h], heap[off + par]
+                                h = par
+                            hcnt[j] = cnt + 1
+                        elif v > heap[off]:
+                            heap[off] = v
+                            h = 0
+                            while True:
+                                l = 2 * h + 1
+                                if l >= kk:
+                                    break
+                                mm = l
+                                if l + 1 < kk and heap[off + l + 1] < heap[off + l]:
+                                    mm = l + 1
+                                if heap[off + h] <= heap[off + mm]:
+                                    break
+                                heap[off + mm], heap[off + h] = heap[off + h], heap[off + mm]
+                                h = mm
                         last_tok[j] = t
-                        dctx[e] += 1
                         if gen[j] == output_len[j]:
                             finish[j] = t
                             outcome[j] = 1
                             reserved[e] -= input_len[j] + output_len[j]
                             dctx[e] -= input_len[j] + output_len[j]
                             tbt_mean[j] = (t - prefill_end[j]) / (output_len[j] - 1)
-                            kk = hoff[j + 1] - hoff[j]
-                            s = 0.0
-                            for h in range(kk):
-                                s += heap[hoff[j] + h]
-                            tbt_tail[j] = s / kk
+                            tbt_tail[j] = _tail_mean(j, e, heap, hoff, hcnt, run_mark, last_run, log_a, log_d,
+                                                     log_m, log_prev, buf_a, buf_d, buf_m, hkey, hidx)
                             run_cnt[e] -= 1
                             run_list[e, q] = run_list[e, run_cnt[e]]
                         else:
@@ -235,14 +261,65 @@ def _coupled_kernel(arrival, input_len, output_len, offsets, block_ids, block_to
                         else:
                             gen[j] = 1
                             last_tok[j] = t
+                            run_mark[j] = last_run[e]
                             run_list[e, run_cnt[e]] = j
                             run_cnt[e] += 1
                             dctx[e] += input_len[j] + 1
                             if run_cnt[e] > diag[3]:
                                 diag[3] = run_cnt[e]
-                _admit(e, decode_cap, input_len, output_len, reserved, max_kv, qhead, qtail, qnext, phead, ptail, pnext)
-                _start_iteration(e, t, c, chunked, chunk, phead, run_cnt, dctx, computed_tok, cached_tok, done_pref,
-                                 arrival, prefill_start, queue_wait, it_end, it_req, it_k, it_pt, it_dec)
+                # waiting requests enter the prefill queue (FIFO) while their whole KV fits
+                while qhead[e] >= 0:
+                    j = qhead[e]
+                    need = input_len[j] + output_len[j]
+                    if reserved[e] + need > decode_cap:
+                        break
+                    qhead[e] = qnext[j]
+                    if qhead[e] < 0:
+                        qtail[e] = -1
+                    reserved[e] += need
+                    if reserved[e] > max_kv[e]:
+                        max_kv[e] = reserved[e]
+                    if phead[e] < 0:
+                        phead[e] = j
+                    else:
+                        pnext[ptail[e]] = j
+                    ptail[e] = j
+                # ---- plan the next iteration from t (contents fixed now, effects at its end)
+                j = phead[e]
+                b = run_cnt[e]
+                k = 0
+                seg_n[e] = 0
+                it_req[e] = -1
+                it_dec[e] = False
+                if j >= 0:
+                    if math.isnan(prefill_start[j]):
+                        prefill_start[j] = t
+                        queue_wait[j] = t - arrival[j]
+                    k = computed_tok[j] - done_pref[j]
+                    if chunked and k > chunk:
+                        k = chunk
+                if k == 0 and b > 0:  # decode only: one segment up to the next completion
+                    nmin = output_len[run_list[e, 0]] - gen[run_list[e, 0]]
+                    for q in range(1, b):
+                        r = output_len[run_list[e, q]] - gen[run_list[e, q]]
+                        if r < nmin:
+                            nmin = r
+                    pn[e] = segment_pieces(c, b, dctx[e], nmin, pa[e], pd[e], pm[e])
+                    seg_n[e] = nmin
+                    seg_t0[e] = t
+                    it_end[e] = time_after(t, pa[e], pd[e], pm[e], pn[e], nmin)
+                elif k == 0:
+                    it_end[e] = math.inf  # idle
+                else:
+                    pt = cm_prefill_time(c, k, cached_tok[j] + done_pref[j])
+                    it_req[e] = j
+                    it_k[e] = k
+                    it_pt[e] = pt
+                    if chunked:  # the chunk and, if any, a decode step of the batch
+                        it_dec[e] = b > 0
+                        it_end[e] = t + (pt + (cm_decode_step_time(c, b, dctx[e]) if b > 0 else 0.0))
+                    else:  # the whole prompt; the batch waits
+                        it_end[e] = t + pt
         if i == n:
             break
         # ---------------- the arrival of request i: route it to an instance
@@ -279,13 +356,18 @@ def _coupled_kernel(arrival, input_len, output_len, offsets, block_ids, block_to
         prefill_time[i] = 0.0
         full_pt[i] = cm_prefill_time(c, Lin - cached, cached)
         pend[ei] += full_pt[i]
-        if qhead[ei] < 0:
+        was_empty = qhead[ei] < 0
+        if was_empty:
             qhead[ei] = i
         else:
             qnext[qtail[ei]] = i
         qtail[ei] = i
-        if it_end[ei] == math.inf:  # idle: admit and start right away
-            _admit(ei, decode_cap, input_len, output_len, reserved, max_kv, qhead, qtail, qnext, phead, ptail,
-                   pnext)
-            _start_iteration(ei, a, c, chunked, chunk, phead, run_cnt, dctx, computed_tok, cached_tok, done_pref,
-                             arrival, prefill_start, queue_wait, it_end, it_req, it_k, it_pt, it_dec)
+        if it_end[ei] == math.inf:  # idle: it wakes now (admits and plans before the next arrival)
+            it_end[ei] = a
+            seg_n[ei] = -1
+        elif seg_n[ei] > 0 and was_empty and reserved[ei] + (Lin + output_len[i]) <= decode_cap:
+            # decoding only, and it fits: admitted at the first step boundary strictly after a
+            ns = steps_until_after(seg_t0[ei], a, pa[ei], pd[ei], pm[ei], pn[ei])
+            if ns < seg_n[ei]:
+                seg_n[ei] = ns
+                it_end[ei] = time_after(seg_t0[ei], pa[ei], pd[ei], pm[ei], pn[ei], ns)
