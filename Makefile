@@ -1,12 +1,13 @@
 # Two commands for a fresh machine with Python 3.11+:
 #   make lab    -> JupyterLab on notebooks/
-#   make test   -> the whole test suite (unit, property, trace loader, dashboards, every notebook)
+#   make test   -> the whole test suite (unit, property, trace loader, dashboards, every notebook,
+#                  every lecture in JupyterLab in headless Chromium)
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab test setup reproduce doctor bench clean
+.PHONY: lab test test-browser setup course reproduce doctor bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,6 +25,14 @@ lab: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# Only the real-browser test (JupyterLab + headless Chromium; screenshots in build/screenshots/).
+test-browser: $(STAMP)
+	$(BIN)/python -m pytest -m browser
+
+# Every notebook executed (lectures, then solutions) into browsable HTML: build/course/index.html.
+course: $(STAMP)
+	$(BIN)/python -m mooncake_lab.course --out build/course
 
 reproduce: $(STAMP)
 	$(BIN)/python -m mooncake_lab reproduce

@@ -5,41 +5,15 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from queue import Empty
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
+
+from mooncake_lab.course import notebook_client
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")) + \
     sorted((ROOT / "notebooks" / "solutions").glob("[0-9][0-9]_*.ipynb"))
-#: A hang guard, not a speed target: the budget is ≤ 60 s per notebook (printed below).
-CELL_TIMEOUT_S = 180
-
-
-class _Client(NotebookClient):
-    """nbclient with a workaround for jupyter/nbclient#312: a cell that displays widgets can leave
-    the wait for its shell reply blocked until the cell timeout even though the reply has arrived
-    (seen here as 3-minute stalls at 0% CPU). Waiting in short polls re-checks the socket."""
-
-    async def async_start_new_kernel_client(self):
-        kc = await super().async_start_new_kernel_client()
-        channel = kc.shell_channel
-        blocking_get = channel.get_msg
-
-        async def get_msg(timeout=None):
-            deadline = None if timeout is None else time.monotonic() + timeout
-            while True:
-                step = 0.25 if deadline is None else max(0.0, min(0.25, deadline - time.monotonic()))
-                try:
-                    return await blocking_get(timeout=step)
-                except Empty:
-                    if deadline is not None and time.monotonic() >= deadline:
-                        raise
-
-        channel.get_msg = get_msg
-        return kc
 
 
 def _text_of(output) -> str:
@@ -52,8 +26,7 @@ def _text_of(output) -> str:
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT / "notebooks")))
 def test_notebook_runs_clean(path, capsys):
     nb = nbformat.read(path, as_version=4)
-    client = _Client(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}})
+    client = notebook_client(nb, path, store_widget_state=False)
     t0 = time.perf_counter()
     client.execute()
     elapsed = time.perf_counter() - t0

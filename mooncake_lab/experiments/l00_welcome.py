@@ -9,6 +9,7 @@ import pandas as pd
 from .. import roofline
 from ..hardware import A800_NODE
 from ..models import get_model
+from ..reproduce import Metric, figure_group, metric_group
 
 DEFAULT_MODEL = "llama2-70b"
 
@@ -54,3 +55,29 @@ def coupled_stall(prompt_lengths=(2_000, 8_000, 32_000, 128_000), *, batch_size:
     df = pd.DataFrame(rows)
     df["gap_over_normal"] = df["stalled_gap_s"] / df["normal_tbt_s"]
     return df
+
+
+@metric_group("welcome")
+def metrics() -> list[Metric]:
+    """Lecture 00's two numbers (ours only: the paper states the SLOs, not these times)."""
+    one = one_request()
+    gap = coupled_stall([32_000]).loc[0, "stalled_gap_s"]
+    where = "ours: LLaMA2-70B, one 8×A800 node, ideal preset (lecture 00)"
+    return [
+        Metric("welcome.one_request_ttft_s", float(one["ttft_s"]), "s", None,
+               f"{where}; 12,035-token prompt alone, TTFT SLO 30 s (arXiv 2407.00079, real-workload run)"),
+        Metric("welcome.coupled_stall_32k_gap_s", float(gap), "s", None,
+               f"{where}; 32k prefill between two decode steps of 32 × 12,035-token contexts, "
+               "TBT SLO 0.1 s (arXiv 2407.00079, real-workload run)"),
+    ]
+
+
+@figure_group("welcome")
+def figures() -> dict:
+    """Headline figures of lecture 00 (LLaMA2-70B on one 8×A800 node, ideal preset), as in the notebook."""
+    from ..plots import welcome as plots
+
+    return {
+        "l00_request_timeline": plots.request_timeline(one_request()),
+        "l00_coupled_stall": plots.coupled_stall(coupled_stall()),
+    }
