@@ -38,7 +38,7 @@ def notebook_title(nb) -> str:
     return ""
 
 
-def notebook_client(nb, path: Path, *, store_widget_state: bool = True):
+def notebook_client(nb, path: Path):
     """An nbclient for notebook ``nb`` (read from ``path``) that runs in the notebook's folder,
     keeps the widgets' state, and polls its shell channel in short steps.
 
@@ -66,7 +66,7 @@ def notebook_client(nb, path: Path, *, store_widget_state: bool = True):
             channel.get_msg = get_msg
             return kc
 
-    return _Client(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3", store_widget_state=store_widget_state,
+    return _Client(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3", store_widget_state=True,
                    resources={"metadata": {"path": str(path.parent)}})
 
 

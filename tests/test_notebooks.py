@@ -26,7 +26,7 @@ def _text_of(output) -> str:
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT / "notebooks")))
 def test_notebook_runs_clean(path, capsys):
     nb = nbformat.read(path, as_version=4)
-    client = notebook_client(nb, path, store_widget_state=False)
+    client = notebook_client(nb, path)
     t0 = time.perf_counter()
     client.execute()
     elapsed = time.perf_counter() - t0
