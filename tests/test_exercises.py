@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
 from mooncake_lab import check
 from mooncake_lab.exercises import Exercise, _REGISTRY, exercise, list_exercises
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -50,3 +53,28 @@ def test_choice_exercises():
         assert not check("99.choice", "compute")
     finally:
         _REGISTRY.pop("99.choice")
+
+
+def _wrong(ex, right):
+    """An answer that must be rejected: another choice, the opposite truth, or a number far off."""
+    if isinstance(right, bool):
+        return not right
+    if ex.choices:
+        return next(c for c in ex.choices if str(c).lower() != str(right).lower())
+    if isinstance(right, str):
+        return "certainly not " + right
+    return right * 1.5 + 1
+
+
+LECTURES = sorted(p.name[:2] for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+@pytest.mark.parametrize("lecture", LECTURES)
+def test_each_lecture_has_checked_exercises_that_tell_right_from_wrong(lecture):
+    exs = list_exercises(f"{lecture}.")
+    assert len(exs) >= 3, f"lecture {lecture} has {len(exs)} exercises; each lecture needs at least 3"
+    for ex in exs:
+        right = ex.answer()
+        assert check(ex.id, right), ex.id
+        assert not check(ex.id, _wrong(ex, right)), ex.id
+        assert not check(ex.id, ...), ex.id
