@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["Trace", "BLOCK_TOKENS", "TraceFormatError", "SyntheticFallbackWarning", "dense_block_ids",
-           "trace_from_requests", "read_jsonl", "load_trace", "load_trace_or_synthetic", "cached_trace"]
+           "trace_from_requests", "read_jsonl", "load_trace", "load_trace_or_synthetic", "cached_trace", "as_trace"]
 
 #: Tokens per KV block in the released Mooncake traces (FAST'25 release README; every line of
 #: both shipped traces satisfies len(hash_ids) == ceil(input_length / 512)).
@@ -473,3 +473,13 @@ def _cache_clear() -> None:
 
 
 cached_trace.cache_clear = _cache_clear  # same spelling as functools.lru_cache
+
+
+def as_trace(trace: "Trace | str") -> Trace:
+    """``trace`` itself if it is a :class:`Trace`, else :func:`cached_trace` of that name."""
+    if isinstance(trace, Trace):
+        return trace
+    if not isinstance(trace, str):
+        raise ValueError(f"trace must be a Trace or a trace name such as 'conversation' or 'toolagent-like', "
+                         f"got {trace!r}")
+    return cached_trace(trace)

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mooncake_lab import prefix_cache as pc
+from mooncake_lab import traces as traces_mod
 from mooncake_lab.traces import Trace, read_jsonl
 
 
@@ -300,7 +301,7 @@ def test_curve_frame_on_real_trace(real_traces):
 
 
 def test_cache_metrics(real_traces, monkeypatch):
-    monkeypatch.setattr(l03_cache, "_load", lambda name: real_traces[name])
+    monkeypatch.setattr(traces_mod, "cached_trace", lambda name: real_traces[name])
     ms = {m.name: m for m in l03_cache.cache_metrics()}
     assert list(ms) == [f"cache.conversation.lru_hit.b{c}" for c in (1000, 10000, 30000, 100000)] + [
         "cache.conversation.global_vs_local_ratio"]
@@ -316,7 +317,7 @@ def test_cache_metrics_say_when_on_stand_in(monkeypatch):
     stand_in = _trace([[0] + [int(b) for b in rng.integers(1, 50, 3)] for _ in range(200)])
     stand_in = Trace(stand_in.arrival_s, stand_in.input_len, stand_in.output_len, stand_in.block_offsets,
                      stand_in.block_ids, name="synthetic:conversation-like", source="generator seed 0")
-    monkeypatch.setattr(l03_cache, "_load", lambda name: stand_in)
+    monkeypatch.setattr(traces_mod, "cached_trace", lambda name: stand_in)
     ms = l03_cache.cache_metrics()
     assert all(m.paper is None for m in ms)
     assert all("stand-in" in m.source for m in ms)

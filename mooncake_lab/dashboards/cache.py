@@ -10,6 +10,7 @@ from __future__ import annotations
 import ipywidgets as widgets
 
 from ..experiments import l03_cache as exp
+from ..traces import as_trace
 from ..plots import cache as plots
 from . import Dashboard
 
@@ -60,7 +61,7 @@ class CapacityDashboard(Dashboard):
         }
 
     def _draw(self):
-        t = exp.cached_trace(self.value("trace"))
+        t = as_trace(self.value("trace"))
         cap = _blocks(self.value("capacity"))
         weight = self.value("weight")
         curve = exp.hit_ratio_vs_capacity(t, exp.curve_capacities())
@@ -101,7 +102,7 @@ class PoolDashboard(Dashboard):
         }
 
     def _draw(self):
-        t = exp.cached_trace(self.value("trace"))
+        t = as_trace(self.value("trace"))
         total = _blocks(self.value("capacity"))
         n = self.value("n_instances")
         routing = self.value("routing")

@@ -10,6 +10,7 @@ import ipywidgets as widgets
 
 from ..experiments import l03_cache, l03_traces
 from ..plots import traces as plots
+from ..traces import as_trace
 from . import Dashboard
 from .cache import TRACE_CHOICES
 
@@ -40,7 +41,7 @@ class TraceDashboard(Dashboard):
         }
 
     def _draw(self):
-        t = l03_cache.cached_trace(self.value("trace"))
+        t = as_trace(self.value("trace"))
         view = self.value("view")
         self.controls["bin_s"].disabled = view != "arrivals"
         if view == "arrivals":

@@ -9,17 +9,12 @@ import math
 from collections import OrderedDict
 
 from .. import sim
-from ..traces import Trace, cached_trace
+from ..traces import Trace, as_trace
 
 __all__ = ["as_trace", "simulate_at_speed"]
 
 _RUNS: "OrderedDict[tuple, tuple]" = OrderedDict()
 _RUNS_MAX = 64  # memoised runs kept (≈ 2 MB each on the conversation trace)
-
-
-def as_trace(trace: Trace | str) -> Trace:
-    """A :class:`Trace` as given, or a released trace / synthetic preset by name (parsed once)."""
-    return trace if isinstance(trace, Trace) else cached_trace(trace)
 
 
 def simulate_at_speed(trace: Trace | str, speed: float, config: sim.ClusterConfig) -> sim.SimResult:

@@ -14,7 +14,7 @@ import pandas as pd
 
 from .. import prefix_cache as pc
 from ..reproduce import Metric, figure_group, metric_group
-from ..traces import Trace, cached_trace
+from ..traces import Trace, as_trace
 
 __all__ = ["hit_ratio_vs_capacity", "paper_table1_points", "local_vs_global", "block_popularity_table",
            "popularity_summary", "replica_distribution", "DEFAULT_CAPACITIES", "REFERENCE_HIT",
@@ -46,15 +46,7 @@ PAPER_GLOBAL_VS_LOCAL = 2.22
 
 # The real trace if available, else its calibrated synthetic stand-in (named "synthetic:<preset>");
 # parsed once per process and shared with notebooks, dashboards and the other l03 module.
-_load = cached_trace
-
-
-def _trace(trace) -> Trace:
-    if isinstance(trace, Trace):
-        return trace
-    if isinstance(trace, str):
-        return _load(trace)
-    raise ValueError(f"trace must be a Trace or a trace name such as 'conversation', got {trace!r}")
+_trace = as_trace
 
 
 # ----------------------------------------------------------------------------------------------

@@ -14,8 +14,8 @@ import pandas as pd
 
 from .. import prefix_cache as pc
 from ..reproduce import Metric, figure_group, metric_group
-from ..synthetic import PRESETS, TARGETS, synthetic_trace
-from ..traces import Trace, cached_trace
+from ..synthetic import TARGETS, synthetic_trace
+from ..traces import Trace, as_trace, cached_trace
 
 __all__ = ["trace_summary", "arrivals_per_minute", "length_cdf", "timestamp_gaps", "preset_calibration",
            "PAPER_TABLE2", "trace_metrics"]
@@ -33,19 +33,11 @@ _T2 = "FAST'25 Table 2"
 # The real trace if available, else its calibrated synthetic stand-in (named "synthetic:<preset>");
 # parsed once per process and shared with notebooks, dashboards and the other l03 module.
 _load = cached_trace
+_trace = as_trace
 
 
 def _preset(preset: str, seed: int = 0) -> Trace:
     return cached_trace(preset) if seed == 0 else synthetic_trace(preset, seed=seed)
-
-
-def _trace(trace) -> Trace:
-    if isinstance(trace, Trace):
-        return trace
-    if isinstance(trace, str):
-        return _preset(trace) if trace in PRESETS else _load(trace)
-    raise ValueError(f"trace must be a Trace, a trace name ('conversation', 'synthetic', ...) or a preset "
-                     f"({', '.join(PRESETS)}), got {trace!r}")
 
 
 def trace_summary(traces=("conversation", "synthetic", "toolagent-like")) -> pd.DataFrame:
