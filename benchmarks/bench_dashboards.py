@@ -18,6 +18,8 @@ DASHBOARDS = [
     ("storage", "ReloadDashboard"), ("storage", "Eq2Dashboard"),
     ("traces", "TraceDashboard"), ("cache", "CapacityDashboard"), ("cache", "PoolDashboard"),
     ("scheduling", "SchedulingDashboard"), ("scheduling", "AlgorithmOneDashboard"),
+    ("prefill", "GanttDashboard"), ("prefill", "SchemesDashboard"),
+    ("goodput", "GoodputDashboard"), ("goodput", "BatchingDashboard"),
     ("overload", "OverloadDashboard"), ("overload", "PolicyComparisonDashboard"),
 ]
 
@@ -41,7 +43,8 @@ def _other_values(w, k=3):
 def main() -> None:
     import os
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores (times scale with it)")
-    print(f"{'dashboard':<34}{'control':<22}{'median ms':>10}{'worst ms':>10}")
+    print(f"{'dashboard':<34}{'control':<22}{'median ms':>10}{'worst ms':>10}{'full redraws':>14}")
+    over, total = [], 0
     for mod_name, cls_name in DASHBOARDS:
         try:
             cls = getattr(importlib.import_module(f"mooncake_lab.dashboards.{mod_name}"), cls_name)
@@ -50,14 +53,20 @@ def main() -> None:
         with contextlib.redirect_stdout(io.StringIO()):  # outside a kernel, display() prints
             dash = cls()
         for name, w in dash.controls.items():
-            times = []
+            times, full0 = [], dash.n_full_draws
             for v in _other_values(w):
                 with contextlib.redirect_stdout(io.StringIO()):
                     t0 = time.perf_counter()
                     w.value = v
                     times.append((time.perf_counter() - t0) * 1e3)
             if times:
-                print(f"{cls_name:<34}{name:<22}{statistics.median(times):>10.0f}{max(times):>10.0f}")
+                full = f"{dash.n_full_draws - full0}/{len(times)}" if dash.live else "every"
+                med = statistics.median(times)
+                print(f"{cls_name:<34}{name:<22}{med:>10.0f}{max(times):>10.0f}{full:>14}")
+                total += 1
+                if med > 150:
+                    over.append(f"{cls_name}.{name}")
+    print(f"{total - len(over)} of {total} controls within the 150 ms budget (median); over: {', '.join(over) or 'none'}")
 
 
 if __name__ == "__main__":

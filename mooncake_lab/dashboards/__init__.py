@@ -2,18 +2,37 @@
 
 Conventions: each dashboard is a small class with ``.controls`` (a dict of widgets), ``.readout``
 (an HTML line under the controls; empty unless the dashboard writes to it), ``.output`` (where the
-figure shows), ``.figure`` (the last matplotlib Figure drawn), ``.png`` (its rendering) and
+figure shows), ``.figure`` (the matplotlib Figure shown), ``.png`` (its rendering) and
 ``.widget`` (what a notebook displays). Controls that run a simulation use
-``continuous_update=False``. Tests set ``control.value`` and assert ``.figure`` changed.
+``continuous_update=False``. Tests set ``control.value`` and assert the figure changed.
+
+Speed (DESIGN §5: ≤ 150 ms from slider release to picture). Drawing text is what makes matplotlib
+slow (≈ 1 ms per label on this machine), so a dashboard builds its figure **once**
+(:meth:`Dashboard._setup`) and on each move only updates its artists' data
+(:meth:`Dashboard._update`). Artists that change are marked *animated* (:meth:`Dashboard.dynamic`);
+everything else — axes, ticks, labels, legends — is drawn once into a background image that each
+move reuses (matplotlib's blitting), and redrawn only when an axis limit, scale, title or label
+changed. Sticky axis limits (:func:`sticky_limit`) keep that rare, and let a student compare
+moves against a fixed scale.
 """
 from __future__ import annotations
 
 import io
+import math
 
 import ipywidgets as widgets
 from IPython.display import Image, display
 
-__all__ = ["Dashboard", "render_png"]
+__all__ = ["Dashboard", "render_png", "nice_ceiling", "sticky_limit"]
+
+
+def _png(canvas) -> bytes:
+    from PIL import Image as PILImage  # pillow: a dependency of matplotlib
+
+    buf = io.BytesIO()
+    PILImage.frombuffer("RGBA", canvas.get_width_height(), canvas.buffer_rgba(), "raw", "RGBA", 0, 1).save(
+        buf, format="png", compress_level=1)
+    return buf.getvalue()
 
 
 def render_png(fig) -> bytes:
@@ -23,23 +42,41 @@ def render_png(fig) -> bytes:
     layout engine and once for ``bbox_inches="tight"``.)
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from PIL import Image as PILImage  # pillow: a dependency of matplotlib
 
     canvas = FigureCanvasAgg(fig)
     canvas.draw()
-    buf = io.BytesIO()
-    PILImage.frombuffer("RGBA", canvas.get_width_height(), canvas.buffer_rgba(), "raw", "RGBA", 0, 1).save(
-        buf, format="png", compress_level=1)
-    return buf.getvalue()
+    return _png(canvas)
+
+
+def nice_ceiling(x: float) -> float:
+    """The smallest of 1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8 × 10^k that is ≥ ``x`` (``x`` > 0)."""
+    if not (x > 0 and math.isfinite(x)):
+        return 1.0
+    k = math.floor(math.log10(x))
+    for m in (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10):
+        if m * 10.0 ** k >= x * (1 - 1e-12):
+            return m * 10.0 ** k
+    return 10.0 ** (k + 1)
+
+
+def sticky_limit(current: float | None, needed: float, headroom: float = 1.1, shrink_below: float = 0.3) -> float:
+    """An upper axis limit that changes only when it must: kept while ``needed`` fits under
+    ``current`` and fills more than ``shrink_below`` of it; else ``nice_ceiling(needed × headroom)``."""
+    if current is not None and shrink_below * current <= needed <= current:
+        return current
+    return nice_ceiling(needed * headroom)
 
 
 class Dashboard:
-    """Base class: subclasses define ``_build_controls() -> dict`` and ``_draw() -> Figure``.
+    """Base class: subclasses define ``_build_controls() -> dict`` and either
 
-    Each move of a control redraws: the figure is rendered once to PNG, and constrained layout runs
-    only for the first figure of each shape (later figures reuse its axes positions), which roughly
-    halves the time from slider release to picture. The image shows whether or not the inline
-    matplotlib backend is active.
+    * ``_setup() -> Figure`` (build the figure and its artists once, marking with :meth:`dynamic` the
+      ones that change) and ``_update()`` (set the current data on them) — the fast way; or
+    * ``_draw() -> Figure`` (a new figure per move: simpler, 3–10× slower; constrained layout runs
+      only for the first figure of each shape, later figures reuse its axes positions).
+
+    Each move renders the figure once to PNG. The image shows whether or not the inline matplotlib
+    backend is active.
     """
 
     title: str = ""
@@ -49,6 +86,10 @@ class Dashboard:
         self.png = b""
         self.figure = None
         self.n_draws = 0
+        self.n_full_draws = 0      # renders that redrew the static background (live dashboards)
+        self._canvas = None
+        self._background = None
+        self._bg_key = None
         self.readout = widgets.HTML()
         self.output = widgets.Output()
         self.controls: dict[str, widgets.Widget] = self._build_controls()
@@ -63,18 +104,55 @@ class Dashboard:
     def _build_controls(self) -> dict:
         raise NotImplementedError
 
+    def _setup(self):
+        raise NotImplementedError
+
+    def _update(self) -> None:
+        raise NotImplementedError
+
     def _draw(self):
         raise NotImplementedError
 
+    def _static_key(self):
+        """Anything else (besides axis limits, scales, titles and labels) whose change means the
+        background must be redrawn — e.g. the value of a control that relabels ticks."""
+        return None
+
     # -- shared ------------------------------------------------------------------------------
+    @property
+    def live(self) -> bool:
+        return type(self)._setup is not Dashboard._setup
+
     def value(self, name: str):
         return self.controls[name].value
+
+    @staticmethod
+    def dynamic(*artists):
+        """Mark ``artists`` as changing on every move (drawn over the cached background)."""
+        for a in artists:
+            a.set_animated(True)
+        return artists[0] if len(artists) == 1 else artists
 
     def _on_change(self, _change) -> None:
         self.redraw()
 
     def redraw(self) -> None:
-        fig = self._draw()
+        if self.live:
+            from ..plots import figure_style
+
+            if self.figure is None:
+                self.figure = self._setup()
+            with figure_style(self.figure):
+                self._update()
+                self.png = self._render_live()
+        else:
+            self.png = self._render_new(self._draw())
+        self.n_draws += 1
+        self.output.clear_output(wait=True)
+        with self.output:
+            display(Image(self.png))
+
+    def _render_new(self, fig) -> bytes:
         key = tuple(tuple(ax.get_subplotspec().get_geometry()) if ax.get_subplotspec() else ()
                     for ax in fig.axes)
         frozen = self._positions.get(key)
@@ -82,14 +160,61 @@ class Dashboard:
             fig.set_layout_engine("none")
             for ax, pos in zip(fig.axes, frozen):
                 ax.set_position(pos)
-        self.png = render_png(fig)
+        png = render_png(fig)
         if frozen is None:
             self._positions[key] = [ax.get_position() for ax in fig.axes]
         self.figure = fig
-        self.n_draws += 1
-        self.output.clear_output(wait=True)
-        with self.output:
-            display(Image(self.png))
+        return png
+
+    def _background_key(self):
+        fig = self.figure
+        key = [self._static_key(), tuple(fig.get_size_inches())]
+        sup = getattr(fig, "_suptitle", None)
+        key.append(sup.get_text() if sup is not None else None)
+        for ax in fig.axes:
+            texts = (ax.title, ax._left_title, ax._right_title, ax.xaxis.label, ax.yaxis.label)  # noqa: SLF001
+            key.append((ax.get_visible(), ax.get_xlim(), ax.get_ylim(), ax.get_xscale(), ax.get_yscale(),
+                        tuple(t.get_text() for t in texts if not t.get_animated())))
+        return key
+
+    def _dynamic_artists(self) -> list:
+        fig = self.figure
+        arts = [a for a in fig.get_children() if a.get_animated()]
+        for ax in fig.axes:
+            arts += [a for a in ax.get_children() if a.get_animated()]
+        return sorted(arts, key=lambda a: a.get_zorder())
+
+    def _render_live(self, force_background: bool = False) -> bytes:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        fig = self.figure
+        if self._canvas is None:
+            self._canvas = FigureCanvasAgg(fig)
+        canvas = self._canvas
+        key = self._background_key()
+        if force_background or self._background is None or key != self._bg_key:
+            canvas.draw()                       # the background: animated artists are skipped
+            if self._background is None:        # freeze the first layout: later draws reuse it
+                fig.set_layout_engine("none")
+            self._background = canvas.copy_from_bbox(fig.bbox)
+            self._bg_key = key
+            self.n_full_draws += 1
+        else:
+            canvas.restore_region(self._background)
+        renderer = canvas.get_renderer()
+        for a in self._dynamic_artists():
+            if a.get_visible():
+                a.draw(renderer)
+        return _png(canvas)
+
+    def background_is_current(self) -> bool:
+        """For tests: does the image shown equal a full redraw of the figure as it is now?"""
+        if not self.live:
+            return True
+        from ..plots import figure_style
+
+        with figure_style(self.figure):
+            return self._render_live(force_background=True) == self.png
 
     def _ipython_display_(self):
         display(self.widget)

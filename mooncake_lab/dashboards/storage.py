@@ -13,7 +13,7 @@ from ..experiments import l02_storage as exp
 from ..hardware import get_node
 from ..models import get_model
 from ..plots import storage as plots
-from . import Dashboard
+from . import Dashboard, sticky_limit
 
 __all__ = ["ReloadDashboard", "Eq2Dashboard", "RELOAD_MODELS", "EQ2_NODES"]
 
@@ -68,12 +68,20 @@ class ReloadDashboard(Dashboard):
                                        readout_format=".0%", continuous_update=False, style=_STYLE),
         }
 
-    def _draw(self):
-        bw = float(self.value("bandwidth"))
+    def _breakdown(self):
         m = get_model(self.value("model"))
         n = max(2, int(round(self.value("prompt_tokens"))))
-        df = exp.request_breakdown(m, self.node, n, float(self.value("hit_fraction")), bandwidth_gbs=bw,
-                                   mfu=float(self.value("mfu")))
+        return m, n, exp.request_breakdown(m, self.node, n, float(self.value("hit_fraction")),
+                                           bandwidth_gbs=float(self.value("bandwidth")), mfu=float(self.value("mfu")))
+
+    def _setup(self):
+        self.view = plots.TTFTComponents(self._breakdown()[2]["scenario"], live=True)
+        self._xmax = None
+        return self.view.figure
+
+    def _update(self):
+        bw = float(self.value("bandwidth"))
+        m, n, df = self._breakdown()
         tiers = exp.tier_bandwidths(self.node)
         ref = ", ".join(f"{r.label} {r.bandwidth_gbs:g}" for r in tiers.itertuples())
         c = int(df["n_cached"].max())
@@ -85,8 +93,10 @@ class ReloadDashboard(Dashboard):
             verdict = "Nothing is cached: every token is recomputed."
         self.readout.value = (f"{m.name}: {m.kv_bytes_per_token() / 1024:,.0f} KiB of KV per token. {verdict} "
                               f"Tier bandwidths (GB/s): {ref}.")
-        return plots.ttft_components(df, title=f"{m.name}, {n:,}-token prompt, {int(df['n_cached'].max()):,} "
-                                               f"cached, tier at {bw:,.3g} GB/s")
+        right = float((df["total_s"] + (df["load_s"] - df["exposed_load_s"]).clip(lower=0)).max()) * 1.25
+        self._xmax = sticky_limit(self._xmax, right)
+        self.view.update(df, title=f"{m.name}, {n:,}-token prompt, {c:,} cached, tier at {bw:,.3g} GB/s",
+                         xmax=self._xmax)
 
 
 class Eq2Dashboard(Dashboard):

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 import matplotlib as mpl
 from matplotlib.figure import Figure
 
-__all__ = ["new_figure", "style", "current_style", "PALETTE", "SLO_COLOR"]
+__all__ = ["new_figure", "style", "current_style", "figure_style", "PALETTE", "SLO_COLOR"]
 
 #: Colour-blind-safe palette (Okabe & Ito 2008), used in this order by every plot.
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
@@ -46,6 +46,13 @@ def current_style() -> str:
 @contextmanager
 def _rc():
     with mpl.rc_context({**_BASE, **_STYLES[_current]}):
+        yield
+
+
+@contextmanager
+def figure_style(fig):
+    """The style ``fig`` was made in (for artists a dashboard creates or draws later)."""
+    with mpl.rc_context({**_BASE, **_STYLES[getattr(fig, "_mooncake_style", _current)]}):
         yield
 
 

@@ -129,28 +129,58 @@ def ssd_crossover(curve: pd.DataFrame, window: dict):
     return fig
 
 
-@styled
-def ttft_components(df: pd.DataFrame, title: str | None = None):
+class TTFTComponents:
     """Horizontal stacked bars per scenario: prefill compute + load time not hidden; total and
-    speedup over recomputing annotated. ``df`` from ``request_breakdown``."""
-    fig, ax = new_figure(width=8.5, height=1.4 + 0.42 * len(df))
-    y = np.arange(len(df))
-    ax.barh(y, df["compute_s"], color=PALETTE[0], label="prefill compute")
-    ax.barh(y, df["exposed_load_s"], left=df["compute_s"], color=PALETTE[1], label="KV load not hidden")
-    hidden = (df["load_s"] - df["exposed_load_s"]).clip(lower=0)
-    ax.barh(y, hidden, left=df["compute_s"] + df["exposed_load_s"], facecolor="none", edgecolor=PALETTE[1],
-            hatch="///", lw=0.8, label="KV load hidden under compute (drawn, not waited for)")
-    for yi, (t, s) in enumerate(zip(df["total_s"], df["speedup"])):
-        ax.annotate(f"{t * 1e3:,.0f} ms ({s:.2f}×)", (t + hidden.iloc[yi], yi), xytext=(4, 0),
-                    textcoords="offset points", va="center", fontsize="small")
-    ax.set_yticks(y, df["scenario"])
-    ax.invert_yaxis()
-    ax.set_xlim(0, float((df["total_s"] + hidden).max()) * 1.3)
-    ax.set_xlabel("time to first token, no queueing (s)")
-    n_cached = int(df["n_cached"].max())
-    ax.set_title(title or f"TTFT of one request with {n_cached:,} cached tokens: reload + compute the rest")
-    fig.legend(fontsize="small", loc="outside lower center", ncol=3, frameon=False)
-    return fig
+    speedup over recomputing annotated. Built once for ``scenarios`` (row labels); :meth:`update`
+    sets a ``request_breakdown`` frame. ``live=True`` marks the changing artists for a dashboard."""
+
+    @styled
+    def __init__(self, scenarios, live: bool = False):
+        n = len(scenarios)
+        self.figure, ax = new_figure(width=8.5, height=1.4 + 0.42 * n)
+        self.ax = ax
+        y = np.arange(n)
+        zero = np.zeros(n)
+        self.compute = ax.barh(y, zero, color=PALETTE[0], label="prefill compute")
+        self.exposed = ax.barh(y, zero, color=PALETTE[1], label="KV load not hidden")
+        self.hidden = ax.barh(y, zero, facecolor="none", edgecolor=PALETTE[1], hatch="///", lw=0.8,
+                              label="KV load hidden under compute (drawn, not waited for)")
+        self.notes = [ax.annotate("", (0, yi), xytext=(4, 0), textcoords="offset points", va="center",
+                                  fontsize="small") for yi in y]
+        ax.set_yticks(y, list(scenarios))
+        ax.invert_yaxis()
+        ax.set_xlabel("time to first token, no queueing (s)")
+        ax.set_title(" ")
+        self.figure.legend(fontsize="small", loc="outside lower center", ncol=3, frameon=False)
+        if live:
+            for bars in (self.compute, self.exposed, self.hidden):
+                for b in bars:
+                    b.set_animated(True)
+            for a in (*self.notes, ax.title):
+                a.set_animated(True)
+
+    def update(self, df: pd.DataFrame, title: str | None = None, xmax: float | None = None):
+        """Show ``df`` (from ``request_breakdown``, same scenarios); ``xmax`` (s) fixes the x axis."""
+        hidden = (df["load_s"] - df["exposed_load_s"]).clip(lower=0).to_numpy()
+        compute, exposed = df["compute_s"].to_numpy(), df["exposed_load_s"].to_numpy()
+        for yi in range(len(df)):
+            self.compute[yi].set_width(compute[yi])
+            self.exposed[yi].set_x(compute[yi])
+            self.exposed[yi].set_width(exposed[yi])
+            self.hidden[yi].set_x(compute[yi] + exposed[yi])
+            self.hidden[yi].set_width(hidden[yi])
+            t, s = df["total_s"].iloc[yi], df["speedup"].iloc[yi]
+            self.notes[yi].set_text(f"{t * 1e3:,.0f} ms ({s:.2f}×)")
+            self.notes[yi].xy = (t + hidden[yi], yi)
+        self.ax.set_xlim(0, xmax if xmax is not None else float((df["total_s"] + hidden).max()) * 1.3)
+        n_cached = int(df["n_cached"].max())
+        self.ax.set_title(title or f"TTFT of one request with {n_cached:,} cached tokens: reload + compute the rest")
+        return self
+
+
+def ttft_components(df: pd.DataFrame, title: str | None = None):
+    """A figure of :class:`TTFTComponents` showing ``df`` (from ``request_breakdown``)."""
+    return TTFTComponents(df["scenario"]).update(df, title).figure
 
 
 @styled

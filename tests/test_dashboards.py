@@ -1,0 +1,78 @@
+"""Every dashboard of the course, every control at both ends of its range.
+
+Each move must redraw without error and show a valid PNG, and the image shown must equal a full
+redraw of the figure as it is then (a dashboard that reuses a cached background — see
+:mod:`mooncake_lab.dashboards` — must notice every change that needs a new one). Also: every
+dashboard is in the latency benchmark, and controls that can run a simulation do not fire on drag.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from pathlib import Path
+
+import ipywidgets as widgets
+import pytest
+
+import mooncake_lab.dashboards as dashboards
+from mooncake_lab.dashboards import Dashboard, nice_ceiling, sticky_limit
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _all_dashboards() -> list[type]:
+    for m in pkgutil.iter_modules(dashboards.__path__):
+        importlib.import_module(f"{dashboards.__name__}.{m.name}")
+    found, todo = [], list(Dashboard.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        found.append(cls)
+        todo += cls.__subclasses__()
+    return sorted((c for c in found if c.__module__.startswith("mooncake_lab.")), key=lambda c: c.__qualname__)
+
+
+DASHBOARDS = _all_dashboards()
+
+
+def _ends(w) -> list:
+    if isinstance(w, (widgets.Dropdown, widgets.ToggleButtons, widgets.RadioButtons, widgets.SelectionSlider)):
+        opts = [o[1] if isinstance(o, tuple) else o for o in w.options]
+        return [opts[-1], opts[0]]
+    if isinstance(w, widgets.Checkbox):
+        return [not w.value, w.value]
+    if isinstance(w, widgets.FloatLogSlider):
+        return [w.base ** w.max, w.base ** w.min]
+    if hasattr(w, "min") and hasattr(w, "max"):
+        return [w.max, w.min]
+    return []
+
+
+def test_there_are_dashboards():
+    assert len(DASHBOARDS) >= 15, [c.__name__ for c in DASHBOARDS]
+
+
+@pytest.mark.parametrize("cls", DASHBOARDS, ids=lambda c: c.__name__)
+def test_every_control_at_both_ends_shows_a_current_picture(cls):
+    d = cls()
+    assert d.png.startswith(b"\x89PNG\r\n\x1a\n") and d.background_is_current()
+    for name, w in d.controls.items():
+        for v in _ends(w):
+            n, old = d.n_draws, w.value
+            w.value = v
+            assert d.n_draws == n + (old != w.value), (name, v)
+            assert d.png.startswith(b"\x89PNG\r\n\x1a\n"), (name, v)
+            assert d.background_is_current(), f"{cls.__name__}: after {name} = {v!r} the image is stale"
+
+
+def test_every_dashboard_is_benchmarked():
+    text = (ROOT / "benchmarks" / "bench_dashboards.py").read_text()
+    missing = [c.__name__ for c in DASHBOARDS if f'"{c.__name__}"' not in text]
+    assert not missing, f"add to benchmarks/bench_dashboards.py: {missing}"
+
+
+def test_nice_ceiling_and_sticky_limit_by_hand():
+    assert [nice_ceiling(x) for x in (0.7, 1.0, 1.01, 13, 260, 9000)] == [0.8, 1.0, 1.2, 15, 300, 10000]
+    assert sticky_limit(None, 90) == 100            # 90 × 1.1 = 99 → 100
+    assert sticky_limit(100, 50) == 100             # fits and fills half: kept
+    assert sticky_limit(100, 120) == 150            # does not fit: 132 → 150
+    assert sticky_limit(100, 20) == 25              # fills 20% < 30%: shrinks, 22 → 25
