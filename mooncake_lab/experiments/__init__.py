@@ -18,6 +18,7 @@ LECTURE_MODULES = [
     "l05_prefill",
     "l06_goodput",
     "l07_overload",
+    "l08_capstone",
 ]
 
 for _name in LECTURE_MODULES:

@@ -67,13 +67,17 @@ def trace_rate(trace="conversation") -> float:
     span = float(tr.arrival_s.max() - tr.arrival_s.min())
     return len(tr) / span if span > 0 else float("nan")
 
-def attainment(res: sim.SimResult, tbt_slo_ms: float, ttft_slo_s: float = TTFT_SLO_S) -> float:
-    """Share of all requests that completed with TTFT ≤ ``ttft_slo_s`` and TBT tail ≤ ``tbt_slo_ms``."""
+def attainment(res: sim.SimResult, tbt_slo_ms: float, ttft_slo_s: float = TTFT_SLO_S, weight=None) -> float:
+    """Share of all requests that completed with TTFT ≤ ``ttft_slo_s`` and TBT tail ≤ ``tbt_slo_ms``;
+    with ``weight`` (one number per request, e.g. ``trace.input_len``): the share of the total weight."""
     a, tr = res.arrays, res.trace
     done = a["outcome"] == sim.COMPLETED
     ttft = a["prefill_end"] - tr.arrival_s
     tail = np.where(np.isnan(a["tbt_tail"]), 0.0, a["tbt_tail"])  # one output token: no interval
     ok = done & (ttft <= ttft_slo_s) & (tail <= tbt_slo_ms / 1e3)
+    if weight is not None:
+        w = np.asarray(weight, dtype=np.float64)
+        return float(w[ok].sum() / w.sum()) if w.sum() > 0 else float("nan")
     return float(ok.mean()) if len(ok) else float("nan")
 
 def attainment_curve(systems=SYSTEMS, speeds=SPEEDS, tbt_slos_ms=TBT_SLOS_MS, trace="conversation",

@@ -1,0 +1,79 @@
+"""Exercises of lecture 08 — the capstone.
+
+Expected answers come from :mod:`mooncake_lab.experiments.l08_capstone` (memoised runs on the
+conversation trace, 16 nodes, preset ``modern``; the analytic fleet-cost model).
+"""
+from __future__ import annotations
+
+from . import Exercise, exercise
+
+_REJECT_SPEED = 5.0   # Question 3: replay speed (× 3.40 req/s) of the rejection profile
+
+
+def _cap():
+    from ..experiments import l08_capstone as c
+
+    return c.capacity_table(c.capacity_curve(progress=False))
+
+
+def _gain_percent() -> float:
+    from ..experiments.l08_capstone import capacity_gain
+
+    return 100.0 * capacity_gain(_cap(), 100)
+
+
+def _largest_share() -> str:
+    from ..experiments.l08_capstone import gain_shares
+
+    return str(gain_shares(_cap(), 100).share.idxmax())
+
+
+def _rejected_tokens_percent() -> float:
+    from ..experiments.l08_capstone import rejection_profile
+
+    return 100.0 * float(rejection_profile("conversation", (_REJECT_SPEED,)).rejected_tokens.iloc[0])
+
+
+def _break_even_usd_per_tb() -> float:
+    from ..experiments.l08_capstone import network_break_even_usd_per_gb
+
+    return network_break_even_usd_per_gb() * 1e3
+
+
+exercise(Exercise(
+    "08.capacity_gain",
+    "Question 1 [headline]: by how many percent does Mooncake's effective request capacity exceed the coupled "
+    "cluster's (no chunked prefill) at TBT ≤ 100 ms on the conversation trace?",
+    answer=_gain_percent, unit="%", rel_tol=0.03,
+    hint="capacity_gain(cap, 100) gives the ratio − 1; multiply by 100.",
+    why="inside the paper's +59% … +498% — but against a chunked-prefill coupled cluster the gain is about a "
+        "fifth of that, and most of it comes from rejecting requests (Question 2)."))
+
+exercise(Exercise(
+    "08.largest_share",
+    "Question 2 [ablation]: which part brings the largest share of Mooncake's gain over the coupled cluster "
+    "(conversation, TBT ≤ 100 ms): 'disaggregation', 'cpp', 'kvcentric', 'layerwise' or 'predicted'?",
+    answer=_largest_share, choices=("disaggregation", "cpp", "kvcentric", "layerwise", "predicted"),
+    hint="gain_shares(cap, 100).share — the index names the parts.",
+    why="prediction-based early rejection: capacity counts requests, and turning away a few long prompts "
+        "frees the prefill pool for many short ones."))
+
+exercise(Exercise(
+    "08.rejected_tokens",
+    f"Question 3 [what rejection costs]: at {_REJECT_SPEED:g}× replay of the conversation trace, Mooncake rejects "
+    "about 8% of the requests. What percentage of all prompt tokens do those requests carry?",
+    answer=_rejected_tokens_percent, unit="%", rel_tol=0.03,
+    hint=f"rejection_profile('conversation', ({_REJECT_SPEED:g},)).rejected_tokens (a fraction).",
+    why="about a third: the rejected requests are the long ones (≈ 4× the mean prompt). Counting tokens "
+        "instead of requests cuts Mooncake's capacity by about 40%."))
+
+exercise(Exercise(
+    "08.network_break_even",
+    "Question 4 [level-3 cost]: at 20 req/s of the conversation trace, above what price of moving KV cache "
+    "between the pools (USD per TB) does 'H800 prefill + H20 decode' stop being cheaper than the cheaper "
+    "homogeneous fleet?",
+    answer=_break_even_usd_per_tb, unit="USD/TB", rel_tol=0.03,
+    hint="network_break_even_usd_per_gb() × 1000; it divides the hourly saving by the KV GB moved per hour.",
+    why="a few cents per TB: a prompt of 12k tokens carries ≈ 3.9 GB of KV, so only a network that is already "
+        "paid for (one RDMA fabric) keeps heterogeneity cheaper; cloud cross-zone traffic ($20/TB) costs "
+        "hundreds of times the saving."))

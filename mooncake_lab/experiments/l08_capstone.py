@@ -1,0 +1,417 @@
+"""Lecture 08: the capstone — Mooncake end to end vs a coupled cluster, mechanism by mechanism, and
+what a heterogeneous (level-3) cluster would cost.
+
+Set-up (as lecture 06): 16 nodes of 8×A800 serving LLaMA2-70B, preset ``modern``, SLOs TTFT ≤ 30 s
+and TBT ≤ 100 / 200 / 300 ms (FAST'25), effective request capacity = the highest request rate at
+which ≥ 90% of requests meet both (:func:`~mooncake_lab.experiments.l06_goodput.effective_capacity`).
+Traces: the released **conversation** trace and the **toolagent-like** synthetic trace.
+
+Systems (:data:`SYSTEMS`): ``mooncake`` = 8P+8D with every mechanism of :data:`MECHANISMS` on
+(:data:`FULL`); ``no_<mechanism>`` = the same with that one mechanism off; ``disaggregated`` =
+8P+8D with all four off (plain P/D split, continuous-batching decode — which cannot be switched
+off); ``coupled`` / ``coupled_chunked`` = 16 vLLM-like nodes without / with chunked prefill.
+
+Share of the gain (:func:`gain_shares`): gain = capacity(mooncake) − capacity(coupled) =
+[disaggregated − coupled] (the split itself) + Σ leave-one-out drops [mooncake − no_m]
++ interaction (what is left: mechanisms that help or hurt each other).
+
+Heterogeneous cost (:func:`fleet_cost`) is analytic, not simulated (a :class:`ClusterConfig` has
+one node type): each pool is sized for a target rate from per-node rates given by the cost model
+(:func:`node_rates`), priced at :data:`PRICE_USD_PER_GPU_HOUR`, plus KV transfer at
+``network_usd_per_gb``. Prices are stated assumptions with sources; change them.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from .. import sim
+from ..reproduce import Metric, figure_group, metric_group
+from ..traces import Trace
+from . import l06_goodput as g
+from .common import as_trace as _trace
+
+__all__ = ["TRACES", "SPEEDS", "TBT_SLOS_MS", "CPP_GROUP_SIZE", "FULL", "MECHANISMS", "SYSTEMS", "LABELS",
+           "PAPER", "overrides_of", "config_of", "run", "capacity_curve", "top_rate", "capacity_table", "capacity_gain",
+           "gain_shares", "outcome_breakdown", "rejection_profile", "paper_comparison",
+           "PRICE_USD_PER_GPU_HOUR", "NETWORK_USD_PER_GB", "HEADROOM", "FLEETS", "decode_context_tokens",
+           "node_rates", "fleet_cost", "hetero_table", "network_break_even_usd_per_gb"]
+
+TRACES = ("conversation", "toolagent-like")
+#: Replay speeds (× the trace's own rate). Wider than lecture 06's: with early rejection Mooncake
+#: keeps ≥ 90% of requests within the SLOs up to ≈ 5× the conversation trace's 3.40 req/s.
+SPEEDS = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0)
+TBT_SLOS_MS = g.TBT_SLOS_MS   # FAST'25: 100 / 200 / 300 ms
+#: Nodes per CPP prefill group. The paper gives no X for its end-to-end runs; X = 2 keeps four
+#: independent prefill instances out of 8 nodes (lecture 05 shows the trade-off).
+CPP_GROUP_SIZE = 2
+#: Full Mooncake on top of lecture 06's 8P+8D (kvcentric already its default policy).
+FULL = dict(prefill_policy="kvcentric", cpp_group_size=CPP_GROUP_SIZE, layerwise_kv_transfer=True,
+            admission="predicted")
+#: Each mechanism: (label, the ClusterConfig overrides that switch it off).
+MECHANISMS = {
+    "cpp": ("CPP prefill groups", dict(cpp_group_size=1)),                     # → single-node instances
+    "kvcentric": ("KVCache-centric scheduling", dict(prefill_policy="load")),  # → load balancing
+    "layerwise": ("layer-wise KV transfer", dict(layerwise_kv_transfer=False)),  # → sent after prefill
+    "predicted": ("prediction-based early rejection", dict(admission="none")),  # → admit everything
+}
+SYSTEMS = ("mooncake", *(f"no_{m}" for m in MECHANISMS), "disaggregated", "coupled", "coupled_chunked")
+LABELS = {"mooncake": "Mooncake (all on)", **{f"no_{m}": f"without {v[0]}" for m, v in MECHANISMS.items()},
+          "disaggregated": "plain 8P+8D (all four off)", "coupled": "coupled (vLLM-like)",
+          "coupled_chunked": "coupled + chunked prefill"}
+#: Paper anchors (reference/mooncake_paper.md, § Results "End to end").
+PAPER = {"capacity_gain_min": 0.59, "capacity_gain_max": 4.98,  # FAST'25: +59% … +498% effective capacity
+         "more_requests": 0.75,                                 # arXiv: +75% requests, 10P+10D vs 20 vLLM
+         "vllm_tbt_share": 0.57}                                # arXiv: vLLM met the TBT SLO for 57%
+
+
+_CURVES: dict = {}  # capacity_curve memo: key → (trace, table); a few kB each
+
+
+# ------------------------------------------------------------------------------------------ runs
+def overrides_of(system: str) -> tuple[str, dict]:
+    """``(lecture 06 system, ClusterConfig overrides)`` of one of :data:`SYSTEMS`."""
+    if system not in SYSTEMS:
+        raise ValueError(f"system: got {system!r}; allowed: {', '.join(SYSTEMS)}")
+    if system.startswith("coupled"):
+        return system, {}
+    if system == "mooncake":
+        return "mooncake", dict(FULL)
+    if system == "disaggregated":
+        off = {k: v for _, o in MECHANISMS.values() for k, v in o.items()}
+        return "mooncake", {**FULL, **off}
+    return "mooncake", {**FULL, **MECHANISMS[system[3:]][1]}
+
+
+def config_of(system: str, **extra) -> sim.ClusterConfig:
+    """The :class:`ClusterConfig` of ``system`` (16 nodes, preset ``modern``), ``extra`` on top."""
+    base, over = overrides_of(system)
+    return g.config_for(base, 8, **{**over, **extra})
+
+
+def run(system: str = "mooncake", speed: float = 1.0, trace: Trace | str = "conversation", **extra) -> sim.SimResult:
+    """One memoised simulation of ``trace`` replayed at ``speed`` on ``system``."""
+    base, over = overrides_of(system)
+    return g.run(base, speed, trace, 8, **{**over, **extra})
+
+
+def capacity_curve(systems=SYSTEMS, speeds=SPEEDS, tbt_slos_ms=TBT_SLOS_MS, trace: Trace | str = "conversation",
+                   progress: bool = True, stop_below: bool = True) -> pd.DataFrame:
+    """Tidy table, one row per system × speed × TBT SLO: rate_rps, attainment (share of requests
+    meeting both SLOs) and attainment_tokens (share of prompt tokens in such requests).
+
+    ``stop_below``: a system's sweep stops after the first speed at which every attainment is below
+    90% (:func:`~mooncake_lab.experiments.l06_goodput.effective_capacity` reads nothing past it;
+    faster replays of an overloaded cluster only fail more), which saves about a third of the runs.
+    Memoised per process (a copy is returned).
+    """
+    from tqdm.auto import tqdm
+
+    tr = _trace(trace)
+    speeds = sorted(float(v) for v in speeds)
+    key = (id(tr), tuple(systems), tuple(speeds), tuple(tbt_slos_ms), bool(stop_below))
+    hit = _CURVES.get(key)
+    if hit is not None and hit[0] is tr:
+        return hit[1].copy()
+    rate = g.trace_rate(tr)
+    w = tr.input_len
+    rows = []
+    with tqdm(total=len(systems) * len(speeds), desc=f"capacity {tr.name}", disable=not progress, leave=False) as bar:
+        for s in systems:
+            for k, v in enumerate(speeds):
+                res = run(s, v, tr)
+                new = [dict(trace=tr.name, system=s, speed=v, rate_rps=rate * v, tbt_slo_ms=x,
+                            attainment=g.attainment(res, x), attainment_tokens=g.attainment(res, x, weight=w))
+                       for x in tbt_slos_ms]
+                rows += new
+                bar.update(1)
+                if stop_below and all(max(r["attainment"], r["attainment_tokens"]) < g.TARGET for r in new):
+                    bar.update(len(speeds) - k - 1)
+                    break
+    df = pd.DataFrame(rows)
+    _CURVES[key] = (tr, df)  # holding the trace keeps its id unique while the entry lives
+    return df.copy()
+
+
+def top_rate(trace: Trace | str = "conversation") -> float:
+    """The highest request rate the sweep tries (req/s): a capacity equal to it is only a lower bound."""
+    return g.trace_rate(trace) * max(SPEEDS)
+
+
+def capacity_table(curve: pd.DataFrame, weight: str = "requests") -> pd.DataFrame:
+    """Effective capacity (req/s), system × TBT SLO, counting ``weight`` = ``"requests"`` (the paper's
+    measure) or ``"tokens"`` (≥ 90% of prompt tokens must be served within the SLOs)."""
+    if weight not in ("requests", "tokens"):
+        raise ValueError(f"weight: got {weight!r}; allowed: 'requests', 'tokens'")
+    col = "attainment" if weight == "requests" else "attainment_tokens"
+    rows = [dict(system=s, tbt_slo_ms=x, cap=g.effective_capacity(c.assign(attainment=c[col])))
+            for (s, x), c in curve.groupby(["system", "tbt_slo_ms"], sort=False)]
+    t = pd.DataFrame(rows).pivot(index="system", columns="tbt_slo_ms", values="cap")
+    return t.reindex([s for s in SYSTEMS if s in t.index])
+
+
+def capacity_gain(cap: pd.DataFrame, tbt_slo_ms: float = 100, baseline: str = "coupled",
+                  system: str = "mooncake") -> float:
+    """Relative gain of ``system`` over ``baseline`` (0.59 = +59%); ``inf`` if the baseline never
+    reaches 90% on the swept rates."""
+    b, s = float(cap.loc[baseline, tbt_slo_ms]), float(cap.loc[system, tbt_slo_ms])
+    return s / b - 1.0 if b > 0 else math.inf
+
+
+def gain_shares(cap: pd.DataFrame, tbt_slo_ms: float = 100) -> pd.DataFrame:
+    """Where Mooncake's gain over the coupled cluster comes from (module docstring).
+
+    One row per part — ``disaggregation`` (plain 8P+8D − coupled), each mechanism (mooncake − that
+    mechanism off) and ``interaction`` (the rest) — with ``capacity_rps`` (of the run the part is
+    measured against), ``gain_rps`` and ``share`` (of the whole gain; shares sum to 1, a part that
+    costs capacity has a negative share).
+    """
+    c = cap[tbt_slo_ms]
+    full, coupled = float(c["mooncake"]), float(c["coupled"])
+    total = full - coupled
+    rows = [dict(part="disaggregation", label="split into 8P+8D (load balancing, no extras)",
+                 capacity_rps=float(c["disaggregated"]), gain_rps=float(c["disaggregated"]) - coupled)]
+    for m, (label, _) in MECHANISMS.items():
+        rows.append(dict(part=m, label=label, capacity_rps=float(c[f"no_{m}"]), gain_rps=full - float(c[f"no_{m}"])))
+    rows.append(dict(part="interaction", label="interaction (mechanisms overlap or clash)", capacity_rps=np.nan,
+                     gain_rps=total - sum(r["gain_rps"] for r in rows)))
+    df = pd.DataFrame(rows).set_index("part")
+    df["share"] = df.gain_rps / total if total > 0 else np.nan
+    return df
+
+
+# ----------------------------------------------------------------------------------- reading them
+def outcome_breakdown(res: sim.SimResult, tbt_slo_ms: float = 100, ttft_slo_s: float = g.TTFT_SLO_S) -> dict:
+    """Shares of all requests that met both SLOs, were rejected, missed the TTFT SLO, or met TTFT
+    but missed the TBT SLO (the four sum to 1)."""
+    a, tr = res.arrays, res.trace
+    done = a["outcome"] == sim.COMPLETED
+    ttft_ok = done & (a["prefill_end"] - tr.arrival_s <= ttft_slo_s)
+    met = g.attainment(res, tbt_slo_ms, ttft_slo_s)
+    n = len(tr)
+    return {"met both": met, "rejected": float((~done).sum() / n), "missed TTFT": float((done & ~ttft_ok).sum() / n),
+            "missed TBT": float(ttft_ok.sum() / n) - met}
+
+
+def rejection_profile(trace: Trace | str = "conversation", speeds=(2.0, 5.0), system: str = "mooncake") -> pd.DataFrame:
+    """What early rejection turns away, per replay speed: share of requests and of prompt tokens
+    rejected, mean prompt (tokens) of rejected vs all requests."""
+    tr = _trace(trace)
+    rows = []
+    for v in speeds:
+        res = run(system, float(v), tr)
+        rej = res.arrays["outcome"] != sim.COMPLETED
+        inp = tr.input_len.astype(np.float64)
+        rows.append(dict(speed=float(v), rate_rps=g.trace_rate(tr) * v, rejected_requests=float(rej.mean()),
+                         rejected_tokens=float(inp[rej].sum() / inp.sum()),
+                         mean_prompt_rejected=float(inp[rej].mean()) if rej.any() else np.nan,
+                         mean_prompt_all=float(inp.mean())))
+    return pd.DataFrame(rows).set_index("speed")
+
+
+def paper_comparison(caps: dict, tbt_slo_ms: float = 100) -> pd.DataFrame:
+    """The paper's end-to-end claims beside ours. ``caps``: ``{trace: {"requests": capacity_table,
+    "tokens": capacity_table}}``. Gains are relative (0.59 = +59%)."""
+    rows = []
+    for trace, t in caps.items():
+        for w, cap in t.items():
+            for base in ("coupled", "coupled_chunked"):
+                rows.append(dict(trace=trace, counting=w, baseline=base, gain=capacity_gain(cap, tbt_slo_ms, base),
+                                 gain_without_rejection=capacity_gain(cap, tbt_slo_ms, base, "no_predicted")))
+    df = pd.DataFrame(rows)
+    lo, hi = PAPER["capacity_gain_min"], PAPER["capacity_gain_max"]
+    df["in_paper_range"] = (df.gain >= lo) & (df.gain <= hi)
+    return df
+
+
+# ----------------------------------------------------------------------- heterogeneous cost
+#: Rental price per GPU-hour (USD). ASSUMPTIONS to change, not market data:
+PRICE_USD_PER_GPU_HOUR = {
+    "h800x8": 2.0,  # DeepSeek-V3 technical report (arXiv 2412.19437) §1: "assuming the rental price of the
+                    # H800 GPU is $2 per GPU hour"
+    "h20x8": 1.4,   # ASSUMPTION: $2 × 1.4/2.0, the ratio of 8-GPU server prices Reuters reported (Feb 2024):
+                    # H20 servers 1.4 M yuan, H800 servers ≈ 2 M yuan at launch
+    "a800x8": 1.4,  # ASSUMPTION: priced like the H20 (an older, slower part; no public rental price found)
+}
+#: Price of moving KV between the prefill and the decode pool, USD per GB (1e9 B):
+NETWORK_USD_PER_GB = {
+    "over one RDMA fabric": 0.0,  # both pools on one cluster network: the NICs are in the node price
+    "across cloud zones": 0.02,  # AWS EC2 data transfer across Availability Zones: $0.01/GB in each direction
+}
+#: Mean load a pool is sized for (ASSUMPTION: lecture 04 showed queues explode as load nears 1).
+HEADROOM = 0.8
+#: Fleets compared: name → (prefill node, decode node).
+FLEETS = {"H800 + H800": ("h800x8", "h800x8"), "H20 + H20": ("h20x8", "h20x8"),
+          "H800 P + H20 D": ("h800x8", "h20x8"), "H20 P + H800 D": ("h20x8", "h800x8")}
+
+
+def decode_context_tokens(trace: Trace | str = "conversation") -> float:
+    """Mean KV tokens one decode slot holds, averaged over time: a request holds ``input + k`` tokens
+    at its k-th step, so over its ``out`` steps ``input + out/2`` on average, and it occupies a slot
+    for ``out`` steps — E[out·(input + out/2)] / E[out] (tokens)."""
+    tr = _trace(trace)
+    out, inp = tr.output_len.astype(np.float64), tr.input_len.astype(np.float64)
+    return float((out * (inp + out / 2)).sum() / out.sum())
+
+
+def _reused_tokens(tr: Trace) -> np.ndarray:
+    """Prompt tokens each request reuses (cached locally or fetched) in full Mooncake at 1×."""
+    a = run("mooncake", 1.0, tr).arrays
+    return np.clip(a["cached_tok"], 0, None) + np.clip(a["fetched_tok"], 0, None)
+
+
+def node_rates(trace: Trace | str = "conversation", node: str = "a800x8", tbt_slo_ms: float = 100,
+               ttft_slo_s: float = g.TTFT_SLO_S, preset: str = g.PRESET, model: str = "llama2-70b") -> dict:
+    """Requests per second one ``node`` sustains as a prefill node and as a decode node on ``trace``.
+
+    prefill_rps = 1 / mean prefill time (each request's uncached tokens after its reused prefix, the
+    reuse of full Mooncake at 1×); decode_rps = (largest batch whose step ≤ TBT SLO and whose KV fits,
+    at :func:`decode_context_tokens` per slot) / step time / mean output tokens. Also: ``too_slow``,
+    the share of requests whose prefill alone exceeds the TTFT SLO on this node.
+    """
+    from ..roofline import cm_decode_step_time, cm_prefill_time, cost_model
+
+    tr = _trace(trace)
+    cm = cost_model(model, node, preset)
+    c = cm.as_array()
+    reused = _reused_tokens(tr)
+    pt = np.array([cm_prefill_time(c, int(n - k), int(k)) for n, k in zip(tr.input_len, reused)])
+    ctx = decode_context_tokens(tr)
+    slo = tbt_slo_ms / 1e3
+    b = 0
+    while (b + 1) * ctx <= cm.kv_capacity_tokens and cm_decode_step_time(c, b + 1, (b + 1) * ctx) <= slo:
+        b += 1
+    step = cm_decode_step_time(c, max(b, 1), max(b, 1) * ctx)
+    return dict(node=str(node), prefill_s_mean=float(pt.mean()), prefill_rps=float(1.0 / pt.mean()),
+                too_slow=float((pt > ttft_slo_s).mean()), decode_batch=int(b), decode_step_s=float(step),
+                decode_rps=float(b / step / tr.output_len.mean()) if b else 0.0,
+                kv_gb_per_request=float(tr.input_len.mean() * cm.kv_bytes_per_token / 1e9))
+
+
+def fleet_cost(rate_rps: float, prefill_node: str = "h800x8", decode_node: str = "h20x8",
+               trace: Trace | str = "conversation", network_usd_per_gb: float = 0.0, prices: dict | None = None,
+               headroom: float = HEADROOM, tbt_slo_ms: float = 100) -> dict:
+    """Nodes and USD for serving ``rate_rps`` req/s of ``trace`` with a prefill pool of ``prefill_node``
+    and a decode pool of ``decode_node``, each pool loaded to ``headroom`` on average.
+
+    n_pool = ceil(rate / (headroom × per-node rate)); GPU cost = nodes × GPUs × price per GPU-hour;
+    network cost = rate × 3600 × KV GB per request × ``network_usd_per_gb`` (each prompt's KV crosses
+    from prefill to decode once). Returns nodes, USD per hour, USD per million requests.
+    """
+    from ..hardware import get_node
+
+    if not (isinstance(rate_rps, (int, float)) and math.isfinite(rate_rps) and rate_rps > 0):
+        raise ValueError(f"rate_rps: got {rate_rps!r}; allowed: a request rate > 0 (req/s)")
+    if not (isinstance(network_usd_per_gb, (int, float)) and math.isfinite(network_usd_per_gb)
+            and network_usd_per_gb >= 0):
+        raise ValueError(f"network_usd_per_gb: got {network_usd_per_gb!r}; allowed: a price ≥ 0 (USD per GB)")
+    if not (isinstance(headroom, (int, float)) and 0 < headroom <= 1):
+        raise ValueError(f"headroom: got {headroom!r}; allowed: a load in (0, 1]")
+    prices = PRICE_USD_PER_GPU_HOUR if prices is None else prices
+    for nd in (prefill_node, decode_node):
+        if nd not in prices:
+            raise ValueError(f"prices: no USD per GPU-hour for node {nd!r}; given for: {', '.join(prices)}")
+    p = node_rates(trace, prefill_node, tbt_slo_ms)
+    d = node_rates(trace, decode_node, tbt_slo_ms)
+    if d["decode_rps"] <= 0:
+        raise ValueError(f"decode_node: {decode_node!r} cannot decode one request within a {tbt_slo_ms} ms TBT")
+    n_p = math.ceil(rate_rps / (headroom * p["prefill_rps"]) - 1e-9)
+    n_d = math.ceil(rate_rps / (headroom * d["decode_rps"]) - 1e-9)
+    usd_p = n_p * get_node(prefill_node).n_gpus * prices[prefill_node]
+    usd_d = n_d * get_node(decode_node).n_gpus * prices[decode_node]
+    usd_net = rate_rps * 3600.0 * p["kv_gb_per_request"] * network_usd_per_gb
+    per_m = 1e6 / (rate_rps * 3600.0)
+    return dict(prefill_node=prefill_node, decode_node=decode_node, n_prefill=n_p, n_decode=n_d,
+                prefill_usd_per_hour=usd_p, decode_usd_per_hour=usd_d, network_usd_per_hour=usd_net,
+                usd_per_hour=usd_p + usd_d + usd_net, usd_per_million_requests=(usd_p + usd_d + usd_net) * per_m,
+                prefill_too_slow=p["too_slow"])
+
+
+def hetero_table(rate_rps: float = 20.0, trace: Trace | str = "conversation", networks: dict | None = None,
+                 fleets: dict | None = None, **kw) -> pd.DataFrame:
+    """:func:`fleet_cost` for every fleet × network price (one row each; ``kw`` goes to fleet_cost)."""
+    networks = NETWORK_USD_PER_GB if networks is None else networks
+    fleets = FLEETS if fleets is None else fleets
+    rows = []
+    for net, usd_gb in networks.items():
+        for name, (pn, dn) in fleets.items():
+            # one fabric: a homogeneous fleet's transfers never leave its cluster
+            price = usd_gb if pn != dn else 0.0
+            rows.append(dict(fleet=name, network=net, **fleet_cost(rate_rps, pn, dn, trace, price, **kw)))
+    return pd.DataFrame(rows)
+
+
+def network_break_even_usd_per_gb(rate_rps: float = 20.0, trace: Trace | str = "conversation",
+                                  hetero: tuple = ("h800x8", "h20x8"), **kw) -> float:
+    """Price of moving KV (USD per GB) at which the heterogeneous fleet costs as much as the cheaper
+    homogeneous fleet of its two node types (0 if it is not cheaper even with free transfers)."""
+    pn, dn = hetero
+    het = fleet_cost(rate_rps, pn, dn, trace, 0.0, **kw)
+    homo = min(fleet_cost(rate_rps, n, n, trace, 0.0, **kw)["usd_per_hour"] for n in (pn, dn))
+    saving = homo - het["usd_per_hour"]
+    gb_per_hour = rate_rps * 3600.0 * node_rates(trace, pn)["kv_gb_per_request"]
+    return max(0.0, saving / gb_per_hour)
+
+
+# ----------------------------------------------------------------------------------- reproduce
+def _caps(trace: str) -> dict:
+    curve = capacity_curve(trace=trace, progress=False)
+    return {"requests": capacity_table(curve), "tokens": capacity_table(curve, "tokens")}
+
+
+@metric_group("capstone")
+def _metrics() -> list[Metric]:
+    src = ("effective request capacity (≥ 90% of requests meet TTFT ≤ 30 s and TBT ≤ X ms), {tr} trace, 16 nodes "
+           "of 8×A800, LLaMA2-70B, preset modern; mooncake = 8P+8D, CPP groups of 2, kvcentric, layer-wise KV "
+           "transfer, prediction-based early rejection; replay speeds " + f"{SPEEDS}")
+    paper = ("FAST'25: +59% … +498% effective request capacity over the coupled baseline; arXiv: +75% requests "
+             "(10P+10D vs 20 vLLM)")
+    out = []
+    for trace in TRACES:
+        caps = _caps(trace)
+        cap = caps["requests"]
+        key = "" if trace == "conversation" else "toolagent_like."
+        for s in ("mooncake", "disaggregated", "coupled", "coupled_chunked"):
+            for x in TBT_SLOS_MS:
+                out.append(Metric(f"capstone.{key}effective_capacity_rps.{s}.tbt{x}ms", float(cap.loc[s, x]), "req/s",
+                                  None, src.format(tr=trace)))
+        for x in TBT_SLOS_MS:
+            gain = capacity_gain(cap, x)
+            if math.isfinite(gain):
+                out.append(Metric(f"capstone.{key}capacity_gain.tbt{x}ms", gain, "× − 1 vs coupled", None,
+                                  src.format(tr=trace) + "; " + paper))
+        out.append(Metric(f"capstone.{key}capacity_gain_vs_chunked.tbt100ms", capacity_gain(cap, 100, "coupled_chunked"),
+                          "× − 1", None, src.format(tr=trace) + "; baseline: coupled with 512-token chunked prefill"))
+        out.append(Metric(f"capstone.{key}capacity_gain_tokens.tbt100ms", capacity_gain(caps["tokens"], 100),
+                          "× − 1 vs coupled", None, src.format(tr=trace) + "; ≥ 90% of prompt tokens instead of requests"))
+        if math.isfinite(capacity_gain(cap, 100)):
+            for part, r in gain_shares(cap, 100).iterrows():
+                out.append(Metric(f"capstone.{key}share.{part}.tbt100ms", float(r.share), "fraction of the gain", None,
+                                  src.format(tr=trace) + "; leave-one-out, interaction = remainder"))
+    t = hetero_table()
+    hsrc = ("conversation trace at 20 req/s, pools sized for 80% load from the cost model (modern); prices "
+            "ASSUMED: H800 $2/GPU-h (DeepSeek-V3 report), H20 $1.4/GPU-h (Reuters server-price ratio); network "
+            "$0.02/GB across cloud zones (AWS)")
+    for _, r in t.iterrows():
+        name = r.fleet.lower().replace(" + ", "_").replace(" ", "")  # e.g. "h800p_h20d"
+        net = "fabric" if r.network == "over one RDMA fabric" else "cross_zone"
+        out.append(Metric(f"capstone.hetero.usd_per_million_requests.{name}.{net}", float(r.usd_per_million_requests),
+                          "USD / 1M requests", None, hsrc))
+    out.append(Metric("capstone.hetero.network_break_even_usd_per_tb", network_break_even_usd_per_gb() * 1e3,
+                      "USD / TB", None, hsrc + "; KV-transfer price at which H800P+H20D stops saving money"))
+    return out
+
+
+@figure_group("capstone")
+def _figures() -> dict:
+    from ..plots import capstone as plots
+    from ..plots.goodput import plot_capacity
+
+    curve = capacity_curve(progress=False)
+    cap = capacity_table(curve)
+    return {"l08_capacity": plot_capacity(curve[curve.system.isin(["mooncake", "coupled", "coupled_chunked"])], 100),
+            "l08_gain_waterfall": plots.gain_waterfall(gain_shares(cap, 100), float(cap.loc["coupled", 100]),
+                                                       title="Where Mooncake's gain comes from (conversation, TBT ≤ 100 ms)"),
+            "l08_hetero_cost": plots.fleet_costs(hetero_table())}

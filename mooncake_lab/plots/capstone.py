@@ -1,0 +1,120 @@
+"""Figures of lecture 08: capacity per system, where the gain comes from, outcome shares, fleet cost."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import PALETTE, new_figure, styled
+
+__all__ = ["capacity_bars", "gain_waterfall", "outcome_bars", "fleet_costs"]
+
+_OUTCOME_COLORS = {"met both": PALETTE[2], "rejected": "0.55", "missed TTFT": PALETTE[3], "missed TBT": PALETTE[1]}
+
+
+@styled
+def capacity_bars(caps: dict, labels: dict, tbt_slo_ms: float = 100, top_rates: dict | None = None):
+    """Effective capacity (req/s) per system, one panel per trace. ``caps``: ``{trace: capacity_table}``;
+    ``labels``: ``{system: display name}``; ``top_rates``: ``{trace: highest swept rate}`` (a bar
+    that reaches it is a lower bound, marked "≥")."""
+    if not caps:
+        raise ValueError("caps: got no traces; allowed: {trace name: capacity table}")
+    fig, axes = new_figure(1, len(caps), width=3.2 + 3.4 * len(caps), height=4.6, sharey=True)
+    for k, (ax, (trace, cap)) in enumerate(zip(np.atleast_1d(axes), caps.items())):
+        systems = list(cap.index)[::-1]
+        vals = cap.loc[systems, tbt_slo_ms].to_numpy(dtype=float)
+        colors = [PALETTE[0] if s == "mooncake" else PALETTE[3] if s.startswith("coupled") else PALETTE[5]
+                  for s in systems]
+        ax.barh([labels.get(s, s) for s in systems], vals, color=colors)
+        top = (top_rates or {}).get(trace)
+        for y, v in enumerate(vals):
+            mark = "≥ " if top is not None and v >= top - 1e-9 else ""
+            ax.text(v, y, f" {mark}{v:.1f}", va="center", fontsize="small")
+        ax.set_xlim(0, max(float(np.nanmax(vals)), 1e-9) * 1.2)
+        ax.set_xlabel("effective capacity (req/s)")
+        ax.set_ylabel("system (16 nodes)" if k == 0 else "")
+        ax.set_title(f"{trace}: TBT ≤ {tbt_slo_ms:g} ms", fontsize="medium")
+    fig.suptitle("Effective request capacity: ≥ 90% of requests within TTFT ≤ 30 s and the TBT SLO")
+    return fig
+
+
+#: Short names of the parts of :func:`~mooncake_lab.experiments.l08_capstone.gain_shares` (x axis).
+_SHORT = {"disaggregation": "P/D split\n(8P+8D)", "cpp": "CPP\ngroups", "kvcentric": "KVCache-\ncentric",
+          "layerwise": "layer-wise\ntransfer", "predicted": "early\nrejection", "interaction": "inter-\naction"}
+
+
+@styled
+def gain_waterfall(shares, coupled_rps: float, title: str = "Where Mooncake's gain comes from"):
+    """Waterfall from the coupled cluster's capacity to Mooncake's: one step per row of
+    :func:`~mooncake_lab.experiments.l08_capstone.gain_shares` (steps that cost capacity in red)."""
+    fig, ax = new_figure(width=8.0, height=4.6)
+    names = ["coupled\n(vLLM-like)"] + [_SHORT.get(str(p), str(p)) for p in shares.index] + ["Mooncake"]
+    level = float(coupled_rps)
+    ax.bar(0, level, color=PALETTE[3])
+    ax.text(0, level, f"{level:.1f}", ha="center", va="bottom", fontsize="small")
+    top = level
+    for k, (_, r) in enumerate(shares.iterrows(), start=1):
+        step = float(r.gain_rps)
+        ax.bar(k, step, bottom=level, color=PALETTE[2] if step >= 0 else PALETTE[3])
+        txt = f"{step:+.1f}" + (f" ({r.share:+.0%})" if np.isfinite(r.share) else "")
+        ax.text(k, max(level, level + step), txt, ha="center", va="bottom", fontsize="x-small")
+        level += step
+        top = max(top, level, level - step)
+    ax.bar(len(names) - 1, level, color=PALETTE[0])
+    ax.text(len(names) - 1, level, f"{level:.1f}", ha="center", va="bottom", fontsize="small")
+    ax.set_xticks(range(len(names)), names, fontsize="small")
+    ax.set_ylim(0, top * 1.12)
+    ax.set_ylabel("effective capacity (req/s)")
+    ax.set_xlabel("step added on the way from the coupled cluster to Mooncake (leave-one-out, share of the gain)")
+    ax.set_title(title)
+    return fig
+
+
+@styled
+def outcome_bars(outcomes: dict, title: str = "What happened to each request"):
+    """Stacked horizontal bars (% of requests): ``{system label: outcome_breakdown(...)}``."""
+    if not outcomes:
+        raise ValueError("outcomes: got no systems; allowed: {label: outcome shares}")
+    fig, ax = new_figure(width=7.5, height=3.4)
+    names = list(outcomes)[::-1]
+    left = np.zeros(len(names))
+    for key, color in _OUTCOME_COLORS.items():
+        v = np.array([outcomes[n][key] for n in names]) * 100
+        ax.barh(names, v, left=left, color=color, label=key)
+        left += v
+    ax.set_xlim(0, 100)
+    ax.axvline(90, color="k", ls="--", lw=1)
+    ax.set_xlabel("requests (%)")
+    ax.set_ylabel("system")
+    ax.set_title(title)
+    fig.legend(*ax.get_legend_handles_labels(), ncol=4, fontsize="small", loc="outside lower center", frameon=False)
+    return fig
+
+
+@styled
+def fleet_costs(table, title: str = "Cost of serving the same load: homogeneous vs heterogeneous fleets"):
+    """Stacked bars of USD per million requests (prefill GPUs, decode GPUs, KV transfer), one panel
+    per network price, one bar per fleet (rows of :func:`~mooncake_lab.experiments.l08_capstone.hetero_table`)."""
+    nets = list(dict.fromkeys(table.network))
+    if not nets:
+        raise ValueError("table: got no rows; allowed: the rows of hetero_table()")
+    fig, axes = new_figure(1, len(nets), width=3.0 + 3.6 * len(nets), height=4.6)
+    for k, (ax, net) in enumerate(zip(np.atleast_1d(axes), nets)):
+        t = table[table.network == net]
+        hours_per_m = (t.usd_per_million_requests / t.usd_per_hour).to_numpy(dtype=float)  # h per 1M requests
+        bottom = np.zeros(len(t))
+        for col, name, color in (("prefill_usd_per_hour", "prefill GPUs", PALETTE[0]),
+                                 ("decode_usd_per_hour", "decode GPUs", PALETTE[2]),
+                                 ("network_usd_per_hour", "KV transfer", PALETTE[3])):
+            v = t[col].to_numpy(dtype=float) * hours_per_m
+            ax.bar(range(len(t)), v, bottom=bottom, color=color, label=name)
+            bottom += v
+        for j, (tot, p, d) in enumerate(zip(bottom, t.n_prefill, t.n_decode)):
+            ax.text(j, tot, f"${tot:,.0f}\n{p}P+{d}D", ha="center", va="bottom", fontsize="x-small")
+        ax.set_xticks(range(len(t)), [f.replace(" + ", "\n+ ") for f in t.fleet], fontsize="small")
+        ax.set_ylim(0, float(bottom.max()) * 1.25)
+        ax.set_ylabel("USD per million requests" if k == 0 else "")
+        ax.set_xlabel("fleet: prefill + decode nodes")
+        ax.set_title(f"KV travels {net}", fontsize="medium")
+        if k == 0:
+            ax.legend(fontsize="small", loc="upper left")
+    fig.suptitle(title)
+    return fig

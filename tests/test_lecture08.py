@@ -1,0 +1,245 @@
+"""Lecture 08 (capstone): ablation bookkeeping, the claims the notebook's prose makes, the fleet-cost
+model (by hand and against the simulator), plots and the mechanism dashboard.
+
+Runs use the conversation trace (real when ../shared/data has it, else its stand-in) and are memoised
+per process, so the sweeps here are shared between tests.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.figure import Figure
+
+from mooncake_lab.experiments import l06_goodput as g
+from mooncake_lab.experiments import l08_capstone as c
+from mooncake_lab.plots import capstone as plots
+from mooncake_lab.traces import trace_from_requests
+
+pytestmark = pytest.mark.usefixtures("offline_traces")  # never download (tests/conftest.py)
+
+
+def _labelled(fig: Figure):
+    assert isinstance(fig, Figure)
+    assert any(ax.get_title() for ax in fig.axes) or fig._suptitle is not None
+    assert fig.axes[0].get_ylabel() and all(ax.get_xlabel() for ax in fig.axes)
+
+
+@pytest.fixture(scope="module")
+def conv():
+    curve = c.capacity_curve(progress=False)
+    return curve, c.capacity_table(curve), c.capacity_table(curve, "tokens")
+
+
+# ----------------------------------------------------------------------------- systems
+def test_each_ablation_switches_off_exactly_its_mechanism():
+    full = c.config_of("mooncake").as_dict()
+    assert full["cpp_group_size"] == c.CPP_GROUP_SIZE and full["admission"] == "predicted"
+    assert full["n_prefill"] + full["n_decode"] == g.N_NODES and full["preset"] == g.PRESET
+    for m, (_, off) in c.MECHANISMS.items():
+        cfg = c.config_of(f"no_{m}").as_dict()
+        assert {k for k in cfg if cfg[k] != full[k]} == set(off), m
+        assert all(cfg[k] == v for k, v in off.items())
+    plain = c.config_of("disaggregated").as_dict()
+    assert {k for k in plain if plain[k] != full[k]} == {k for _, o in c.MECHANISMS.values() for k in o}
+    for s in ("coupled", "coupled_chunked"):
+        cfg = c.config_of(s)
+        assert cfg.coupled and cfg.n_nodes == g.N_NODES and cfg.chunked_prefill == (s == "coupled_chunked")
+    with pytest.raises(ValueError, match="system"):
+        c.config_of("fused")
+
+
+def test_gain_shares_by_hand():
+    # coupled 2 → plain split 4 (+2); full 10; drops: cpp 1, kvcentric 3, layerwise 0, predicted 4 (sum 8);
+    # whole gain 8 = 2 + 8 + interaction → interaction −2. Shares: 0.25, 0.125, 0.375, 0, 0.5, −0.25.
+    cap = pd.DataFrame({100: {"mooncake": 10.0, "no_cpp": 9.0, "no_kvcentric": 7.0, "no_layerwise": 10.0,
+                              "no_predicted": 6.0, "disaggregated": 4.0, "coupled": 2.0, "coupled_chunked": 5.0}})
+    sh = c.gain_shares(cap, 100)
+    assert list(sh.index) == ["disaggregation", *c.MECHANISMS, "interaction"]
+    assert sh.share.tolist() == pytest.approx([0.25, 0.125, 0.375, 0.0, 0.5, -0.25])
+    assert sh.share.sum() == pytest.approx(1.0)
+    assert c.capacity_gain(cap, 100) == pytest.approx(4.0)                       # 10 / 2 − 1
+    assert c.capacity_gain(cap, 100, "coupled_chunked") == pytest.approx(1.0)    # 10 / 5 − 1
+    zero = cap.copy()
+    zero.loc["coupled", 100] = 0.0  # the baseline never reaches 90%
+    assert c.capacity_gain(zero, 100) == math.inf
+
+
+def test_capacity_table_counts_requests_or_tokens():
+    # requests: 1.0, 1.0, 0.8 at 1, 2, 4 req/s → 3 req/s; tokens: 1.0, 0.8, 0.7 → crosses at 1.5 req/s
+    cur = pd.DataFrame(dict(system="coupled", tbt_slo_ms=100, rate_rps=[1.0, 2.0, 4.0],
+                            attainment=[1.0, 1.0, 0.8], attainment_tokens=[1.0, 0.8, 0.7]))
+    assert c.capacity_table(cur).loc["coupled", 100] == pytest.approx(3.0)
+    assert c.capacity_table(cur, "tokens").loc["coupled", 100] == pytest.approx(1.5)
+    with pytest.raises(ValueError, match="weight"):
+        c.capacity_table(cur, "bytes")
+
+
+def test_stopping_the_sweep_early_changes_no_capacity():
+    kw = dict(systems=("coupled",), progress=False)
+    short, full = c.capacity_curve(**kw), c.capacity_curve(stop_below=False, **kw)
+    assert len(short) < len(full)
+    pd.testing.assert_frame_equal(c.capacity_table(short), c.capacity_table(full))
+    pd.testing.assert_frame_equal(c.capacity_table(short, "tokens"), c.capacity_table(full, "tokens"))
+
+
+def test_outcome_breakdown_partitions_the_requests():
+    for s in ("mooncake", "coupled", "coupled_chunked"):
+        res = c.run(s, 4.0)
+        o = c.outcome_breakdown(res, 100)
+        assert sum(o.values()) == pytest.approx(1.0)
+        assert min(o.values()) >= 0
+        assert o["met both"] == g.attainment(res, 100)
+    assert c.outcome_breakdown(c.run("coupled", 4.0), 100)["rejected"] == 0  # no admission control
+
+
+# ------------------------------------------------------------------ the notebook's claims
+def test_lecture_claims_conversation(conv):
+    _, cap, tok = conv
+    x = 100
+    # Mooncake beats both coupled clusters; the gain over vLLM-without-chunking is inside the paper's range
+    assert cap.loc["mooncake", x] > cap.loc["coupled_chunked", x] > cap.loc["coupled", x] > 0
+    assert c.PAPER["capacity_gain_min"] <= c.capacity_gain(cap, x) <= c.PAPER["capacity_gain_max"]
+    # without early rejection the disaggregated cluster only ties a chunked coupled one (±10%)
+    assert abs(cap.loc["no_predicted", x] / cap.loc["coupled_chunked", x] - 1) < 0.10
+    # early rejection brings the largest share; CPP groups of 2 cost a little capacity on this trace
+    sh = c.gain_shares(cap, x)
+    assert sh.share.idxmax() == "predicted" and sh.loc["predicted", "share"] > 0.4
+    assert sh.loc["cpp", "gain_rps"] < 0
+    # counting prompt tokens instead of requests shrinks Mooncake's capacity, not the coupled one's much
+    assert tok.loc["mooncake", x] < 0.75 * cap.loc["mooncake", x]
+    assert tok.loc["coupled_chunked", x] > 0.9 * cap.loc["coupled_chunked", x]
+    # every swept capacity is below the top of the sweep (none is only a lower bound)
+    assert (cap.to_numpy() < c.top_rate("conversation")).all()
+
+
+def test_early_rejection_turns_away_long_prompts():
+    prof = c.rejection_profile("conversation", (1.0, 5.0))
+    assert prof.loc[1.0, "rejected_requests"] == 0
+    r = prof.loc[5.0]
+    assert 0 < r.rejected_requests < 0.2
+    assert r.mean_prompt_rejected > 2.5 * r.mean_prompt_all
+    assert r.rejected_tokens > 2.5 * r.rejected_requests
+
+
+def test_coupled_without_chunking_never_meets_100ms_on_toolagent_like():
+    curve = c.capacity_curve(("coupled",), trace="toolagent-like", progress=False)
+    assert c.capacity_table(curve).loc["coupled", 100] == 0.0
+    assert c.capacity_table(curve).loc["coupled", 300] > 0.0
+
+
+def test_paper_comparison_flags_the_range(conv):
+    _, cap, tok = conv
+    df = c.paper_comparison({"conversation": {"requests": cap, "tokens": tok}})
+    assert len(df) == 4
+    row = df[(df.counting == "requests") & (df.baseline == "coupled")].iloc[0]
+    assert row.gain == pytest.approx(c.capacity_gain(cap, 100))
+    assert row.in_paper_range == (0.59 <= row.gain <= 4.98)
+
+
+# ------------------------------------------------------------------------ fleet cost model
+def test_decode_context_by_hand():
+    # (in 1000, out 10), (in 3000, out 30): (10 × 1005 + 30 × 3015) / 40 = 2512.5 tokens per slot
+    tr = trace_from_requests([0.0, 1.0], [1000, 3000], [10, 30], [2, 6], [0, 1, 10, 11, 12, 13, 14, 15])
+    assert c.decode_context_tokens(tr) == pytest.approx(2512.5)
+
+
+def test_node_rates_follow_the_datasheets():
+    from mooncake_lab.roofline import cost_model, decode_step_time
+
+    r = {n: c.node_rates("conversation", n) for n in ("a800x8", "h800x8", "h20x8")}
+    # prefill is compute-bound: H800 (989 TFLOPS) > A800 (312) > H20 (148)
+    assert r["h800x8"]["prefill_rps"] > r["a800x8"]["prefill_rps"] > r["h20x8"]["prefill_rps"]
+    # decode is memory-bound: the H20's 96 GB HBM holds the biggest batch
+    assert r["h20x8"]["decode_rps"] > r["h800x8"]["decode_rps"] > r["a800x8"]["decode_rps"]
+    ctx = c.decode_context_tokens("conversation")
+    for n, x in r.items():
+        assert x["prefill_rps"] == pytest.approx(1 / x["prefill_s_mean"])
+        b = x["decode_batch"]
+        cap = cost_model("llama2-70b", n, g.PRESET).kv_capacity_tokens
+        step = decode_step_time("llama2-70b", n, b, int(b * ctx), g.PRESET)
+        assert b * ctx <= cap and step <= 0.1 + 1e-4                     # the batch fits and meets the SLO
+        nxt = decode_step_time("llama2-70b", n, b + 1, int((b + 1) * ctx), g.PRESET)
+        assert (b + 1) * ctx > cap or nxt > 0.1                          # one more would not
+    assert r["h20x8"]["too_slow"] > 0 == r["h800x8"]["too_slow"]         # H20 cannot prefill the longest in 30 s
+
+
+def test_analytic_prefill_rate_agrees_with_the_simulator(conv):
+    # Without early rejection the 8 A800 prefill nodes are the bottleneck: the simulated capacity must be
+    # a large share (queueing costs some) of 8 × the analytic per-node prefill rate, and not above it.
+    _, cap, _ = conv
+    bound = 8 * c.node_rates("conversation", "a800x8")["prefill_rps"]
+    assert 0.75 * bound <= cap.loc["no_predicted", 100] <= bound
+
+
+def test_fleet_cost_by_hand():
+    prices = {"h800x8": 2.0, "h20x8": 1.0}
+    f = c.fleet_cost(10.0, "h800x8", "h20x8", network_usd_per_gb=0.01, prices=prices, headroom=0.5)
+    p, d = c.node_rates("conversation", "h800x8"), c.node_rates("conversation", "h20x8")
+    assert f["n_prefill"] == math.ceil(10.0 / (0.5 * p["prefill_rps"]))
+    assert f["n_decode"] == math.ceil(10.0 / (0.5 * d["decode_rps"]))
+    assert f["prefill_usd_per_hour"] == f["n_prefill"] * 8 * 2.0
+    assert f["decode_usd_per_hour"] == f["n_decode"] * 8 * 1.0
+    assert f["network_usd_per_hour"] == pytest.approx(10.0 * 3600 * p["kv_gb_per_request"] * 0.01)
+    assert f["usd_per_million_requests"] == pytest.approx(f["usd_per_hour"] * 1e6 / 36_000)
+    for kw, match in [(dict(rate_rps=0.0), "rate_rps"), (dict(network_usd_per_gb=-1.0), "network_usd_per_gb"),
+                      (dict(headroom=1.5), "headroom"), (dict(prices={"h800x8": 2.0}), "prices")]:
+        with pytest.raises(ValueError, match=match):
+            c.fleet_cost(**{"rate_rps": 10.0, "prefill_node": "h800x8", "decode_node": "h20x8", **kw})
+
+
+def test_hetero_table_and_break_even():
+    t = c.hetero_table(20.0)
+    assert len(t) == len(c.FLEETS) * len(c.NETWORK_USD_PER_GB)
+    homo = t.prefill_node == t.decode_node
+    assert (t[homo].network_usd_per_hour == 0).all()  # a homogeneous fleet's KV never leaves its fabric
+    assert (t[~homo & (t.network == "across cloud zones")].network_usd_per_hour > 0).all()
+    be = c.network_break_even_usd_per_gb(20.0)
+    assert be > 0
+    het = c.fleet_cost(20.0, "h800x8", "h20x8", network_usd_per_gb=be)["usd_per_hour"]
+    cheaper_homo = min(c.fleet_cost(20.0, n, n)["usd_per_hour"] for n in ("h800x8", "h20x8"))
+    assert het == pytest.approx(cheaper_homo)
+
+
+# ------------------------------------------------------------------------------- plots
+def test_plots_have_titles_and_labels(conv):
+    curve, cap, _ = conv
+    _labelled(plots.capacity_bars({"conversation": cap}, c.LABELS, 100, {"conversation": c.top_rate()}))
+    fig = plots.gain_waterfall(c.gain_shares(cap, 100), float(cap.loc["coupled", 100]))
+    _labelled(fig)
+    heights = [p.get_height() for p in fig.axes[0].patches]
+    assert heights[-1] == pytest.approx(cap.loc["mooncake", 100])  # the waterfall ends at Mooncake's capacity
+    _labelled(plots.outcome_bars({"x": c.outcome_breakdown(c.run("mooncake", 4.0))}))
+    _labelled(plots.fleet_costs(c.hetero_table()))
+    with pytest.raises(ValueError, match="caps"):
+        plots.capacity_bars({}, c.LABELS)
+    with pytest.raises(ValueError, match="outcomes"):
+        plots.outcome_bars({})
+
+
+# ---------------------------------------------------------------------------- dashboard
+def test_mechanism_dashboard_every_control_changes_the_figure():
+    from mooncake_lab.dashboards.capstone import MechanismDashboard
+
+    d = MechanismDashboard()
+
+    def widths():
+        return [round(p.get_width(), 9) for p in d.figure.axes[0].patches]
+
+    for name, value in [*((m, False) for m in c.MECHANISMS), ("speed", 5.0), ("tbt_slo_ms", 300),
+                        ("trace", "toolagent-like")]:
+        before, text = widths(), d.readout.value
+        d.controls[name].value = value
+        assert widths() != before or d.readout.value != text, name
+    assert "without cpp, kvcentric, layerwise, predicted" in d.readout.value
+    assert d.controls["speed"].continuous_update is False
+    assert d.png[:4] == b"\x89PNG"
+
+
+def test_glossary_has_lecture_08_terms():
+    from mooncake_lab.glossary import glossary
+
+    terms = set(glossary("08")["term"])
+    assert {"ablation (leave-one-out)", "heterogeneous disaggregation (level 3)", "break-even network price"} <= terms
