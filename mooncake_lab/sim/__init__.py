@@ -3,14 +3,21 @@
 A Mooncake-like disaggregated cluster: a pool of prefill instances (FIFO queue + LRU prefix cache
 each) behind a Conductor policy, KV transfer over RDMA, a pool of continuous-batching decode
 instances. ``engine="numba"`` runs :mod:`.kernel`; ``engine="reference"`` runs the plain-Python
-:mod:`.reference` (the semantics, written out step by step, listed in its docstring).
+:mod:`.reference` (the semantics, written out step by step, listed in its docstring). A student's
+prefill policy is a function ``policy(req, view) -> instance`` passed as ``prefill_policy``;
+``leaderboard`` ranks it against the built-in ones (:mod:`.student_policy`, :mod:`.conductor_view`).
 """
 from __future__ import annotations
 
+from .conductor_view import Request, View
 from .config import (ADMISSIONS, COMPLETED, OUTCOMES, PREFILL_POLICIES, REJECTED_AFTER_PREFILL,
                      REJECTED_AT_ARRIVAL, REJECTED_TOO_LARGE, ClusterConfig)
 from .result import SimResult
 from .run import ENGINES, simulate
+from .student_policy import (BASELINES, PolicyChoiceError, PolicyCompileWarning, PolicyReturnTypeError,
+                             compile_policy, leaderboard)
 
 __all__ = ["ClusterConfig", "simulate", "SimResult", "ENGINES", "PREFILL_POLICIES", "ADMISSIONS",
-           "OUTCOMES", "COMPLETED", "REJECTED_AT_ARRIVAL", "REJECTED_AFTER_PREFILL", "REJECTED_TOO_LARGE"]
+           "OUTCOMES", "COMPLETED", "REJECTED_AT_ARRIVAL", "REJECTED_AFTER_PREFILL", "REJECTED_TOO_LARGE",
+           "leaderboard", "compile_policy", "Request", "View", "BASELINES", "PolicyCompileWarning",
+           "PolicyReturnTypeError", "PolicyChoiceError"]

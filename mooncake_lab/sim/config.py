@@ -1,9 +1,10 @@
 """``ClusterConfig``: everything a simulation run needs besides the trace, validated up front.
 
 Policies, admission rules and outcomes are small integer codes inside the kernels (a numba kernel
-cannot dispatch on strings cheaply); the tables here map names to codes. Later issues add codes to
-the same tables (a coupled vLLM-like engine, student policies). CPP prefill groups are numbers
-(``cpp_group_size``, ``cpp_chunk``, ``cpp_overlap``), not codes: see :mod:`.cpp_group`.
+cannot dispatch on strings cheaply); the tables here map names to codes. A student's policy
+function gets code 4 (:data:`.conductor_view.STUDENT_POLICY_CODE`), outside the table, so code
+looping over the built-in names never meets it. CPP prefill groups are numbers (``cpp_group_size``,
+``cpp_chunk``, ``cpp_overlap``), not codes: see :mod:`.cpp_group`.
 """
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import numbers
 from dataclasses import dataclass, fields, replace
 
 import numpy as np
+
+from .conductor_view import STUDENT_POLICY_CODE
 
 __all__ = ["ClusterConfig", "PREFILL_POLICIES", "ADMISSIONS", "ENGINE_MODES", "OUTCOMES", "OUTCOME_CODES",
            "COMPLETED", "REJECTED_AT_ARRIVAL", "REJECTED_AFTER_PREFILL", "REJECTED_TOO_LARGE",
@@ -67,7 +70,8 @@ class ClusterConfig:
         = 11,920 blocks; 0 disables caching.
     prefill_policy : ``"random"``, ``"load"`` (least queued work), ``"cache_aware"`` (min queue +
         prefill with the local prefix) or ``"kvcentric"`` (Algorithm 1 with remote-prefix fetch
-        and hot-spot replication).
+        and hot-spot replication) — or a student's function ``policy(req, view) -> instance``
+        (:mod:`mooncake_lab.sim.student_policy`; disaggregated only).
     kvcache_balancing_threshold : ``kvcentric`` fetches the pool's best prefix for an instance when
         best_prefix / local_prefix ≥ this (blocks; a ratio ≥ 1; local 0 counts as an infinite
         ratio). The paper gives no value; 1.0 fetches whenever the pool has more than the instance.
@@ -155,8 +159,12 @@ class ClusterConfig:
         _int_at_least("n_decode", self.n_decode, 1)
         if self.cache_capacity_blocks is not None:
             _int_at_least("cache_capacity_blocks", self.cache_capacity_blocks, 0)
-        if self.prefill_policy not in PREFILL_POLICIES:
-            raise _bad("prefill_policy", self.prefill_policy, ", ".join(map(repr, PREFILL_POLICIES)))
+        if callable(self.prefill_policy):
+            from .student_policy import check_policy_signature
+            check_policy_signature(self.prefill_policy, "ClusterConfig.prefill_policy")
+        elif not isinstance(self.prefill_policy, str) or self.prefill_policy not in PREFILL_POLICIES:
+            raise _bad("prefill_policy", self.prefill_policy, ", ".join(map(repr, PREFILL_POLICIES))
+                       + " or a function policy(req, view) -> instance index")
         _float_in("kvcache_balancing_threshold", self.kvcache_balancing_threshold, 1.0, allow_inf=True)
         _float_in("estimator_noise", self.estimator_noise, 0.0, 10.0)
         _float_in("ttft_slo_s", self.ttft_slo_s, 0.0, lo_open=True, allow_inf=True)
@@ -190,6 +198,9 @@ class ClusterConfig:
         if self.engine_mode == "coupled" and x != 1:
             raise _bad("cpp_group_size", self.cpp_group_size, "1 when engine_mode='coupled' (CPP "
                        "groups are modelled for the disaggregated cluster only)")
+        if self.engine_mode == "coupled" and callable(self.prefill_policy):
+            raise _bad("prefill_policy", self.prefill_policy, "a built-in policy name when engine_mode="
+                       "'coupled' (student policies run on the disaggregated cluster)")
         if self.engine_mode == "coupled" and self.admission != "none":
             raise _bad("admission", self.admission, "'none' when engine_mode='coupled' (admission "
                        "control is modelled for the disaggregated cluster only)")
@@ -200,6 +211,12 @@ class ClusterConfig:
     def coupled(self) -> bool:
         """True for the vLLM-like coupled engine."""
         return self.engine_mode == "coupled"
+
+    @property
+    def policy_name(self) -> str:
+        """The prefill policy's name: a built-in one, or a student function's ``__name__``."""
+        p = self.prefill_policy
+        return p if isinstance(p, str) else getattr(p, "__name__", type(p).__name__)
 
     @property
     def n_prefill_instances(self) -> int:
@@ -260,7 +277,8 @@ class ClusterConfig:
             cache = int(self.cache_capacity_blocks)
         return ResolvedConfig(cost=cm.as_array(), decode_kv_capacity=float(kv_cap),
                               cache_capacity_blocks=cache * x, n_layers=int(m.n_layers),
-                              policy=PREFILL_POLICIES[self.prefill_policy],
+                              policy=(STUDENT_POLICY_CODE if callable(self.prefill_policy)
+                                      else PREFILL_POLICIES[self.prefill_policy]),
                               admission=ADMISSIONS[self.admission], cpp_group_size=x,
                               cpp_chunk=int(self.cpp_chunk),
                               cpp_act_bytes=float(activation_bytes_per_token(m)),

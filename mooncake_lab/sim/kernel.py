@@ -28,6 +28,7 @@ from numba import njit
 from ..prefix_cache import _match_prefix, _touch_blocks
 from ..roofline import cm_kv_transfer_time
 from .admission import decode_load, prefill_load
+from .conductor_view import Request
 from .cpp_group import group_fetch_time, group_prefill
 from .decode_math import segment_pieces, steps_until_after, time_after, top_k_sum
 
@@ -173,7 +174,64 @@ def _finish_tbt(i, d, last_run, run_mark, log_a, log_d, log_m, log_prev, decode_
     return top_k_sum(buf_a, buf_d, buf_m, nr, k, hkey, hidx) / k
 
 
+# ---------------------------------------------------------------------------- student policies
 @njit(cache=True)
+def _fill_view(view, i, a, Lin, best, local, c, block_tokens, threshold, noise_sd, z_noise,
+               gfree, glink, nfree, nlink, group_size, cpp_chunk, act_bytes, cpp_bw, cpp_overlap):
+    """The Conductor's view of request ``i`` arriving at ``a`` (s), per instance p: wait, local
+    prefix and prefill, Algorithm 1's fetch decision, fetch and prefill after it, and the TTFT
+    estimate with the same arithmetic (and noise) as ``kvcentric``'s."""
+    for p in range(len(local)):
+        w = max(0.0, gfree[p, 0] - a)
+        r0 = max(a, gfree[p, 0])
+        cl = _reusable_tokens(local[p], Lin, block_tokens)
+        pre = group_prefill(c, gfree, glink, p, nfree, nlink, r0, Lin - cl, cl, group_size, cpp_chunk,
+                            act_bytes, cpp_bw, cpp_overlap)[1]
+        fetch = best > local[p] and (local[p] == 0 or best >= threshold * local[p])
+        f_e = 0.0
+        f_pre = pre
+        if fetch:
+            cb = _reusable_tokens(best, Lin, block_tokens)
+            f_e = group_fetch_time(c, cb - cl, group_size)
+            f_pre = group_prefill(c, gfree, glink, p, nfree, nlink, r0 + f_e, Lin - cb, cb, group_size,
+                                  cpp_chunk, act_bytes, cpp_bw, cpp_overlap)[1]
+            t = w + (f_e + f_pre)
+        else:
+            t = w + pre
+        if noise_sd > 0.0:
+            k = max(0.0, 1.0 + noise_sd * z_noise[i, p])
+            w *= k
+            pre *= k
+            f_e *= k
+            f_pre *= k
+            t *= k
+        view.wait_s[p] = w
+        view.prefix_tokens[p] = cl
+        view.prefill_s[p] = pre
+        view.fetch[p] = fetch
+        view.fetch_s[p] = f_e
+        view.fetch_prefill_s[p] = f_pre
+        view.ttft_s[p] = t
+
+
+@njit(cache=True)
+def _student_choice(policy_fn, view, i, a, Lin, out, u, best, src, block_tokens, diag):
+    """Call the student's ``policy_fn(req, view)`` (view already filled) for request ``i``.
+
+    ``diag[4]`` = the request being decided (read when the policy raises); a returned value
+    outside 0 … P − 1 sets ``diag[5]`` = 1, ``diag[6]`` = the value and returns −1 (the kernel stops).
+    """
+    req = Request(i, a, Lin, out, _reusable_tokens(best, Lin, block_tokens), src if best > 0 else -1, u)
+    diag[4] = i
+    pi = policy_fn(req, view)
+    if pi < 0 or pi >= len(view.wait_s):
+        diag[5] = 1
+        diag[6] = pi
+        return -1
+    return pi
+
+
+@njit(cache=True, nogil=True)  # nogil: independent runs can go in parallel threads
 def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
             c, n_prefill, n_decode, policy, threshold, noise_sd, u_random, z_noise,
             layerwise, n_layers, decode_cap, admission,
@@ -184,8 +242,13 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
             cached_tok, fetched_tok, computed_tok,
             queue_wait, fetch_time, prefill_start, prefill_time, prefill_end,
             ready, decode_admit, finish, tbt_mean, tbt_tail,
-            p_load, d_load, max_kv, diag):
+            p_load, d_load, max_kv, diag, policy_fn=None, view=None):
     """Simulate the whole trace; fills the per-request output arrays (pre-set to NaN / −1 / 0).
+
+    ``policy == 4``: ``policy_fn(req, view) -> instance`` chooses the prefill instance (a student
+    policy, :mod:`.student_policy`, called as a numba first-class function; ``view``: the
+    :class:`~.conductor_view.View` arrays it reads, refilled here at each arrival). Without it
+    (the built-in policies) numba prunes that branch, so it costs them nothing.
 
     ``p_load`` / ``d_load``: the prefill and decode loads the Conductor computed at each arrival
     (:mod:`.admission`; decode: the current pool load, or the predicted one under ``predicted``).
@@ -195,7 +258,7 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
     chunk, ``act_bytes`` B per token between stages at ``cpp_bw`` B/s, ``cpp_overlap``).
 
     ``diag``: [0] events processed, [1] times an event ran earlier than the previous one (must be
-    0), [2] runs logged, [3] max decode batch.
+    0), [2] runs logged, [3] max decode batch; [4]–[6] for a student policy (:func:`_student_choice`).
     """
     n = len(arrival)
     P = n_prefill
@@ -397,6 +460,14 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
                     est[p] += span
         if policy == 0:
             pi = min(int(u_random[i] * P), P - 1)
+        elif policy == 4:  # a student's function: it may also veto / force the fetch (view.fetch)
+            pi = -1
+            if policy_fn is not None:
+                _fill_view(view, i, a, Lin, best, local, c, block_tokens, threshold, noise_sd, z_noise,
+                           gfree, glink, nfree, nlink, group_size, cpp_chunk, act_bytes, cpp_bw, cpp_overlap)
+                pi = _student_choice(policy_fn, view, i, a, Lin, out, u_random[i], best, src, block_tokens, diag)
+            if pi < 0:
+                break  # a bad choice: the caller raises from diag[4:7]
         else:
             if noise_sd > 0.0:
                 for p in range(P):
@@ -409,6 +480,9 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
         n_local = local[pi] if policy >= 2 else _match_prefix(last_use, pi, blocks)
         cl = _reusable_tokens(n_local, Lin, block_tokens)
         use_remote = policy == 3 and best > n_local and (n_local == 0 or best >= threshold * n_local)
+        if policy == 4:
+            if policy_fn is not None:  # the fetch the view proposed, as the policy left it
+                use_remote = best > n_local and view.fetch[pi]
         cached = cl
         f_t = 0.0
         if use_remote:

@@ -27,6 +27,11 @@ Prefill (per instance: FIFO queue, LRU prefix cache of 512-token blocks)
        prefix ``best`` beats the local one (``best/local ≥ threshold``, local 0 ⇒ ∞), queue +
        fetch(best − local tokens) + prefill with ``best`` cached. Estimates × (1 + noise·z).
        ``random`` draws the instance from a pre-drawn uniform. The minimum wins (ties: lowest).
+   2b. A student policy (``prefill_policy`` is a function, :mod:`.student_policy`) instead gets the
+       request and the per-instance view of :mod:`.conductor_view` (queue, local prefix and
+       prefill, ``kvcentric``'s fetch decision, fetch + prefill after it, TTFT estimate; noise as
+       above) and returns the instance p; the best prefix is fetched to p iff ``view.fetch[p]``
+       (pre-set by ``kvcentric``'s rule; the policy may change it) and the pool has more than p.
     3. Cached tokens = min(512·blocks, L) but at most L − 1 (one token is always computed).
        start = max(arrival, busy_until); end = start + fetch + prefill; the instance's stages
        advance past the request (X = 1: busy_until = end).
@@ -82,6 +87,7 @@ from ..roofline import cm_decode_step_time, cm_kv_transfer_time
 from .admission import decode_load, prefill_load
 from ..cpp import cm_cpp_link_time, cm_stage_coefficients
 from ..roofline import cm_prefill_time
+from .conductor_view import Request, new_view
 from .cpp_group import group_fetch_time
 from .config import (ADMISSIONS, COMPLETED, REJECTED_AFTER_PREFILL, REJECTED_AT_ARRIVAL,
                      REJECTED_TOO_LARGE)
@@ -184,8 +190,11 @@ class _Decode:
 
 
 def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv: np.ndarray,
-                  diag: np.ndarray) -> None:
-    """Fill ``out`` (the per-request arrays of :func:`mooncake_lab.sim.run.simulate`) the slow way."""
+                  diag: np.ndarray, student=None) -> None:
+    """Fill ``out`` (the per-request arrays of :func:`mooncake_lab.sim.run.simulate`) the slow way.
+
+    ``student``: a :class:`~.student_policy.StudentPolicy` choosing the prefill instance (rule 2b).
+    """
     c = resolved.cost
     cap = resolved.decode_kv_capacity
     P, D = config.n_prefill_instances, config.n_decode
@@ -195,6 +204,7 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
     def fetch_s(n_tokens):
         return float(group_fetch_time(c, n_tokens, X))
     policy_name = config.prefill_policy
+    fetches = policy_name == "kvcentric" or student is not None  # Algorithm 1's remote-prefix rule
     threshold = float(config.kvcache_balancing_threshold)
     noise_sd = float(config.estimator_noise)
     layerwise = bool(config.layerwise_kv_transfer)
@@ -307,11 +317,32 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
         src = local.index(best)
 
         def remote_ok(p):
-            return policy_name == "kvcentric" and best > local[p] and (local[p] == 0
-                                                                        or best >= threshold * local[p])
+            return fetches and best > local[p] and (local[p] == 0 or best >= threshold * local[p])
 
         if policy_name == "random":
             pi = min(int(u_random[i] * P), P - 1)
+        elif student is not None:  # rule 2b
+            view = new_view(P)
+            for p in range(P):
+                g = groups[p]
+                start_p = max(a, g.busy_until)
+                w = max(0.0, g.busy_until - a)
+                cl = _reusable_tokens(local[p], L, bt)
+                pre = g.run(start_p, L - cl, cl, commit=False)[1]
+                f, f_pre, t = 0.0, pre, w + pre
+                if remote_ok(p):
+                    cb = _reusable_tokens(best, L, bt)
+                    f = fetch_s(cb - cl)
+                    f_pre = g.run(start_p + f, L - cb, cb, commit=False)[1]
+                    t = w + (f + f_pre)
+                k = max(0.0, 1.0 + noise_sd * z_noise[i, p]) if noise_sd > 0 else 1.0
+                view.wait_s[p], view.prefill_s[p], view.fetch_s[p] = w * k, pre * k, f * k
+                view.fetch_prefill_s[p], view.ttft_s[p] = f_pre * k, t * k
+                view.prefix_tokens[p], view.fetch[p] = cl, remote_ok(p)
+            diag[4] = i
+            pi = student.choose(Request(i, a, L, o, _reusable_tokens(best, L, bt), src if best > 0 else -1,
+                                        float(u_random[i])), view)
+            student_fetch = bool(view.fetch[pi]) and best > local[pi]  # the policy may have changed it
         else:
             est = []
             for p in range(P):
@@ -332,7 +363,8 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
         cached = _reusable_tokens(local[pi], L, bt)
         cl = cached
         fetch_t = 0.0
-        if remote_ok(pi):
+        use_remote = student_fetch if student is not None else remote_ok(pi)
+        if use_remote:
             cached = _reusable_tokens(best, L, bt)
             fetch_t = fetch_s(cached - cl)
         start = max(a, groups[pi].busy_until)
@@ -358,7 +390,7 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
             out["outcome"][i] = REJECTED_AT_ARRIVAL
             continue
         out["fetched_tok"][i] = 0
-        if remote_ok(pi):
+        if use_remote:
             out["fetched_tok"][i] = cached - cl
             out["fetch_src"][i] = src
             caches[src].touch(blocks[:best])

@@ -40,7 +40,7 @@ class SimResult:
 
     def __repr__(self) -> str:
         s = self.summary()
-        return (f"SimResult({self.engine}, {self.config.prefill_policy}, {self.config.label}: "
+        return (f"SimResult({self.engine}, {self.config.policy_name}, {self.config.label}: "
                 f"{s['completed']:,}/{s['requests']:,} completed, "
                 f"mean TTFT {s['ttft_mean_s']:.3g} s, SLO attainment {s['slo_attainment']:.1%})")
 
@@ -130,7 +130,7 @@ class SimResult:
             "decode_kv_peak_fraction": float(self.max_kv_tokens.max() / self.decode_kv_capacity)
             if len(self.max_kv_tokens) else float("nan"),
         }
-        return pd.Series(s, name=f"{cfg.prefill_policy}")
+        return pd.Series(s, name=cfg.policy_name)
 
     def timeseries(self, dt: float = 10.0, per_instance: bool = False) -> pd.DataFrame:
         """Load sampled every ``dt`` seconds from 0 to the last finish (state just after time t).

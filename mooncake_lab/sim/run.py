@@ -8,11 +8,13 @@ import numpy as np
 from ..prefix_cache import new_cache_state
 from ..traces import Trace
 from .config import ClusterConfig
+from .conductor_view import new_view
 from .coupled import _coupled_kernel, tail_slots
 from .coupled_reference import run_coupled_reference
 from .kernel import _kernel
 from .reference import run_reference
 from .result import SimResult
+from .student_policy import compile_policy, student_kernel
 
 __all__ = ["simulate", "ENGINES"]
 
@@ -47,6 +49,7 @@ def simulate(trace: Trace, config: ClusterConfig | None = None, engine: str = "n
 
     ``engine="numba"`` (fast) or ``"reference"`` (plain Python, for tests and reading; slow: use
     a few hundred requests). Both give the same per-request results. Deterministic for a seed.
+    ``config.prefill_policy`` may be a student's function (:mod:`.student_policy`).
     """
     if not isinstance(trace, Trace):
         raise ValueError(f"trace must be a mooncake_lab.traces.Trace, got {type(trace).__name__}")
@@ -63,7 +66,8 @@ def simulate(trace: Trace, config: ClusterConfig | None = None, engine: str = "n
     u, z = _draws(config.seed, n, n_route, config.estimator_noise)
     out = _new_outputs(n)
     max_kv = np.zeros(config.n_coupled if config.coupled else config.n_decode)
-    diag = np.zeros(4, dtype=np.int64)
+    diag = np.zeros(7, dtype=np.int64)  # [4:7]: a student policy's request, bad-value flag, value
+    student = compile_policy(config.prefill_policy) if callable(config.prefill_policy) else None
     t0 = time.perf_counter()
     if config.coupled and engine == "numba":
         st = new_cache_state(config.n_coupled, trace.n_blocks, rc.cache_capacity_blocks)
@@ -80,7 +84,7 @@ def simulate(trace: Trace, config: ClusterConfig | None = None, engine: str = "n
         run_coupled_reference(trace, config, rc, u, z, out, max_kv, diag)
     elif engine == "numba":
         st = new_cache_state(n_route, trace.n_blocks, rc.cache_capacity_blocks)
-        _kernel(trace.arrival_s, trace.input_len, trace.output_len, trace.block_offsets, trace.block_ids,
+        args = (trace.arrival_s, trace.input_len, trace.output_len, trace.block_offsets, trace.block_ids,
                 int(trace.block_tokens), rc.cost, int(n_route), int(config.n_decode), int(rc.policy),
                 float(config.kvcache_balancing_threshold), float(config.estimator_noise), u, z,
                 bool(config.layerwise_kv_transfer), int(rc.n_layers), float(rc.decode_kv_capacity),
@@ -93,6 +97,15 @@ def simulate(trace: Trace, config: ClusterConfig | None = None, engine: str = "n
                 out["queue_wait"], out["fetch_time"], out["prefill_start"], out["prefill_time"],
                 out["prefill_end"], out["ready"], out["decode_admit"], out["finish"],
                 out["tbt_mean"], out["tbt_tail"], out["prefill_load"], out["decode_load"], max_kv, diag)
+        if student is None:
+            _kernel(*args)
+        else:
+            view = new_view(n_route)
+            with student.errors(diag, trace, view):
+                student_kernel(args, view)(*args, student.kernel_function(), view)
+    elif student is not None:
+        with student.errors(diag, trace, new_view(n_route)):
+            run_reference(trace, config, rc, u, z, out, max_kv, diag, student)
     else:
         run_reference(trace, config, rc, u, z, out, max_kv, diag)
     wall = time.perf_counter() - t0

@@ -1,0 +1,61 @@
+"""What a student prefill policy sees at each arrival: the request and the Conductor's view.
+
+A student policy is ``policy(req, view) -> int`` (:mod:`.student_policy`). Both arguments are
+named tuples, built by the simulator (numba kernel or plain-Python reference, same values):
+
+``req`` (:class:`Request`), the arriving request:
+    ``index`` (its row in the trace, arrival order), ``arrival_s`` (s), ``input_tokens``,
+    ``output_tokens``, ``best_prefix_tokens`` (prompt tokens the longest prefix cached anywhere in
+    the prefill pool would save), ``best_instance`` (the instance holding it, −1 if none),
+    ``uniform`` (a U[0, 1) draw of this request: the one ``"random"`` uses, so a randomised
+    policy stays reproducible per seed).
+
+``view`` (:class:`View`), one array entry per prefill instance p (0 … n − 1; n = ``len(view.wait_s)``),
+describing what happens *if the request is sent to p*:
+    ``wait_s`` — queue: seconds until p can start it (0 if idle);
+    ``prefix_tokens`` — prompt tokens p's own cache saves;
+    ``prefill_s`` — prefill seconds on p with that local prefix;
+    ``fetch`` — True if the Conductor then fetches the pool's best prefix to p (Algorithm 1's
+    rule: best > local and best / local ≥ ``kvcache_balancing_threshold``, local 0 ⇒ ∞). The one
+    field a policy may write: the chosen p's entry, as the policy leaves it, decides the fetch
+    (``view.fetch[:] = False`` never fetches; True fetches whenever the pool has more than p);
+    ``fetch_s`` — seconds of that fetch (0 where ``fetch`` is False);
+    ``fetch_prefill_s`` — prefill seconds on p after that fetch (= ``prefill_s`` where no fetch);
+    ``ttft_s`` — estimated TTFT = wait + fetch + prefill: the number ``"kvcentric"`` minimises.
+
+Times are the Conductor's estimates: with ``estimator_noise`` > 0 each instance's times are
+multiplied by the same noise factor the built-in policies use. The arrays are refilled at every
+arrival; changing them (``fetch`` aside) changes nothing in the simulation.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+from numba import types
+
+__all__ = ["Request", "View", "new_view", "REQUEST_TYPE", "VIEW_TYPE", "POLICY_SIGNATURE", "STUDENT_POLICY_CODE"]
+
+#: The arriving request (see the module docstring for the fields and units).
+Request = namedtuple("Request", ["index", "arrival_s", "input_tokens", "output_tokens",
+                                 "best_prefix_tokens", "best_instance", "uniform"])
+#: Per-prefill-instance arrays: what happens if the request goes to instance p.
+View = namedtuple("View", ["wait_s", "prefix_tokens", "prefill_s", "fetch", "fetch_s",
+                           "fetch_prefill_s", "ttft_s"])
+
+_f64 = types.float64[::1]
+#: numba types of the two arguments and the signature a compiled policy gets.
+REQUEST_TYPE = types.NamedTuple((types.int64, types.float64, types.int64, types.int64, types.int64,
+                                 types.int64, types.float64), Request)
+VIEW_TYPE = types.NamedTuple((_f64, types.int64[::1], _f64, types.boolean[::1], _f64, _f64, _f64), View)
+POLICY_SIGNATURE = types.int64(REQUEST_TYPE, VIEW_TYPE)
+
+#: Kernel code of "a student's function" (the built-in names are config.PREFILL_POLICIES, 0–3).
+STUDENT_POLICY_CODE = 4
+
+
+def new_view(n_instances: int) -> View:
+    """A :class:`View` of zeros for ``n_instances`` prefill instances (the engines fill it)."""
+    n = int(n_instances)
+    return View(np.zeros(n), np.zeros(n, dtype=np.int64), np.zeros(n), np.zeros(n, dtype=np.bool_),
+                np.zeros(n), np.zeros(n), np.zeros(n))
