@@ -60,11 +60,35 @@ def test_figures_have_titles_and_labels():
     _labelled(plots.gantt(l05.gantt(8192, 1024, 8, overlap=False), request=0))
 
 
+def _rect_areas(patch) -> np.ndarray:
+    """Areas of the rectangles in a compound path of 4-corner polygons (MOVETO … CLOSEPOLY)."""
+    v = patch.get_path().vertices.reshape(-1, 5, 2)[:, :4]
+    return (v[:, 2, 0] - v[:, 0, 0]) * (v[:, 1, 1] - v[:, 0, 1])
+
+
+@pytest.mark.parametrize("n, chunk, x, highlight", [(32768, 4096, 4, None), (131072, 512, 8, None),
+                                                   (8192, 1024, 3, 0)])
+def test_gantt_draws_every_chunk_on_every_stage(n, chunk, x, highlight):
+    # one rectangle 0.8 high per (chunk, stage), as long as its compute; one 0.15 high per send past it
+    r = l05.gantt(n, chunk, x, bandwidth_gbs=2.0, overlap=False)
+    view = plots.Gantt().update(r, request=highlight)
+    bars = [p for p in view.compute.values() if p.get_visible()]
+    areas = np.concatenate([_rect_areas(p) for p in bars])
+    assert len(areas) == r.start.size == cpp.n_chunks(n, chunk) * x
+    assert np.isclose(areas.sum(), 0.8 * (r.end - r.start).sum())
+    send = np.maximum(r.sent[:, :-1] - r.end[:, :-1], 0.0)
+    if x > 1:
+        assert view.sends.get_visible() and np.isclose(_rect_areas(view.sends).sum(), 0.15 * send.sum())
+    assert len(bars) == (1 if highlight is not None else min(6, r.start.shape[0]))  # one request: all blue
+    assert view.ax.get_ylim() == (x - 0.5, -0.5)
+
+
 def _content(fig):
     out = []
     for ax in fig.axes:
         out += [np.asarray(line.get_ydata(), float).round(6).tolist() for line in ax.get_lines()]
         out += [np.asarray(c.get_paths()[0].vertices).round(6).tolist() for c in ax.collections if c.get_paths()]
+        out += [np.asarray(p.get_path().vertices).round(6).tolist() for p in ax.patches if p.get_visible()]
         out.append(ax.get_title())
     return out
 

@@ -1,15 +1,19 @@
 """Dashboards of lecture 05: a CPP Gantt chart, and TTFT vs prompt length for one node / TP / SP / CPP.
 
-Both are closed-form or one small pipeline simulation per move (≤ 256 chunks × 8 stages).
+Both are closed-form or one small pipeline simulation per move (≤ 256 chunks × 8 stages), and
+build their figure once (:class:`~mooncake_lab.plots.prefill.Gantt`,
+:class:`~mooncake_lab.plots.prefill.TTFTVsLength`); a move updates the bars or curves.
 """
 from __future__ import annotations
+
+import math
 
 import ipywidgets as widgets
 
 from .. import cpp
 from ..experiments import l05_prefill as exp
 from ..plots import prefill as plots
-from . import Dashboard
+from . import Dashboard, sticky_limit
 
 __all__ = ["GanttDashboard", "SchemesDashboard", "PRESET_OPTIONS"]
 
@@ -19,6 +23,15 @@ _STYLE = {"description_width": "initial"}
 _PROMPT_LOG2 = (12.0, 17.0)     # 4,096 … 131,072 tokens
 _CHUNK_LOG2 = (9.0, 14.0)       # 512 … 16,384 tokens
 _BW_LOG10 = (0.0, 2.6)          # 1 … 400 GB/s between stages
+
+
+def sticky_decades(current: tuple | None, lo: float, hi: float) -> tuple:
+    """Log-axis limits at whole decades around ``[lo, hi]`` (> 0), kept while the data still
+    reaches within 1.3 decades (× 20) of each end (:func:`~mooncake_lab.dashboards.sticky_limit` on each end)."""
+    cur_lo, cur_hi = current or (None, None)
+    top = sticky_limit(cur_hi, hi, headroom=1.0, shrink_below=0.05)
+    bottom = 1.0 / sticky_limit(None if cur_lo is None else 1.0 / cur_lo, 1.0 / lo, headroom=1.0, shrink_below=0.05)
+    return 10.0 ** math.floor(math.log10(bottom) + 1e-9), 10.0 ** math.ceil(math.log10(top) - 1e-9)
 
 
 def _bw_slider(value):
@@ -56,7 +69,12 @@ class GanttDashboard(Dashboard):
             "preset": widgets.Dropdown(options=PRESET_OPTIONS, value=preset, description="preset"),
         }
 
-    def _draw(self):
+    def _setup(self):
+        self.view = plots.Gantt(live=True)
+        self._xmax = None
+        return self.view.figure
+
+    def _update(self):
         n = int(round(self.value("prompt_tokens")))
         chunk = int(round(self.value("chunk")))
         x, preset = int(self.value("x")), self.value("preset")
@@ -69,7 +87,8 @@ class GanttDashboard(Dashboard):
                               f"unchunked: {one:.2f} s → speedup <b>{one / ttft:.2f}×</b> on {x} nodes. "
                               f"GPUs busy {busy / (x * ttft):.0%} of the time (the rest: pipeline bubbles "
                               f"and waiting for the network).")
-        return plots.gantt(r)
+        self._xmax = sticky_limit(self._xmax, float(r.end.max()), headroom=1.02)
+        self.view.update(r, xmax=self._xmax)
 
 
 class SchemesDashboard(Dashboard):
@@ -96,7 +115,12 @@ class SchemesDashboard(Dashboard):
             "preset": widgets.Dropdown(options=PRESET_OPTIONS, value=preset, description="preset"),
         }
 
-    def _draw(self):
+    def _setup(self):
+        self.view = plots.TTFTVsLength(slo_s=exp.TTFT_SLO_S, live=True)
+        self._ylim = None
+        return self.view.figure
+
+    def _update(self):
         x, preset = int(self.value("x")), self.value("preset")
         bw, chunk = float(self.value("bandwidth")), int(round(self.value("chunk")))
         df = exp.schemes_vs_length(exp.LONG_LENGTHS, x, chunk, preset=preset, bandwidth_gbs=bw)
@@ -104,5 +128,6 @@ class SchemesDashboard(Dashboard):
         parts = [f"{plots.SCHEME_STYLE[s][0]}: {int(longest[s]):,}" if s in longest else
                  f"{plots.SCHEME_STYLE[s][0]}: none" for s in cpp.SCHEMES]
         self.readout.value = f"Longest prompt within the {exp.TTFT_SLO_S:g} s SLO — " + "; ".join(parts) + " tokens."
-        return plots.ttft_vs_length(df, slo_s=exp.TTFT_SLO_S,
-                                    title=f"TTFT vs prompt length, X = {x}, {bw:,.3g} GB/s, preset '{preset}'")
+        self._ylim = sticky_decades(self._ylim, *self.view.y_range(df))
+        self.view.update(df, title=f"TTFT vs prompt length, X = {x} nodes, {bw:,.3g} GB/s, preset '{preset}'",
+                         ylim=self._ylim)

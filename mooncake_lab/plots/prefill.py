@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from matplotlib.patches import PathPatch
+from matplotlib.path import Path
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-from . import PALETTE, SLO_COLOR, new_figure, styled
+from . import PALETTE, SLO_COLOR, figure_style, new_figure, styled
 
-__all__ = ["gantt", "ttft_vs_length", "mfu_and_traffic", "interleave", "vram_profile", "SCHEME_STYLE"]
+__all__ = ["Gantt", "gantt", "TTFTVsLength", "ttft_vs_length", "mfu_and_traffic", "interleave", "vram_profile",
+           "SCHEME_STYLE"]
 
 #: label and colour of each scheme, shared by every lecture-05 figure.
 SCHEME_STYLE = {"one_node": ("one node", PALETTE[7]), "tp": ("TP across nodes", PALETTE[3]),
@@ -26,62 +29,151 @@ def _tokens_axis(axis, lo: float, hi: float) -> None:
     axis.set_minor_locator(NullLocator())
 
 
-@styled
-def gantt(result, title: str | None = None, request: int | None = None):
+_MAX_CHUNK_LABELS = 16  # chunk numbers are written in stage 0's bars up to this many chunks
+_MAX_EDGED_BARS = 512   # white edges between bars up to this many (stroking 2,048 took 20-50 ms here)
+_GREY = "#BBBBBB"       # chunks of the requests not highlighted
+
+
+def _rects(x0: np.ndarray, width: np.ndarray, y0, height: float) -> Path:
+    """Axis-aligned rectangles as one compound path (one Agg draw, however many bars)."""
+    x1, y1 = x0 + width, y0 + height
+    corners = np.stack([np.stack(np.broadcast_arrays(x, y), -1) for x, y in ((x0, y0), (x0, y1), (x1, y1), (x1, y0))],
+                       axis=-2)
+    return Path.make_compound_path_from_polys(corners.reshape(-1, 4, 2))
+
+
+class Gantt:
     """Chunks on stages: one row per stage, one bar per chunk (colour cycles by chunk; hatched: the
-    activation send to the next stage, when it extends past the compute)."""
-    fig, ax = new_figure(width=9, height=3.6)
-    x = result.n_stages
-    nc = result.start.shape[0]
-    colors = [PALETTE[i % 6] for i in range(nc)] if request is None else \
-        [PALETTE[0] if r == request else "#BBBBBB" for r in result.chunk_request]
-    for s in range(x):
-        spans = list(zip(result.start[:, s], result.end[:, s] - result.start[:, s]))
-        ax.broken_barh(spans, (s - 0.4, 0.8), facecolors=colors, edgecolor="white", linewidth=0.3)
-        if s < x - 1:
-            send = np.maximum(result.sent[:, s] - result.end[:, s], 0.0)
-            if np.any(send > 0):
-                ax.broken_barh(list(zip(result.end[:, s], send)), (s + 0.25, 0.15), facecolors="none",
-                               edgecolor=PALETTE[3], linewidth=0.5, hatch="////")
-    if nc <= 16:
-        for i in range(nc):
-            ax.text(0.5 * (result.start[i, 0] + result.end[i, 0]), 0, str(int(result.chunk_index[i])),
-                    ha="center", va="center", fontsize=7, color="white")
-    ax.set_yticks(range(x), [f"node {s}\n(layers {s * 80 // x}–{(s + 1) * 80 // x - 1})" if x <= 8 else f"node {s}"
-                             for s in range(x)] if x <= 8 else range(x))
-    ax.invert_yaxis()
-    ax.set_ylim(x - 0.5, -0.5)
-    ax.set_xlim(0, float(np.nanmax(result.end)) * 1.01)
-    ax.set_xlabel("time since arrival (s)")
-    ax.set_ylabel("pipeline stage")
-    ttft = float(np.nanmax(result.finish - result.arrival))
-    ax.set_title(title or f"CPP over {x} node(s): {int(result.n_new.sum()):,} tokens in {nc} chunks, "
-                          f"TTFT {ttft:.2f} s")
-    return fig
+    activation send to the next stage, when it extends past the compute). Built once; :meth:`update`
+    shows a :class:`~mooncake_lab.cpp.PipelineResult`. ``live=True`` marks the changing artists
+    for a dashboard. (Bars of one colour are one path: 256 chunks × 8 stages draw in a few ms, and
+    the hatch is rendered once, not once per bar.)"""
+
+    @styled
+    def __init__(self, live: bool = False):
+        self.figure, ax = new_figure(width=9, height=3.6)
+        self.ax = ax
+        self.compute = {c: ax.add_patch(PathPatch(_rects(np.zeros(1), np.zeros(1), 0.0, 0.0), facecolor=c,
+                                                  edgecolor="white", linewidth=0.3, visible=False))
+                        for c in PALETTE[:6] + [_GREY]}
+        self.sends = ax.add_patch(PathPatch(_rects(np.zeros(1), np.zeros(1), 0.0, 0.0), facecolor="none",
+                                            edgecolor=PALETTE[3], linewidth=0.5, hatch="////", visible=False))
+        self.labels = [ax.text(0, 0, "", ha="center", va="center", fontsize=7, color="white", visible=False)
+                       for _ in range(_MAX_CHUNK_LABELS)]
+        ax.set_xlabel("time since arrival (s)")
+        ax.set_ylabel("pipeline stage")
+        ax.set_title(" ")
+        self._stages = None
+        if live:
+            for a in (*self.compute.values(), self.sends, *self.labels, ax.title):
+                a.set_animated(True)
+
+    def _set_stages(self, x: int) -> None:
+        with figure_style(self.figure):  # tick labels are created here: in the figure's style
+            labels = [f"node {s}\n(layers {s * 80 // x}–{(s + 1) * 80 // x - 1})" for s in range(x)] if x <= 8 \
+                else None
+            self.ax.set_yticks(range(x), labels)
+            self.ax.set_ylim(x - 0.5, -0.5)  # stage 0 on top
+        self._stages = x
+
+    def update(self, result, title: str | None = None, request: int | None = None, xmax: float | None = None):
+        """Show ``result``; ``request`` greys every other request's chunks; ``xmax`` (s) fixes the x axis."""
+        nc, x = result.start.shape
+        if x != self._stages:
+            self._set_stages(x)
+        colors = np.array([PALETTE[i % 6] for i in range(nc)] if request is None else
+                          [PALETTE[0] if r == request else _GREY for r in result.chunk_request])
+        stage = np.arange(x, dtype=float)
+        for c, patch in self.compute.items():
+            on = colors == c
+            patch.set_visible(bool(on.any()))
+            if on.any():
+                patch.set_path(_rects(result.start[on], (result.end - result.start)[on], stage - 0.4, 0.8))
+                patch.set_linewidth(0.3 if nc * x <= _MAX_EDGED_BARS else 0.0)  # colours alternate anyway
+        send = np.maximum(result.sent[:, :-1] - result.end[:, :-1], 0.0)
+        on = send > 0
+        self.sends.set_visible(bool(on.any()))
+        if on.any():
+            self.sends.set_path(_rects(result.end[:, :-1][on], send[on],
+                                       np.broadcast_to(stage[:-1], send.shape)[on] + 0.25, 0.15))
+        for i, t in enumerate(self.labels):
+            t.set_visible(nc <= _MAX_CHUNK_LABELS and i < nc)
+            if t.get_visible():
+                t.set_position((0.5 * (result.start[i, 0] + result.end[i, 0]), 0))
+                t.set_text(str(int(result.chunk_index[i])))
+        self.ax.set_xlim(0, xmax if xmax is not None else float(np.nanmax(result.end)) * 1.01)
+        ttft = float(np.nanmax(result.finish - result.arrival))
+        self.ax.set_title(title or f"CPP over {x} node(s): {int(result.n_new.sum()):,} tokens in {nc} chunks, "
+                                   f"TTFT {ttft:.2f} s")
+        return self
 
 
-@styled
+def gantt(result, title: str | None = None, request: int | None = None):
+    """A figure of :class:`Gantt` showing ``result`` (a :class:`~mooncake_lab.cpp.PipelineResult`)."""
+    return Gantt().update(result, title, request).figure
+
+
+class TTFTVsLength:
+    """TTFT (log) vs prompt length (log 2) per scheme, with the TTFT SLO line; the legend sits under
+    the axes (the curves never hide it). Built once for ``schemes``; :meth:`update` shows a
+    :func:`~mooncake_lab.experiments.l05_prefill.schemes_vs_length` frame. ``live=True`` marks the
+    changing artists for a dashboard."""
+
+    @styled
+    def __init__(self, schemes=tuple(SCHEME_STYLE), slo_s: float = 30.0, live: bool = False):
+        self.figure, ax = new_figure(width=7.5, height=4.4)
+        self.ax, self.slo_s = ax, float(slo_s)
+        self.lines = {s: ax.plot([], [], "o-", color=SCHEME_STYLE[s][1], ms=4, label=SCHEME_STYLE[s][0])[0]
+                      for s in schemes}
+        ax.axhline(slo_s, color=SLO_COLOR, ls="--", lw=1.2, label=f"TTFT SLO {slo_s:g} s")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_locator(NullLocator())
+        ax.set_xlabel("prompt length (tokens)")
+        ax.set_ylabel("TTFT of one request on idle nodes (s, log)")
+        ax.set_title(" ")
+        self.figure.legend(fontsize="small", loc="outside lower center", ncol=3, frameon=False)
+        self._tokens = None
+        if live:
+            for a in (*self.lines.values(), ax.title):
+                a.set_animated(True)
+
+    def update(self, df: pd.DataFrame, title: str | None = None, ylim: tuple | None = None):
+        """Show ``df`` (columns scheme, x, n_tokens, ttft_s); ``ylim`` (s) fixes the y axis (default:
+        the whole decades around the data and the SLO)."""
+        for scheme, line in self.lines.items():
+            d = df[df["scheme"] == scheme].sort_values("n_tokens")
+            line.set_data(d["n_tokens"].to_numpy(), d["ttft_s"].to_numpy())
+            line.set_visible(not d.empty)
+        n = df["n_tokens"].to_numpy(dtype=float)
+        tokens = (float(n.min()), float(n.max()))
+        if tokens != self._tokens:
+            _tokens_axis(self.ax.xaxis, *tokens)
+            lo, hi = np.log2(tokens)
+            pad = 0.05 * max(hi - lo, 1.0)  # matplotlib's default 5% margin, in octaves
+            self.ax.set_xlim(2.0 ** (lo - pad), 2.0 ** (hi + pad))
+            self._tokens = tokens
+        if ylim is None:
+            lo, hi = self.y_range(df)
+            ylim = (10.0 ** np.floor(np.log10(lo)), 10.0 ** np.ceil(np.log10(hi)))
+        self.ax.set_ylim(*ylim)
+        others = df.loc[df["scheme"] != "one_node", "x"]
+        nodes = f" on X = {int(others.iloc[0])} nodes" if len(others) else ""
+        self.ax.set_title(title or f"Long-context prefill{nodes}: which scheme meets the {self.slo_s:g} s SLO?")
+        return self
+
+    def y_range(self, df: pd.DataFrame) -> tuple:
+        """The TTFT range (s) to show: ``df``'s and the SLO, with a 25% margin (markers stay inside)."""
+        t = np.append(df["ttft_s"].to_numpy(dtype=float), self.slo_s)
+        t = t[np.isfinite(t) & (t > 0)]
+        return float(t.min()) / 1.25, float(t.max()) * 1.25
+
+
 def ttft_vs_length(df: pd.DataFrame, slo_s: float = 30.0, title: str | None = None):
-    """TTFT (log) vs prompt length (log 2) per scheme, with the TTFT SLO line."""
-    fig, ax = new_figure(width=7.5, height=4.4)
-    for scheme, (label, color) in SCHEME_STYLE.items():
-        d = df[df["scheme"] == scheme].sort_values("n_tokens")
-        if d.empty:
-            continue
-        xs = int(d["x"].iloc[0])
-        ax.plot(d["n_tokens"], d["ttft_s"], "o-", color=color, ms=4,
-                label=label + ("" if scheme == "one_node" else f", X = {xs}"))
-    ax.axhline(slo_s, color=SLO_COLOR, ls="--", lw=1.2, label=f"TTFT SLO {slo_s:g} s")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    _tokens_axis(ax.xaxis, df["n_tokens"].min(), df["n_tokens"].max())
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.yaxis.set_minor_locator(NullLocator())
-    ax.set_xlabel("prompt length (tokens)")
-    ax.set_ylabel("TTFT of one request on idle nodes (s, log)")
-    ax.set_title(title or "Long-context prefill: which scheme meets the 30 s SLO?")
-    ax.legend(fontsize="small")
-    return fig
+    """A figure of :class:`TTFTVsLength` showing ``df`` (from ``schemes_vs_length``)."""
+    schemes = [s for s in SCHEME_STYLE if s in set(df["scheme"])]
+    return TTFTVsLength(schemes, slo_s).update(df, title).figure
 
 
 @styled
