@@ -24,17 +24,21 @@ decode instance is the least loaded one, and ``admission`` applies as usual. So
 ``np.argmin(view.wait_s)`` is ``"load"`` and ``np.argmin(view.wait_s + view.prefill_s)`` is
 ``"cache_aware"``.
 
-**Compiled when it can be.** The function is compiled with numba (``boundscheck=True``, ~0.3 s
+**Compiled when it can be.** The function is compiled with numba (``boundscheck=True``, 0.3–1 s
 once per function) when it only uses numbers, arrays and numpy, and the simulator calls it as a
-first-class function from a kernel variant compiled once and cached on disk (the first time ever:
-the usual ~16 s kernel compile). Anything else (dicts, prints, classes, state kept between calls)
-still works: it then runs as plain Python called from the compiled simulator at each arrival,
-with a :class:`PolicyCompileWarning` saying why; that costs ~5–10 µs per request (a fraction of
-a second per trace). numba freezes global *numbers* a policy reads when it compiles it; they are
-part of the memo key here, so changing one and re-running recompiles.
+first-class function from a kernel variant compiled once per machine and cached on disk (that
+first time: the usual kernel compile, 16–50 s). A compiled policy adds ~1–4 µs per request to a
+run (the view costs more than ``kvcentric``'s own estimate: 1.1–1.3× its run time). Anything
+else (dicts, prints, classes, state kept between calls) still works: it then runs as plain
+Python called from the compiled simulator at each arrival, with a :class:`PolicyCompileWarning`
+saying why; that adds ~10–25 µs per request (≈ 0.3 s for 23,608 requests). Numbers measured by
+``benchmarks/bench_student_policy.py`` on the 2-core course VM. numba freezes the global
+*numbers* a policy reads when it compiles it; they are part of the memo key here, so changing
+one and re-running recompiles. ``engine="reference"`` calls the policy in plain Python too.
 
-**Errors** name the request and the value: a non-callable or a function that does not take two
-arguments → ``TypeError`` when the config is built; a return value that is not an integer →
+**Errors** name the request and the value. When the config is built: not a function →
+``ValueError``, a function that does not take two arguments → ``TypeError``. While simulating
+(the run stops at the first bad request): a return value that is not an integer →
 ``TypeError`` (:class:`PolicyReturnTypeError`); an instance outside 0 … n − 1, or an exception
 inside the policy → ``ValueError`` (:class:`PolicyChoiceError`, the original exception chained).
 """
@@ -63,7 +67,7 @@ BASELINES = ("random", "load", "cache_aware", "kvcentric")
 #: Leaderboard columns (from :meth:`SimResult.summary`) and whether larger is better.
 LEADERBOARD_METRICS = {"ttft_mean_s": False, "ttft_p90_s": False, "ttft_p99_s": False,
                        "slo_attainment": True, "hit_ratio": True, "fetched_ratio": True, "completed": True}
-_PYTHON_COST = "≈ 5–10 µs per request"  # measured by benchmarks/bench_student_policy.py (2-core course VM)
+_PYTHON_COST = "≈ 10–25 µs per request"  # measured by benchmarks/bench_student_policy.py (2-core course VM)
 
 
 class PolicyCompileWarning(UserWarning):
