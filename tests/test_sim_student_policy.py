@@ -225,6 +225,10 @@ def negative(req, view):
     return -1
 
 
+def returns_bool(req, view):
+    return view.fetch[0]
+
+
 def divides_by_zero_at_3(req, view):
     x = req.index - 3
     return 0 * (10 // x)
@@ -239,6 +243,7 @@ BAD = [
     (returns_none_at_7, sim.PolicyReturnTypeError, r"returned None \(NoneType\) for request 7 "),
     (too_large_at_5, sim.PolicyChoiceError, r"chose instance 4 for request 5 .*there are 4 prefill instances"),
     (negative, sim.PolicyChoiceError, r"chose instance -1 for request 0 "),
+    (returns_bool, sim.PolicyReturnTypeError, r"returned np\.False_ \(bool_?\) for request 0 "),
     (divides_by_zero_at_3, sim.PolicyChoiceError, r"raised ZeroDivisionError: .* for request 3 "),
     (reads_past_the_end_at_4, sim.PolicyChoiceError, r"raised IndexError: .* for request 4 "),
 ]
@@ -297,6 +302,15 @@ def test_compile_memo_follows_global_numbers():
     ns["K"] = 2
     assert sim.compile_policy(ns["pick_k"]) is not first
     assert set(sim.simulate(tr, cfg).arrays["prefill_inst"]) == {2}
+
+
+def test_a_narrower_integer_return_is_compiled_and_widened(busy_trace):
+    def int32_ttft(req, view):
+        return np.int32(np.argmin(view.ttft_s))
+
+    assert sim.compile_policy(int32_ttft).mode == "numba"
+    res = sim.simulate(busy_trace, sim.ClusterConfig(**BUSY, prefill_policy=int32_ttft))
+    same_run(res, sim.simulate(busy_trace, sim.ClusterConfig(**BUSY)))
 
 
 def test_an_njit_decorated_policy_is_accepted(busy_trace):
