@@ -7,7 +7,9 @@
 * :class:`AlgorithmOneDashboard`: the worked example's per-instance estimates under cache-aware and
   KVCache-centric scheduling, with the threshold, network bandwidth and prompt length as controls.
 
-Both draw through :class:`~mooncake_lab.dashboards.Dashboard` (one Agg render per move, frozen layout).
+Both build their figure once (:class:`~mooncake_lab.plots.scheduling.PolicyView`,
+:class:`~mooncake_lab.plots.scheduling.EstimateBars`) and update its artists on each move, with
+sticky axis limits (a fixed scale to compare moves against; the background is rarely redrawn).
 """
 from __future__ import annotations
 
@@ -15,7 +17,8 @@ import ipywidgets as widgets
 
 from ..experiments import l04_scheduling as exp
 from ..plots import scheduling as plots
-from . import Dashboard
+from . import Dashboard, sticky_limit
+from .prefill import sticky_decades
 
 __all__ = ["SchedulingDashboard", "AlgorithmOneDashboard", "TRACE_CHOICES", "BOUNDS"]
 
@@ -30,6 +33,7 @@ BOUNDS = {
     "network_gbps_log10": (1.0, 3.0),   # 10 … 1,000 Gbps per node
     "example_blocks": (17, 120),
 }
+_EXAMPLE_POLICIES = ("cache_aware", "kvcentric")  # the two that estimate TTFTs (Algorithm 1)
 _MAX_POINTS = 300  # time-series samples per instance drawn (keeps a redraw cheap at slow replay)
 
 
@@ -81,7 +85,12 @@ class SchedulingDashboard(Dashboard):
             self._rho1[trace] = exp.offered_prefill_load(trace) * 8  # default config has 8 instances
         return self._rho1[trace] * speed / n_prefill
 
-    def _draw(self):
+    def _setup(self):
+        self.view = plots.PolicyView(live=True)
+        self._limits = {"ttft": None, "minutes": None, "queue": None}
+        return self.view.figure
+
+    def _update(self):
         v = {k: w.value for k, w in self.controls.items()}
         cap = max(1, int(round(v["capacity"])))
         res = exp.run(v["trace"], v["speed"], prefill_policy=v["policy"], n_prefill=int(v["n_prefill"]),
@@ -91,12 +100,19 @@ class SchedulingDashboard(Dashboard):
         end = float(s["makespan_s"]) if s["makespan_s"] == s["makespan_s"] else res.trace.duration_s
         queues = exp.instance_queues(res, dt=max(10.0, end / _MAX_POINTS))
         rho = self._offered(v["trace"], int(v["n_prefill"]), float(v["speed"]))
+        paper = exp.PAPER_FIG8_TTFT_S[v["policy"]]
         self.readout.value = (
             f"<code>{res.trace.name}</code> · offered prefill load without cache <b>{rho:.2f}×</b> the pool · "
             f"mean TTFT <b>{s['ttft_mean_s']:.3g} s</b> (p90 {s['ttft_p90_s']:.3g} s; paper, 8P+8D: "
-            f"{exp.PAPER_FIG8_TTFT_S[v['policy']]:g} s) · TTFT ≤ 30 s: <b>{s['ttft_slo_attainment']:.1%}</b> · "
+            f"{paper:g} s) · TTFT ≤ 30 s: <b>{s['ttft_slo_attainment']:.1%}</b> · "
             f"hit ratio {s['hit_ratio']:.1%} (fetched {s['fetched_ratio']:.1%}) · simulated in {res.wall_s * 1e3:.0f} ms")
-        return plots.policy_view(res, queues, paper_mean=exp.PAPER_FIG8_TTFT_S[v["policy"]])
+        lim = self._limits
+        ttft, slo = plots.PolicyView.completed_ttfts(res), self.view.slo_s
+        lim["ttft"] = sticky_decades(lim["ttft"], 0.1, max(float(ttft.max()) if len(ttft) else 0.0, 2 * slo))
+        lim["minutes"] = sticky_limit(lim["minutes"], float(queues.index.max()) / 60.0, headroom=1.0)
+        lim["queue"] = sticky_limit(lim["queue"], max(float(queues.to_numpy().max()), slo), headroom=1.05)
+        self.view.update(res, queues, paper_mean=paper, ttft_max=lim["ttft"][1], minutes=lim["minutes"],
+                         queue_max=lim["queue"], ttfts=ttft)
 
 
 class AlgorithmOneDashboard(Dashboard):
@@ -125,12 +141,17 @@ class AlgorithmOneDashboard(Dashboard):
                                                 description="prompt (blocks)", **_slider_style()),
         }
 
-    def _draw(self):
+    def _setup(self):
+        self.view = plots.EstimateBars(_EXAMPLE_POLICIES, live=True)
+        self._xmax = None
+        return self.view.figure
+
+    def _update(self):
         v = {k: w.value for k, w in self.controls.items()}
         kw = dict(threshold=float(v["threshold"]), example_blocks=int(v["example_blocks"]),
                   network_gbps=float(v["network_gbps"]))
-        tables = {p: exp.estimate_table(policy=p, **kw) for p in ("cache_aware", "kvcentric")}
-        got = exp.worked_example(**kw)
+        tables = {p: exp.estimate_table(policy=p, **kw) for p in _EXAMPLE_POLICIES}
+        got = exp.worked_example(policies=_EXAMPLE_POLICIES, **kw)
         k = got.loc["kvcentric"]
         self.readout.value = (
             f"Simulator: cache-aware → instance {int(got.loc['cache_aware', 'prefill_instance'])} "
@@ -138,4 +159,6 @@ class AlgorithmOneDashboard(Dashboard):
             f"tokens) · KVCache-centric → instance {int(k['prefill_instance'])} (TTFT {k['ttft_s']:.2f} s, "
             f"fetches {int(k['fetched_tokens']):,} tokens in {k['fetch_s'] * 1e3:.0f} ms, computes "
             f"{int(k['computed_tokens']):,})")
-        return plots.estimate_bars(tables)
+        longest = max(float(t[f"{p}_s"].max()) for p, t in tables.items())
+        self._xmax = sticky_limit(self._xmax, longest * 1.6, headroom=1.25)  # 1.6: room for the notes
+        self.view.update(tables, xmax=self._xmax)

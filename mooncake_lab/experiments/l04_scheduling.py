@@ -14,6 +14,8 @@ work it offers, without any cache, equals the pool's capacity (see :data:`DEFAUL
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 import pandas as pd
 
@@ -298,6 +300,14 @@ def _example_config(policy: str, threshold: float, network_gbps: float | None, p
                              network_gbps=network_gbps, preset=preset)
 
 
+@lru_cache(maxsize=128)
+def _example_run(policy: str, threshold: float, example_blocks: int, network_gbps: float | None,
+                 preset: str) -> sim.SimResult:
+    """The worked example under one policy, memoised: :func:`estimate_table` and
+    :func:`worked_example` share the run (the Algorithm 1 dashboard asks both on every move)."""
+    return sim.simulate(worked_example_trace(example_blocks), _example_config(policy, threshold, network_gbps, preset))
+
+
 def estimate_table(threshold: float = 1.0, example_blocks: int = 20, network_gbps: float | None = None,
                    preset: str = "calibrated", policy: str = "kvcentric") -> pd.DataFrame:
     """Algorithm 1's per-instance TTFT estimates (s) for the worked example's last request.
@@ -312,9 +322,8 @@ def estimate_table(threshold: float = 1.0, example_blocks: int = 20, network_gbp
     """
     if policy not in ("cache_aware", "kvcentric"):
         raise ValueError(f"policy must be 'cache_aware' or 'kvcentric', got {policy!r}")
-    tr = worked_example_trace(example_blocks)
-    cfg = _example_config(policy, threshold, network_gbps, preset)
-    res = sim.simulate(tr, cfg)
+    res = _example_run(policy, threshold, example_blocks, network_gbps, preset)
+    tr, cfg = res.trace, res.config
     i = len(tr) - 1
     a = float(tr.arrival_s[i])
     df = res.requests.iloc[:i]
@@ -352,20 +361,18 @@ def estimate_table(threshold: float = 1.0, example_blocks: int = 20, network_gbp
 
 
 def worked_example(threshold: float = 1.0, example_blocks: int = 20, network_gbps: float | None = None,
-                   preset: str = "calibrated") -> pd.DataFrame:
+                   preset: str = "calibrated", policies=POLICIES) -> pd.DataFrame:
     """What each policy does with the worked example's request, from the simulator's per-request output.
 
-    One row per policy: chosen ``prefill_instance``, ``queue_wait_s``, ``fetch_s``, ``fetch_source``,
-    ``prefill_s``, ``cached_tokens``, ``fetched_tokens``, ``computed_tokens``, ``ttft_s``.
+    One row per policy (of ``policies``): chosen ``prefill_instance``, ``queue_wait_s``, ``fetch_s``,
+    ``fetch_source``, ``prefill_s``, ``cached_tokens``, ``fetched_tokens``, ``computed_tokens``, ``ttft_s``.
     """
-    tr = worked_example_trace(example_blocks)
-    i = len(tr) - 1
     cols = ["prefill_instance", "queue_wait_s", "fetch_s", "fetch_source", "prefill_s", "cached_tokens",
             "fetched_tokens", "computed_tokens", "ttft_s"]
     rows = {}
-    for p in POLICIES:
-        res = sim.simulate(tr, _example_config(p, threshold, network_gbps, preset))
-        rows[p] = res.requests.loc[i, cols]
+    for p in policies:
+        res = _example_run(p, threshold, example_blocks, network_gbps, preset)
+        rows[p] = res.requests.loc[len(res.trace) - 1, cols]
     out = pd.DataFrame(rows).T
     out.index.name = "policy"
     return out.astype({"prefill_instance": int, "fetch_source": int, "cached_tokens": int,

@@ -142,11 +142,13 @@ class TTFTVsLength:
     def update(self, df: pd.DataFrame, title: str | None = None, ylim: tuple | None = None):
         """Show ``df`` (columns scheme, x, n_tokens, ttft_s); ``ylim`` (s) fixes the y axis (default:
         the whole decades around the data and the SLO)."""
-        for scheme, line in self.lines.items():
-            d = df[df["scheme"] == scheme].sort_values("n_tokens")
-            line.set_data(d["n_tokens"].to_numpy(), d["ttft_s"].to_numpy())
-            line.set_visible(not d.empty)
-        n = df["n_tokens"].to_numpy(dtype=float)
+        scheme, n, t = (df[c].to_numpy() for c in ("scheme", "n_tokens", "ttft_s"))
+        n = n.astype(float)
+        for s, line in self.lines.items():
+            on = np.flatnonzero(scheme == s)
+            on = on[np.argsort(n[on], kind="stable")]
+            line.set_data(n[on], t[on])
+            line.set_visible(len(on) > 0)
         tokens = (float(n.min()), float(n.max()))
         if tokens != self._tokens:
             _tokens_axis(self.ax.xaxis, *tokens)
@@ -158,9 +160,11 @@ class TTFTVsLength:
             lo, hi = self.y_range(df)
             ylim = (10.0 ** np.floor(np.log10(lo)), 10.0 ** np.ceil(np.log10(hi)))
         self.ax.set_ylim(*ylim)
-        others = df.loc[df["scheme"] != "one_node", "x"]
-        nodes = f" on X = {int(others.iloc[0])} nodes" if len(others) else ""
-        self.ax.set_title(title or f"Long-context prefill{nodes}: which scheme meets the {self.slo_s:g} s SLO?")
+        if title is None:
+            others = df.loc[df["scheme"] != "one_node", "x"]
+            nodes = f" on X = {int(others.iloc[0])} nodes" if len(others) else ""
+            title = f"Long-context prefill{nodes}: which scheme meets the {self.slo_s:g} s SLO?"
+        self.ax.set_title(title)
         return self
 
     def y_range(self, df: pd.DataFrame) -> tuple:

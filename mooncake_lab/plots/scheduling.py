@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import MaxNLocator, NullLocator
 
-from . import PALETTE, SLO_COLOR, new_figure, styled
+from . import PALETTE, SLO_COLOR, figure_style, new_figure, styled
 
 __all__ = ["ttft_by_policy", "speed_sweep", "policy_metrics", "instance_queues_grid", "replica_bars",
-           "policy_view", "estimate_bars", "POLICY_COLORS", "POLICY_LABELS"]
+           "PolicyView", "policy_view", "EstimateBars", "estimate_bars", "POLICY_COLORS", "POLICY_LABELS"]
 
 POLICY_COLORS = {"random": PALETTE[4], "load": PALETTE[1], "cache_aware": PALETTE[0], "kvcentric": PALETTE[2]}
 POLICY_LABELS = {"random": "random", "load": "load balancing", "cache_aware": "cache-aware",
@@ -184,76 +184,158 @@ def replica_bars(summary: pd.DataFrame, n_instances: int | None = None):
     return fig
 
 
-@styled
-def policy_view(result, queues: pd.DataFrame, paper_mean: float | None = None, slo_s: float = _SLO_S):
+class PolicyView:
     """The main dashboard's figure: the TTFT CDF of one run (vertical lines: its mean dash-dotted,
-    the paper's mean dotted, the SLO dashed; no legend, to keep redraws cheap) and its per-instance
-    prefill queues over time."""
-    fig, (a1, a2) = new_figure(1, 2, width=10.0, height=3.6)
-    fig.set_dpi(85)  # redrawn on every slider move: fewer pixels and texts keep it within budget
-    df = result.requests
-    t = np.sort(df.loc[df["outcome"] == "completed", "ttft_s"].to_numpy())
-    p = result.config.prefill_policy
-    c = POLICY_COLORS.get(p, PALETTE[0])
-    if len(t):  # the CDF at 400 quantiles (a 12k-point step line triples the render time)
-        share = len(t) / len(df)
-        qs = np.linspace(0.0, 1.0, min(len(t), _CDF_POINTS))
-        a1.plot(np.maximum(np.quantile(t, qs), 1e-2), qs * share, color=c)
-        m = float(t.mean())
-        a1.axvline(m, color=c, ls="-.", lw=1.2)
-    if paper_mean is not None:
-        a1.axvline(paper_mean, color="black", ls=":", lw=1.2)
-    a1.axvline(slo_s, color=SLO_COLOR, ls="--", lw=1.2)
-    _log_ticks(a1, 0.1, max(float(t.max()) if len(t) else 10.0, slo_s * 2), axis="x")
-    a1.set_ylim(0, 1.02)
-    a1.set_xlabel("TTFT (s, log scale)")
-    a1.set_ylabel("fraction of requests")
-    a1.set_title(f"TTFT CDF, {POLICY_LABELS.get(p, p)} (-·- mean, ··· paper, -- SLO)", y=1.0)
-    a1.yaxis.set_major_locator(MaxNLocator(4))
-    tm = queues.index.to_numpy() / 60.0
-    for k, col in enumerate(queues.columns):
-        a2.plot(tm, queues[col].to_numpy(), lw=0.8, color=PALETTE[k % len(PALETTE)], alpha=0.8)
-    a2.axhline(slo_s, color=SLO_COLOR, ls="--", lw=1)
-    a2.set_xlabel("time (min)")
-    a2.set_ylabel("queued prefill work (s)")
-    a2.set_title(f"Queue of each of the {len(queues.columns)} prefill instances", y=1.0)
-    a2.xaxis.set_major_locator(MaxNLocator(5))
-    a2.yaxis.set_major_locator(MaxNLocator(4))
-    return fig
+    the paper's mean dotted, the SLO dashed; no legend, the title says which is which) and its
+    per-instance prefill queues over time. Built once; :meth:`update` shows a run. ``live=True``
+    marks the changing artists for a dashboard."""
+
+    @styled
+    def __init__(self, slo_s: float = _SLO_S, live: bool = False):
+        self.figure, (a1, a2) = new_figure(1, 2, width=10.0, height=3.6)
+        self.figure.set_dpi(85)  # redrawn on every slider move: fewer pixels keep it within budget
+        self.a1, self.a2, self.live = a1, a2, live
+        self.cdf = a1.plot([], [])[0]
+        self.mean_line = a1.axvline(1.0, ls="-.", lw=1.2)
+        self.paper_line = a1.axvline(1.0, color="black", ls=":", lw=1.2)
+        a1.axvline(slo_s, color=SLO_COLOR, ls="--", lw=1.2)
+        self._ttft_max = None
+        a1.set_ylim(0, 1.02)
+        a1.set_xlabel("TTFT (s, log scale)")
+        a1.set_ylabel("fraction of requests")
+        a1.yaxis.set_major_locator(MaxNLocator(4))
+        a2.axhline(slo_s, color=SLO_COLOR, ls="--", lw=1)
+        a2.set_xlabel("time (min)")
+        a2.set_ylabel("queued prefill work (s)")
+        a2.xaxis.set_major_locator(MaxNLocator(5))
+        a2.yaxis.set_major_locator(MaxNLocator(4))
+        for ax in (a1, a2):
+            ax.set_title(" ", y=1.0)
+        self.queues: list = []  # one line per instance, added as needed (extras hidden)
+        self.slo_s = float(slo_s)
+        if live:
+            for a in (self.cdf, self.mean_line, self.paper_line, a1.title, a2.title):
+                a.set_animated(True)
+
+    @staticmethod
+    def completed_ttfts(result) -> np.ndarray:
+        """TTFTs (s) of the requests ``result`` completed, sorted."""
+        df = result.requests
+        return np.sort(df.loc[df["outcome"] == "completed", "ttft_s"].to_numpy())
+
+    def update(self, result, queues: pd.DataFrame, paper_mean: float | None = None, ttft_max: float | None = None,
+               minutes: float | None = None, queue_max: float | None = None, ttfts: np.ndarray | None = None):
+        """Show ``result`` (a ``SimResult``) and its ``queues`` (``instance_queues``); the limits fix the
+        axes: ``ttft_max`` (s, rounded up to a decade), ``minutes`` (time axis), ``queue_max`` (s).
+        ``ttfts``: :meth:`completed_ttfts` of ``result``, if the caller has it already."""
+        t = self.completed_ttfts(result) if ttfts is None else ttfts
+        p = result.config.prefill_policy
+        c = POLICY_COLORS.get(p, PALETTE[0])
+        if len(t):  # the CDF at 400 quantiles (a 12k-point step line triples the render time)
+            qs = np.linspace(0.0, 1.0, min(len(t), _CDF_POINTS))
+            self.cdf.set_data(np.maximum(np.quantile(t, qs), 1e-2), qs * len(t) / len(result.requests))
+            self.mean_line.set_xdata([float(t.mean())] * 2)
+        for a in (self.cdf, self.mean_line):
+            a.set_color(c)
+            a.set_visible(bool(len(t)))
+        self.paper_line.set_visible(paper_mean is not None)
+        if paper_mean is not None:
+            self.paper_line.set_xdata([paper_mean] * 2)
+        hi = ttft_max if ttft_max is not None else max(float(t.max()) if len(t) else 10.0, self.slo_s * 2)
+        if hi != self._ttft_max:
+            with figure_style(self.figure):  # tick labels are created here: in the figure's style
+                _log_ticks(self.a1, 0.1, hi, axis="x")
+            self._ttft_max = hi
+        self.a1.set_title(f"TTFT CDF, {POLICY_LABELS.get(p, p)} (-·- mean, ··· paper, -- SLO)", y=1.0)
+        tm = queues.index.to_numpy() / 60.0
+        while len(self.queues) < queues.shape[1]:
+            with figure_style(self.figure):
+                k = len(self.queues)
+                self.queues.append(self.a2.plot([], [], lw=0.8, color=PALETTE[k % len(PALETTE)], alpha=0.8,
+                                                animated=self.live)[0])
+        values = queues.to_numpy()
+        for k, line in enumerate(self.queues):
+            line.set_visible(k < values.shape[1])
+            if k < values.shape[1]:
+                line.set_data(tm, values[:, k])
+        self.a2.set_xlim(0, minutes if minutes is not None else max(float(tm.max()) if len(tm) else 1.0, 1e-3))
+        top = max(float(values.max()) if values.size else 0.0, self.slo_s) * 1.05
+        self.a2.set_ylim(0, queue_max if queue_max is not None else top)
+        self.a2.set_title(f"Queue of each of the {values.shape[1]} prefill instances", y=1.0)
+        return self
 
 
-@styled
-def estimate_bars(tables: dict):
+def policy_view(result, queues: pd.DataFrame, paper_mean: float | None = None, slo_s: float = _SLO_S):
+    """A figure of :class:`PolicyView` showing ``result`` and its ``queues`` (``instance_queues``)."""
+    return PolicyView(slo_s).update(result, queues, paper_mean).figure
+
+
+class EstimateBars:
     """The worked example: per instance, stacked queue / transfer / prefill estimate (s), one panel
-    per policy, the chosen instance starred. ``tables``: ``{policy: estimate_table}``."""
-    n = len(tables)
-    fig, axes = new_figure(1, n, width=5.0 * n, height=3.6, sharex=True)
-    axes = np.atleast_1d(axes)
-    xmax = 0.0
-    for ax, (pol, t) in zip(axes, tables.items()):
-        kv = pol == "kvcentric"
-        q = t["queue_s"].to_numpy()
-        tr = t["transfer_s"].to_numpy() if kv else np.zeros(len(t))
-        pf = t["prefill_s"].to_numpy() if kv else (t["cache_aware_s"] - t["queue_s"]).to_numpy()
-        y = np.arange(len(t))
-        ax.barh(y, q, color=PALETTE[7], alpha=0.35, label="queue")
-        ax.barh(y, tr, left=q, color=PALETTE[2], label="transfer (RDMA)")
-        ax.barh(y, pf, left=q + tr, color=PALETTE[0], label="prefill")
-        tot = q + tr + pf
-        xmax = max(xmax, float(tot.max()))
-        best = int(np.argmin(tot))
-        for k in range(len(t)):
-            lb = int(t["local_blocks"].iloc[k])
-            nb = int(t["best_blocks"].iloc[k]) if (kv and bool(t["remote"].iloc[k])) else lb
-            ax.annotate(f"{tot[k]:.2f} s{'  ★ chosen' if k == best else ''}  (prefix {nb} blocks"
-                        + (f", {nb - lb} fetched)" if nb > lb else ")"),
-                        (tot[k], k), xytext=(4, 0), textcoords="offset points", va="center", fontsize=8)
-        ax.set_yticks(y, [f"instance {i}" for i in t.index])
-        ax.invert_yaxis()
-        ax.set_xlabel("estimated TTFT (s)")
-        ax.set_title(f"{POLICY_LABELS.get(pol, pol)}", y=1.0)
-    for ax in axes:
-        ax.set_xlim(0, xmax * 1.6)
-    axes[0].set_ylabel("prefill instance")
-    axes[0].legend(fontsize=8, loc="lower right")
-    return fig
+    per policy, the chosen instance starred; the legend sits under the panels. Built once for
+    ``policies`` × ``instances``; :meth:`update` shows ``{policy: estimate_table}``. ``live=True``
+    marks the changing artists for a dashboard."""
+
+    @styled
+    def __init__(self, policies=("cache_aware", "kvcentric"), instances=(0, 1, 2), live: bool = False):
+        n, k = len(policies), len(instances)
+        self.figure, axes = new_figure(1, n, width=5.0 * n, height=3.6, sharex=True)
+        self.axes = dict(zip(policies, np.atleast_1d(axes)))
+        self.instances = tuple(instances)
+        y, zero = np.arange(k), np.zeros(k)
+        self.bars, self.notes = {}, {}
+        for pol, ax in self.axes.items():
+            self.bars[pol] = (ax.barh(y, zero, color=PALETTE[7], alpha=0.35, label="queue"),
+                              ax.barh(y, zero, color=PALETTE[2], label="transfer (RDMA)"),
+                              ax.barh(y, zero, color=PALETTE[0], label="prefill"))
+            self.notes[pol] = [ax.annotate("", (0, yi), xytext=(4, 0), textcoords="offset points", va="center",
+                                           fontsize=8) for yi in y]
+            ax.set_yticks(y, [f"instance {i}" for i in instances])
+            ax.set_ylim(k - 0.5, -0.5)  # instance 0 on top
+            ax.set_xlabel("estimated TTFT (s)")
+            ax.set_title(f"{POLICY_LABELS.get(pol, pol)}", y=1.0)
+        self.axes[policies[0]].set_ylabel("prefill instance")
+        handles = self.bars[policies[0]]
+        self.figure.legend(handles, [h.get_label() for h in handles], fontsize=8, loc="outside lower center",
+                           ncol=3, frameon=False)
+        if live:
+            for pol in policies:
+                for a in [p for bars in self.bars[pol] for p in bars] + self.notes[pol]:
+                    a.set_animated(True)
+
+    def update(self, tables: dict, xmax: float | None = None):
+        """Show ``tables`` (``{policy: estimate_table}``, the policies and instances built for); ``xmax``
+        (s) fixes the shared x axis (default: 1.6 × the longest estimate, room for the notes)."""
+        longest = 0.0
+        for pol, t in tables.items():
+            if tuple(t.index) != self.instances:
+                raise ValueError(f"tables[{pol!r}] has instances {list(t.index)}, the figure was built for "
+                                 f"{list(self.instances)}")
+            kv = pol == "kvcentric"
+            q = t["queue_s"].to_numpy()
+            tr = t["transfer_s"].to_numpy() if kv else np.zeros(len(t))
+            pf = t["prefill_s"].to_numpy() if kv else (t["cache_aware_s"] - t["queue_s"]).to_numpy()
+            tot = q + tr + pf
+            longest = max(longest, float(tot.max()))
+            best = int(np.argmin(tot))
+            for k, (bq, bt, bp) in enumerate(zip(*self.bars[pol])):
+                bq.set_width(q[k])
+                bt.set_x(q[k])
+                bt.set_width(tr[k])
+                bp.set_x(q[k] + tr[k])
+                bp.set_width(pf[k])
+                lb = int(t["local_blocks"].iloc[k])
+                nb = int(t["best_blocks"].iloc[k]) if (kv and bool(t["remote"].iloc[k])) else lb
+                note = self.notes[pol][k]
+                note.set_text(f"{tot[k]:.2f} s{'  ★ chosen' if k == best else ''}  (prefix {nb} blocks"
+                              + (f", {nb - lb} fetched)" if nb > lb else ")"))
+                note.xy = (tot[k], k)
+        for ax in self.axes.values():
+            ax.set_xlim(0, xmax if xmax is not None else longest * 1.6)
+        return self
+
+
+def estimate_bars(tables: dict):
+    """A figure of :class:`EstimateBars` showing ``tables`` (``{policy: estimate_table}``)."""
+    first = next(iter(tables.values()))
+    return EstimateBars(tuple(tables), tuple(first.index)).update(tables).figure
