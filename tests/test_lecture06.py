@@ -28,6 +28,28 @@ def test_tbt_vs_batch_is_sublinear_and_memory_caps_the_batch():
     assert df.fits.tolist() == [True, False]  # 128 × 12k = 1.54 M tokens > 1.34 M
 
 
+def test_attainment_curve_shares_match_the_request_table():
+    tr = g._trace("conversation").head(2000)
+    cur = g.attainment_curve(("mooncake", "coupled"), speeds=(2.0,), tbt_slos_ms=(100,), trace=tr, progress=False)
+    for s, row in cur.set_index("system").iterrows():
+        df = g.run(s, 2.0, tr).requests
+        done = df.outcome == "completed"
+        assert row.ttft_ok == (done & (df.ttft_s <= g.TTFT_SLO_S)).mean()
+        assert row.tbt_ok == (done & (df.tbt_tail_s.fillna(0) <= 0.1)).mean()
+        assert row.attainment == (done & (df.ttft_s <= g.TTFT_SLO_S) & (df.tbt_tail_s.fillna(0) <= 0.1)).mean()
+
+
+def test_batching_timeseries_of_a_window_is_the_slice_of_a_longer_one():
+    res = g.run("mooncake", 2.0)
+    long = g.batching_timeseries(res, 1, dt=0.5, t0=0.0, t1=400.0)
+    short = g.batching_timeseries(res, 1, dt=0.5, t0=100.0, t1=200.0)
+    part = long.loc[100.0:200.0]
+    assert short.index.equals(part.index) and (short.batch.to_numpy() == part.batch.to_numpy()).all()
+    assert np.allclose(short.context_tokens, part.context_tokens, rtol=1e-12)
+    assert np.allclose(short.step_s, part.step_s, rtol=1e-12, equal_nan=True)
+    assert short.batch.max() > 0
+
+
 def test_config_for_validates():
     with pytest.raises(ValueError, match="system"):
         g.config_for("fused")

@@ -5,27 +5,62 @@ import numpy as np
 
 from . import PALETTE, new_figure, styled
 
-__all__ = ["plot_batching", "plot_tbt_vs_batch", "plot_capacity", "plot_pd_sweep", "plot_tbt_cdf"]
+__all__ = ["BatchingPanels", "CapacityPlot", "plot_batching", "plot_tbt_vs_batch", "plot_capacity", "plot_pd_sweep",
+           "plot_tbt_cdf"]
 
 _NAMES = {"mooncake": "Mooncake (P/D disaggregated)", "coupled": "coupled (vLLM-like)",
           "coupled_chunked": "coupled + chunked prefill"}
 _COLORS = {"mooncake": PALETTE[0], "coupled": PALETTE[3], "coupled_chunked": PALETTE[1]}
 
 
-@styled
+def _top(y) -> float:
+    """Upper y limit showing all of ``y`` with a 5% margin (matplotlib's default); 1 if empty or 0."""
+    m = float(np.nanmax(y)) if len(y) and np.isfinite(y).any() else 0.0
+    return m * 1.05 if m > 0 else 1.0
+
+
+class BatchingPanels:
+    """Three stacked panels over one time window: decode batch (requests), total context (k tokens)
+    and step time (ms). Built once; :meth:`update` sets a
+    :func:`~mooncake_lab.experiments.l06_goodput.batching_timeseries` frame, time measured from the
+    window's start. ``live=True`` marks the changing artists for a dashboard."""
+
+    @styled
+    def __init__(self, live: bool = False):
+        self.figure, ax = new_figure(3, 1, height=6.0, sharex=True)
+        self.axes = ax
+        (self.batch,) = ax[0].step([], [], where="post", color=PALETTE[0])
+        (self.context,) = ax[1].plot([], [], color=PALETTE[2])
+        (self.step,) = ax[2].plot([], [], color=PALETTE[3])
+        ax[0].set_ylabel("batch (requests)")
+        ax[1].set_ylabel("context (k tokens)")
+        ax[2].set_ylabel("step time (ms)")
+        ax[2].set_xlabel("time since the window start (s)")
+        ax[0].set_title(" ")
+        if live:
+            for a in (self.batch, self.context, self.step, ax[0].title):
+                a.set_animated(True)
+
+    def update(self, ts, title: str = "Continuous batching on one decode node", tops=None):
+        """Show ``ts`` (index: time, s); ``tops``: upper y limits of the three panels (default: the data's)."""
+        t = ts.index.to_numpy(dtype=float)
+        t = t - t[0] if len(t) else t
+        ys = (ts.batch.to_numpy(dtype=float), ts.context_tokens.to_numpy(dtype=float) / 1e3,
+              ts.step_s.to_numpy(dtype=float) * 1e3)
+        if tops is None:
+            tops = [_top(y) for y in ys]
+        for line, ax, y, top in zip((self.batch, self.context, self.step), self.axes, ys, tops):
+            line.set_data(t, y)
+            ax.set_ylim(0, top)
+        self.axes[0].set_xlim(0, float(t[-1]) if len(t) > 1 else 1.0)
+        self.axes[0].set_title(title)
+        return self
+
+
+@styled  # update() sets titles (their size is read from the style then)
 def plot_batching(ts, title="Continuous batching on one decode node"):
-    """Three stacked panels from :func:`~mooncake_lab.experiments.l06_goodput.batching_timeseries`."""
-    fig, ax = new_figure(3, 1, height=6.0, sharex=True)
-    t = ts.index.to_numpy()
-    ax[0].step(t, ts.batch, where="post", color=PALETTE[0])
-    ax[0].set_ylabel("batch (requests)")
-    ax[1].plot(t, ts.context_tokens / 1e3, color=PALETTE[2])
-    ax[1].set_ylabel("context (k tokens)")
-    ax[2].plot(t, ts.step_s * 1e3, color=PALETTE[3])
-    ax[2].set_ylabel("step time (ms)")
-    ax[2].set_xlabel("time (s)")
-    ax[0].set_title(title)
-    return fig
+    """A figure of :class:`BatchingPanels` showing ``ts`` (from ``batching_timeseries``)."""
+    return BatchingPanels().update(ts, title).figure
 
 
 @styled
@@ -47,23 +82,63 @@ def plot_tbt_vs_batch(df, tbt_slo_ms=100):
     return fig
 
 
-@styled
+class CapacityPlot:
+    """SLO attainment (%) vs request rate (req/s), one line per system, the target as a dashed line
+    and optionally the current rate as a vertical line. Built once with room for ``n_systems``
+    lines; :meth:`update` sets rows of ``attainment_curve``. The legend sits below the axes.
+    ``live=True`` marks the changing artists (lines, rate marker, title) for a dashboard."""
+
+    @styled
+    def __init__(self, n_systems: int = 3, target: float = 0.9, live: bool = False):
+        self.figure, ax = new_figure()
+        self.ax = ax
+        self.lines = [ax.plot([], [], "o-", label=" ")[0] for _ in range(n_systems)]
+        self.target = ax.axhline(target * 100, color="k", ls="--", lw=1, label=f"{target:.0%} of requests")
+        self.mark = ax.axvline(0.0, color="0.5", lw=1, visible=False)
+        ax.set_ylim(-2, 102)
+        ax.set_xlabel("request rate (req/s)")
+        ax.set_ylabel("requests meeting both SLOs (%)")
+        ax.set_title(" ")
+        self.legend = self.figure.legend(handles=[*self.lines, self.target], fontsize="small",
+                                         loc="outside lower center", ncol=n_systems + 1, frameon=False)
+        if live:
+            for a in (*self.lines, self.mark, ax.title):
+                a.set_animated(True)
+
+    def update(self, curve, tbt_slo_ms=100, mark_rate=None):
+        """Show the rows of ``curve`` at ``tbt_slo_ms`` (one line per system, in order of appearance);
+        ``mark_rate`` (req/s): a vertical line there. Unused lines are hidden (their legend entry blank)."""
+        c = curve[curve.tbt_slo_ms == tbt_slo_ms]
+        groups = list(c.groupby("system", sort=False))
+        if len(groups) > len(self.lines):
+            raise ValueError(f"curve: {len(groups)} systems, but this plot was built for {len(self.lines)}")
+        for k, line in enumerate(self.lines):
+            s, g = groups[k] if k < len(groups) else (None, c.iloc[:0])
+            g = g.sort_values("rate_rps")
+            line.set_data(g.rate_rps.to_numpy(), g.attainment.to_numpy() * 100)
+            line.set_color(_COLORS.get(s, "k"))
+            line.set_label(_NAMES.get(s, s or " "))
+            line.set_visible(s is not None)
+        for text, handle, line in zip(self.legend.texts, self.legend.legend_handles, [*self.lines, self.target]):
+            text.set_text(line.get_label())
+            handle.set_color(line.get_color())
+            handle.set_visible(line.get_visible())
+        r = c.rate_rps.to_numpy(dtype=float)
+        if len(r):
+            pad = 0.05 * max(float(r.max() - r.min()), float(r.max()), 1e-9)
+            self.ax.set_xlim(float(r.min()) - pad, float(r.max()) + pad)
+        self.mark.set_visible(mark_rate is not None)
+        if mark_rate is not None:
+            self.mark.set_xdata([mark_rate, mark_rate])
+        self.ax.set_title(f"SLO attainment (TTFT ≤ 30 s, TBT ≤ {tbt_slo_ms:g} ms), 16 nodes")
+        return self
+
+
+@styled  # update() sets titles (their size is read from the style then)
 def plot_capacity(curve, tbt_slo_ms=100, target=0.9, mark_rate=None):
-    """SLO attainment vs request rate, one line per system (rows of ``attainment_curve``)."""
-    fig, ax = new_figure()
-    c = curve[curve.tbt_slo_ms == tbt_slo_ms]
-    for s, g in c.groupby("system", sort=False):
-        g = g.sort_values("rate_rps")
-        ax.plot(g.rate_rps, g.attainment * 100, "o-", color=_COLORS.get(s, "k"), label=_NAMES.get(s, s))
-    ax.axhline(target * 100, color="k", ls="--", lw=1, label=f"{target:.0%} of requests")
-    if mark_rate is not None:
-        ax.axvline(mark_rate, color="0.5", lw=1)
-    ax.set_ylim(-2, 102)
-    ax.set_xlabel("request rate (req/s)")
-    ax.set_ylabel("requests meeting both SLOs (%)")
-    ax.set_title(f"SLO attainment (TTFT ≤ 30 s, TBT ≤ {tbt_slo_ms:g} ms), 16 nodes")
-    ax.legend(fontsize="small")
-    return fig
+    """A figure of :class:`CapacityPlot` showing ``curve`` (rows of ``attainment_curve``) at ``tbt_slo_ms``."""
+    n = curve.loc[curve.tbt_slo_ms == tbt_slo_ms, "system"].nunique()
+    return CapacityPlot(max(n, 1), target).update(curve, tbt_slo_ms, mark_rate).figure
 
 
 @styled
