@@ -70,8 +70,40 @@ def test_run_is_memoised_and_validates_speed():
         ov.run("conversation", 0.0)
 
 
+def _same_run(a, b) -> bool:
+    return all(np.array_equal(a.arrays[k], b.arrays[k], equal_nan=True) for k in a.arrays)
+
+
+def test_admission_parameters_a_policy_does_not_read_share_one_run():
+    tr = ov._trace("conversation").head(1500)
+    for pol, ignored in [("none", dict(admission_threshold=0.6, decode_time_s=30.0, prediction_horizon=0.3)),
+                         ("early", dict(decode_time_s=30.0, prediction_horizon=0.3))]:
+        base = dict(admission=pol, decode_kv_capacity_tokens=20_000.0)
+        # the simulator itself ignores them (the rule the memo relies on) …
+        plain = sim.simulate(tr.replay(2.0), sim.ClusterConfig(**ov.DEFAULT_CONFIG | base))
+        moved = sim.simulate(tr.replay(2.0), sim.ClusterConfig(**ov.DEFAULT_CONFIG | base | ignored))
+        assert _same_run(plain, moved), pol
+        # … so the experiment runs them once
+        assert ov.run(tr, 2.0, **base, **ignored) is ov.run(tr, 2.0, **base), pol
+    pred = dict(admission="predicted", decode_kv_capacity_tokens=20_000.0)
+    assert ov.run(tr, 2.0, **pred, decode_time_s=30.0) is not ov.run(tr, 2.0, **pred)
+    assert ov.run(tr, 2.0, **pred, decode_time_s=30.0).config.decode_time_s == 30.0
+
+
+def test_policy_runs_in_parallel_threads_equal_runs_one_by_one():
+    tr = ov._trace("conversation").head(1500)
+    runs = ov.policy_runs(tr, 1.75, decode_kv_capacity_tokens=30_000.0)  # none memoised: three threads
+    for p, res in runs.items():
+        cfg = ov.DEFAULT_CONFIG | dict(admission=p, decode_kv_capacity_tokens=30_000.0)
+        alone = sim.simulate(tr.replay(1.75), sim.ClusterConfig(**cfg))
+        assert _same_run(res, alone), p
+    assert ov.policy_runs(tr, 1.75, decode_kv_capacity_tokens=30_000.0)["early"] is runs["early"]  # memoised
+
+
 # ------------------------------------------------------------------------- experiment facts
 def test_comparison_accounting_and_lecture_claims():
+    import pandas as pd
+
     df = ov.overload_comparison()
     n = len(ov._trace("toolagent-like"))
     for p in ov.POLICIES:
@@ -81,6 +113,10 @@ def test_comparison_accounting_and_lecture_claims():
     # only the baseline rejects after prefill, and only it wastes prefill
     assert df.loc["baseline", "rejected_after_prefill"] > 0 and df.loc["baseline", "wasted_prefill_s"] > 0
     assert (df.loc[["early", "predicted"], "wasted_prefill_s"] == 0).all()
+    counts = ov.policy_counts()  # the dashboard's cheap table: the same numbers
+    pd.testing.assert_frame_equal(counts, df[counts.columns])
+    for p, res in ov.policy_runs().items():
+        assert counts.loc[p, "rejected"] == res.summary()["rejected"]
     # the lecture's claims at 2×: predicted beats early; the baseline rejects bigger requests; anti-phase
     assert df.loc["predicted", "completed"] > df.loc["early", "completed"]
     assert df.loc["baseline", "rejected_kv_mean"] > 1.5 * df.loc["early", "rejected_kv_mean"]
@@ -115,6 +151,21 @@ def test_plots_have_titles_and_labels():
     _labelled(plots.rejection_sweep(sw, 2.0))
     with pytest.raises(ValueError, match="series"):
         plots.load_over_time({})
+
+
+def test_policy_results_without_any_rejection_has_a_nonsingular_axis():
+    import warnings
+
+    import pandas as pd
+
+    cols = ("completed", "rejected", "rejected_at_arrival", "rejected_after_prefill", "rejected_too_large")
+    quiet = pd.DataFrame({**{c: [0] * 3 for c in cols}, "wasted_prefill_s": 0.0}, index=list(ov.POLICIES))
+    quiet["completed"] = 100
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # was: "Attempting to set identical low and high ylims"
+        fig = plots.policy_results(quiet)
+    assert fig.axes[0].get_ylim() == (0.0, 1.45)  # ≥ 1 request of room × 1.45 for the legend
+    assert fig.axes[1].get_ylim()[1] > fig.axes[1].get_ylim()[0]
 
 
 # ------------------------------------------------------------------------------- dashboards

@@ -1,12 +1,16 @@
 """Dashboards of lecture 07: admission control under overload.
 
 * :class:`OverloadDashboard`: trace, replay speed, admission policy, threshold, t_d, prediction
-  horizon and decode KV capacity → one simulation (≈ 40 ms on the conversation trace, memoised in
-  :func:`~mooncake_lab.experiments.l07_overload.run`) → prefill and decode load over time + counts.
+  horizon and decode KV capacity → one simulation (≈ 0.1 s on the conversation trace at 2×, 0.25 s on
+  toolagent-like; memoised in :func:`~mooncake_lab.experiments.l07_overload.run`, where parameters the
+  policy does not read do not rerun it) → prefill and decode load over time + counts.
 * :class:`PolicyComparisonDashboard`: trace, replay speed and decode KV capacity → the three
-  policies side by side (three simulations per move) → rejected / completed / wasted prefill bars.
+  policies side by side (three simulations per move, in parallel threads) → rejected / completed /
+  wasted prefill bars.
 
-Both render each figure once to PNG (:class:`~mooncake_lab.dashboards.Dashboard`).
+Both build their figure once and redraw only the changing artists per move
+(:class:`~mooncake_lab.dashboards.Dashboard`); a move that needs new simulations waits for them
+(memoised: a value seen before costs no run).
 """
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ import ipywidgets as widgets
 
 from ..experiments import l07_overload as exp
 from ..plots import overload as plots
-from . import Dashboard
+from . import Dashboard, sticky_limit
 
 __all__ = ["OverloadDashboard", "PolicyComparisonDashboard", "BOUNDS", "TRACE_CHOICES"]
 
@@ -79,26 +83,34 @@ class OverloadDashboard(Dashboard):
                     decode_time_s=float(self.value("t_d")), prediction_horizon=float(self.value("horizon")),
                     decode_kv_capacity_tokens=float(self.value("kv")))
 
-    def _draw(self):
-        trace, speed = self.value("trace"), float(self.value("speed"))
+    def _setup(self):
+        self.view = plots.LoadOverTime(1, live=True)
+        self._xmax = self._tops = None
+        return self.view.figure
+
+    def _update(self):
+        trace, speed, pol = self.value("trace"), float(self.value("speed")), self.value("policy")
+        thr, kv = float(self.value("threshold")), float(self.value("kv"))
         cfg = self._config()
         res = exp.run(trace, speed, **cfg)
-        s = res.summary()
+        s, name = res.summary(), exp._trace(trace).name  # (res.trace is the replayed copy: "… ×2")
         ts = exp.load_timeseries(trace, speed, cfg.pop("admission"), **cfg)
-        pol = self.value("policy")
+        top_d, top_p = self.view.fitted_tops(ts, thr)
+        old = self._tops or (None, None)
+        self._tops = (sticky_limit(old[0], top_d, headroom=1.0), sticky_limit(old[1], top_p, headroom=1.0))
+        self._xmax = sticky_limit(self._xmax, float(ts.index.max()) if len(ts) else 1.0, headroom=1.02)
+        self.view.update({pol: ts}, threshold=thr, xmax=self._xmax, tops=[self._tops],
+                         context=f"{name} at {speed:g}×, decode KV {kv / 1e3:,.0f}k tokens/node")
         self.readout.value = (
-            f"<b>{pol}</b> on <code>{res.trace.name}</code> at {speed:g}×: completed <b>{s['completed']:,}</b> "
-            f"of {s['requests']:,}; rejected {s['rejected']:,} (at arrival {s['rejected_at_arrival']:,}, "
-            f"after prefill {s['rejected_after_prefill']:,}, too large {s['rejected_too_large']:,}); "
-            f"wasted prefill {s['wasted_prefill_s']:,.0f} s; SLO attainment {s['slo_attainment']:.1%}; "
-            f"load correlation r = {res.load_correlation():+.2f}")
-        return plots.load_over_time({pol: ts}, threshold=float(self.value("threshold")),
-                                    title=f"{res.trace.name} at {speed:g}×, decode KV {self.value('kv'):,.0f} "
-                                          f"tokens/node")
+            f"<b>{pol}</b> on <code>{name}</code> at {speed:g}×, decode KV {kv:,.0f} tokens/node: "
+            f"completed <b>{s['completed']:,}</b> of {s['requests']:,}; rejected {s['rejected']:,} (at arrival "
+            f"{s['rejected_at_arrival']:,}, after prefill {s['rejected_after_prefill']:,}, too large "
+            f"{s['rejected_too_large']:,}); wasted prefill {s['wasted_prefill_s']:,.0f} s; SLO attainment "
+            f"{s['slo_attainment']:.1%}; load correlation r = {self.view.correlations[0]:+.2f}")
 
 
 class PolicyComparisonDashboard(Dashboard):
-    """The three admission policies side by side (three simulations per move, memoised).
+    """The three admission policies side by side (three simulations per move, memoised, in parallel threads).
 
     Controls: ``trace``, ``speed`` (0.25–3×), ``kv`` (tokens per decode node, log, 10k–1.58M).
     """
@@ -120,12 +132,38 @@ class PolicyComparisonDashboard(Dashboard):
             "kv": _kv_slider(kv),
         }
 
-    def _draw(self):
+    def _paper(self):
+        """Table 3's counts, marked at the paper's replay speed only."""
+        return exp.PAPER_TABLE3_REJECTED if float(self.value("speed")) == exp.DEFAULT_SPEED else None
+
+    def _static_key(self):
+        return self._paper() is not None  # the legend lists the paper's marks when they are shown
+
+    def _setup(self):
+        self.view = plots.PolicyResults(exp.POLICIES, live=True)
+        self._ylims = None
+        return self.view.figure
+
+    def _update(self):
         trace, speed, kv = self.value("trace"), float(self.value("speed")), float(self.value("kv"))
-        df = exp.overload_comparison(trace, speed, decode_kv_capacity_tokens=kv)
+        df = exp.policy_counts(trace, speed, decode_kv_capacity_tokens=kv)
         order = exp.rejection_ordering(df["rejected"])
         holds = exp.paper_ordering_holds(df["rejected"])
-        self.readout.value = (f"rejected, most → fewest: <b>{order}</b> — the paper's ordering "
-                              f"(baseline > early > predicted) {'<b>holds</b>' if holds else 'does not hold'} here")
-        return plots.policy_results(df, exp.PAPER_TABLE3_REJECTED if speed == exp.DEFAULT_SPEED else None,
-                                    title=f"{exp._trace(trace).name} at {speed:g}×, decode KV {kv:,.0f} tokens/node")
+        self.readout.value = (f"{exp._trace(trace).name} at {speed:g}×, decode KV {kv:,.0f} tokens/node: rejected, "
+                              f"most → fewest: <b>{order}</b> — the paper's ordering (baseline > early > predicted) "
+                              f"{'<b>holds</b>' if holds else 'does not hold'} here")
+        need = self.view.fitted_ylims(df, self._paper())
+        old = self._ylims or [(None, None)] * 3
+        self._ylims = [(0.0, sticky_limit(old[0][1], need[0][1], headroom=1.0)),
+                       _sticky_span(old[1], *need[1]),
+                       (0.0, sticky_limit(old[2][1], need[2][1], headroom=1.0))]
+        self.view.update(df, self._paper(), ylims=self._ylims)
+
+
+def _sticky_span(current, lo: float, hi: float) -> tuple:
+    """Axis limits for bars drawn from ``lo`` to ``hi`` (an axis not starting at 0): ``current``
+    while it holds [lo, hi] and that fills ≥ 30% of it; else [lo, hi]."""
+    if current[0] is not None and current[0] <= lo and hi <= current[1] \
+            and hi - lo >= 0.3 * (current[1] - current[0]):
+        return current
+    return (lo, hi)

@@ -26,10 +26,10 @@ import pandas as pd
 from .. import sim
 from ..reproduce import Metric, figure_group, metric_group
 from ..traces import Trace
-from .common import as_trace as _trace, simulate_at_speed
+from .common import as_trace as _trace, simulate_all, simulate_at_speed
 
-__all__ = ["overload_comparison", "PAPER_TABLE3_REJECTED", "DEFAULT_CONFIG", "DEFAULT_SPEED", "POLICIES",
-           "run", "policy_runs", "load_timeseries", "speed_sweep", "SWEEP_SPEEDS", "regime_table", "REGIMES",
+__all__ = ["overload_comparison", "policy_counts", "PAPER_TABLE3_REJECTED", "DEFAULT_CONFIG", "DEFAULT_SPEED",
+           "POLICIES", "run", "policy_runs", "load_timeseries", "speed_sweep", "SWEEP_SPEEDS", "regime_table", "REGIMES",
            "rejection_ordering", "paper_ordering_holds", "crossover_speed", "real_kv_capacity_tokens",
            "requests_per_node", "TRACES"]
 
@@ -52,32 +52,57 @@ REGIMES = {
 }
 
 # ---------------------------------------------------------------------------------------- runs
+#: Admission parameters that only some policies read (sim.reference rules 11–13): t_d and the
+#: horizon only ``predicted``, the threshold every policy but ``none``.
+_READ_BY = {"decode_time_s": ("predicted",), "prediction_horizon": ("predicted",),
+            "admission_threshold": ("baseline", "early", "predicted")}
+
+
+def _config(**config) -> sim.ClusterConfig:
+    """``ClusterConfig(**DEFAULT_CONFIG, **config)`` with the admission parameters the policy does not
+    read left at their defaults: runs that must be equal share one memo entry (a dashboard moving
+    t_d under ``early`` runs nothing)."""
+    c = {**DEFAULT_CONFIG, **config}
+    adm = c.get("admission", "none")
+    return sim.ClusterConfig(**{k: v for k, v in c.items() if adm in _READ_BY.get(k, (adm,))})
+
+
 def run(trace: Trace | str = "toolagent-like", speed: float = DEFAULT_SPEED, **config) -> sim.SimResult:
     """One simulation of ``trace`` replayed at ``speed`` on ``ClusterConfig(**DEFAULT_CONFIG, **config)``,
     memoised (a notebook cell, a dashboard and the CLI asking the same question share one run)."""
-    return simulate_at_speed(trace, speed, sim.ClusterConfig(**{**DEFAULT_CONFIG, **config}))
+    return simulate_at_speed(trace, speed, _config(**config))
 
 
 def policy_runs(trace: Trace | str = "toolagent-like", speed: float = DEFAULT_SPEED, policies=POLICIES,
                 **config) -> dict:
-    """``{admission policy: SimResult}`` on the same trace, speed and config (memoised)."""
-    return {p: run(trace, speed, admission=p, **config) for p in policies}
+    """``{admission policy: SimResult}`` on the same trace, speed and config (memoised; the runs not
+    memoised yet go in parallel threads, :func:`~mooncake_lab.experiments.common.simulate_all`)."""
+    tr = _trace(trace)
+    return dict(zip(policies, simulate_all([(tr, speed, _config(**config, admission=p)) for p in policies])))
+
+
+def _counts(res: sim.SimResult) -> dict:
+    """Completed and rejected requests (total and by where) and the wasted prefill (s) of one run,
+    from its outcome codes alone (cheap: a dashboard calls this per move)."""
+    code = res.arrays["outcome"]
+    n = np.bincount(code, minlength=max(sim.OUTCOMES) + 1)
+    where = {"rejected_at_arrival": sim.REJECTED_AT_ARRIVAL, "rejected_after_prefill": sim.REJECTED_AFTER_PREFILL,
+             "rejected_too_large": sim.REJECTED_TOO_LARGE}
+    return {"completed": int(n[sim.COMPLETED]), "rejected": int(sum(n[c] for c in where.values())),
+            **{k: int(n[c]) for k, c in where.items()},
+            "wasted_prefill_s": float(res._wasted().sum())}  # noqa: SLF001 (SimResult's one formula)
 
 
 def _row(res: sim.SimResult, dt: float) -> dict:
     s = res.summary()
-    code = res.arrays["outcome"]  # per-request outcome codes (no DataFrame: dashboards call this per move)
+    code = res.arrays["outcome"]  # per-request outcome codes
     rej = (code == sim.REJECTED_AT_ARRIVAL) | (code == sim.REJECTED_AFTER_PREFILL)
     done = code == sim.COMPLETED
     out_len = res.trace.output_len.astype(np.float64)
     need = res.trace.input_len.astype(np.float64) + out_len
     ts = res.timeseries(dt)
     w = ts[ts.index <= float(res.trace.arrival_s.max())]
-    return {"completed": int(s["completed"]), "rejected": int(s["rejected"]),
-            "rejected_at_arrival": int(s["rejected_at_arrival"]),
-            "rejected_after_prefill": int(s["rejected_after_prefill"]),
-            "rejected_too_large": int(s["rejected_too_large"]), "wasted_prefill_s": float(s["wasted_prefill_s"]),
-            "goodput": int(round(s["slo_attainment"] * s["requests"])),
+    return {**_counts(res), "goodput": int(round(s["slo_attainment"] * s["requests"])),
             "load_corr": res.load_correlation(dt), "prefill_load_mean": float(w.prefill_load.mean()),
             "decode_load_mean": float(w.decode_load.mean()),
             "decode_kv_fraction_mean": float(w.decode_kv_fraction.mean()),
@@ -103,6 +128,15 @@ def overload_comparison(trace: Trace | str = "toolagent-like", speed: float = DE
     for p, res in policy_runs(trace, speed, policies, **config).items():
         rows.append({"policy": p, **_row(res, dt), "paper_rejected": PAPER_TABLE3_REJECTED.get(p)})
     return pd.DataFrame(rows).set_index("policy")
+
+
+def policy_counts(trace: Trace | str = "toolagent-like", speed: float = DEFAULT_SPEED, policies=POLICIES,
+                  **config) -> pd.DataFrame:
+    """The count columns of :func:`overload_comparison` alone — completed, rejected (total,
+    at_arrival, after_prefill, too_large), wasted_prefill_s — one row per policy; no load series
+    (what a dashboard needs per move)."""
+    runs = policy_runs(trace, speed, policies, **config)
+    return pd.DataFrame([{"policy": p, **_counts(res)} for p, res in runs.items()]).set_index("policy")
 
 
 def load_timeseries(trace: Trace | str = "toolagent-like", speed: float = DEFAULT_SPEED,
@@ -138,21 +172,22 @@ def speed_sweep(trace: Trace | str = "toolagent-like", speeds=SWEEP_SPEEDS, poli
                 progress: bool = True, **config) -> pd.DataFrame:
     """Rejected, completed and wasted prefill per (replay speed, policy): one tidy row each.
 
-    ``progress`` shows a tqdm bar (one step per simulation). Columns: speed, policy, rejected,
-    rejected_share (of all requests), completed, rejected_after_prefill, wasted_prefill_s,
-    rejected_kv_mean, load_corr.
+    ``progress`` shows a tqdm bar (one step per speed; its policies run in parallel threads).
+    Columns: speed, policy, rejected, rejected_share (of all requests), completed,
+    rejected_after_prefill, wasted_prefill_s, rejected_kv_mean, load_corr.
     """
     from tqdm.auto import tqdm
 
     tr = _trace(trace)
-    jobs = [(float(s), p) for s in speeds for p in policies]
     rows = []
-    for s, p in tqdm(jobs, desc=f"sweep {tr.name}", disable=not progress, leave=False):
-        r = _row(run(tr, s, admission=p, **config), 10.0)
-        rows.append({"speed": s, "policy": p, "rejected": r["rejected"], "rejected_share": r["rejected"] / len(tr),
-                     "completed": r["completed"], "rejected_after_prefill": r["rejected_after_prefill"],
-                     "wasted_prefill_s": r["wasted_prefill_s"], "rejected_kv_mean": r["rejected_kv_mean"],
-                     "load_corr": r["load_corr"]})
+    for s in tqdm([float(v) for v in speeds], desc=f"sweep {tr.name}", disable=not progress, leave=False):
+        for p, res in policy_runs(tr, s, policies, **config).items():
+            r = _row(res, 10.0)
+            rows.append({"speed": s, "policy": p, "rejected": r["rejected"],
+                         "rejected_share": r["rejected"] / len(tr), "completed": r["completed"],
+                         "rejected_after_prefill": r["rejected_after_prefill"],
+                         "wasted_prefill_s": r["wasted_prefill_s"], "rejected_kv_mean": r["rejected_kv_mean"],
+                         "load_corr": r["load_corr"]})
     return pd.DataFrame(rows)
 
 

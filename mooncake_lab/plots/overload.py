@@ -10,7 +10,8 @@ import pandas as pd
 
 from . import PALETTE, SLO_COLOR, new_figure, styled
 
-__all__ = ["policy_results", "load_over_time", "rejection_sweep", "POLICY_COLORS", "POLICY_LABELS"]
+__all__ = ["PolicyResults", "LoadOverTime", "policy_results", "load_over_time", "rejection_sweep",
+           "POLICY_COLORS", "POLICY_LABELS"]
 
 POLICY_COLORS = {"baseline": PALETTE[3], "early": PALETTE[0], "predicted": PALETTE[2], "none": PALETTE[7]}
 POLICY_LABELS = {"baseline": "baseline (reject after prefill)", "early": "early rejection",
@@ -20,86 +21,175 @@ _WHERE = (("rejected_at_arrival", "at arrival", PALETTE[0]),
           ("rejected_too_large", "too large for a decode node", "#999999"))
 
 
-@styled
-def policy_results(table: pd.DataFrame, paper: dict | None = None, title: str = ""):
+class PolicyResults:
     """Three panels per admission policy: rejected requests by where (stacked; the paper's Table 3
     counts as ×), completed requests, and prefill seconds wasted on requests rejected after it.
-    ``table``: :func:`~mooncake_lab.experiments.l07_overload.overload_comparison`."""
-    fig, (a1, a2, a3) = new_figure(1, 3, width=12.0, height=4.0)
-    pols = list(table.index)
-    x = np.arange(len(pols))
-    bottom = np.zeros(len(pols))
-    for col, label, color in _WHERE:
-        v = table[col].to_numpy(dtype=float)
-        a1.bar(x, v, bottom=bottom, color=color, label=label, width=0.6)
-        bottom += v
-    for k, v in enumerate(bottom):
-        a1.annotate(f"{v:,.0f}", (k, v), ha="center", va="bottom", fontsize=9)
-    if paper:
-        px = [k for k, p in enumerate(pols) if p in paper]
-        a1.plot([k + 0.3 for k in px], [paper[pols[k]] for k in px], "x", color="black", ms=10, mew=2, label="paper (Table 3)")
-    a1.set_ylim(0, max(bottom.max(), max(paper.values()) if paper else 0) * 1.45)
-    a1.set_ylabel("rejected requests")
-    a1.set_title("Rejected, by where", y=1.0)
-    a1.legend(fontsize=7.5, loc="upper center", ncol=2)
-    colors = [POLICY_COLORS.get(p, PALETTE[0]) for p in pols]
-    comp = table["completed"].to_numpy(dtype=float)
-    a2.bar(x, comp, color=colors, width=0.6)
-    for k, v in enumerate(comp):
-        a2.annotate(f"{v:,.0f}", (k, v), ha="center", va="bottom", fontsize=9)
-    lo = comp.min() * 0.9
-    a2.set_ylim(lo, comp.max() + (comp.max() - lo) * 0.15)
-    a2.set_ylabel("completed requests (axis starts above 0)")
-    a2.set_title("Completed", y=1.0)
-    waste = table["wasted_prefill_s"].to_numpy(dtype=float)
-    a3.bar(x, waste, color=colors, width=0.6)
-    for k, v in enumerate(waste):
-        a3.annotate(f"{v:,.0f} s", (k, v), ha="center", va="bottom", fontsize=9)
-    a3.set_ylim(0, max(waste.max(), 1.0) * 1.18)
-    a3.set_ylabel("wasted prefill (s of one prefill node)")
-    a3.set_title("Prefill spent on rejected requests", y=1.0)
-    for ax in (a1, a2, a3):
-        ax.set_xticks(x, pols)
-        ax.set_xlabel("admission policy")
-    if title:
-        fig.suptitle(title)
-    return fig
+    Built once for ``policies`` (bar positions); :meth:`update` sets a table with those rows
+    (:func:`~mooncake_lab.experiments.l07_overload.overload_comparison` or ``policy_counts``).
+    ``live=True`` marks the changing artists (bars, numbers on them, paper marks) for a dashboard."""
+
+    @styled
+    def __init__(self, policies, live: bool = False):
+        self.figure, axes = new_figure(1, 3, width=12.0, height=4.0)
+        self.axes = a1, a2, a3 = axes
+        self.policies = list(policies)
+        x = np.arange(len(self.policies))
+        zero = np.zeros(len(x))
+        colors = [POLICY_COLORS.get(p, PALETTE[0]) for p in self.policies]
+        self.rejected = [a1.bar(x, zero, color=color, label=label, width=0.6) for _, label, color in _WHERE]
+        self.completed = a2.bar(x, zero, color=colors, width=0.6)
+        self.wasted = a3.bar(x, zero, color=colors, width=0.6)
+        self.notes = [[ax.annotate("", (k, 0), xytext=(0, 0), textcoords="offset points", ha="center", va="bottom",
+                                   fontsize=9) for k in x] for ax in axes]  # the text follows .xy
+        (self.paper,) = a1.plot([], [], "x", color="black", ms=10, mew=2, label="paper (Table 3)")
+        a1.set_ylabel("rejected requests")
+        a1.set_title("Rejected, by where", y=1.0)
+        a2.set_ylabel("completed requests (axis starts above 0)")
+        a2.set_title("Completed", y=1.0)
+        a3.set_ylabel("wasted prefill (s of one prefill node)")
+        a3.set_title("Prefill spent on rejected requests", y=1.0)
+        for ax in axes:
+            ax.set_xticks(x, self.policies)
+            ax.set_xlabel("admission policy")
+        self._legend_paper = None
+        if live:
+            for a in (*(b for bars in (*self.rejected, self.completed, self.wasted) for b in bars),
+                      *(n for row in self.notes for n in row), self.paper):
+                a.set_animated(True)
+
+    def fitted_ylims(self, table: pd.DataFrame, paper: dict | None = None) -> list:
+        """The three panels' (bottom, top) that show ``table`` with room for the numbers and the legend."""
+        table = table.loc[self.policies]
+        top = max(float(sum(table[col] for col, _, _ in _WHERE).max()),
+                  max((paper[p] for p in self.policies if paper and p in paper), default=0.0))
+        comp = table["completed"].to_numpy(dtype=float)
+        lo = comp.min() * 0.9
+        return [(0.0, max(top, 1.0) * 1.45),  # room for the legend; ≥ 1: no rejection at all
+                (lo, max(comp.max() + (comp.max() - lo) * 0.15, lo + 1.0)),
+                (0.0, max(float(table["wasted_prefill_s"].max()), 1.0) * 1.18)]
+
+    def update(self, table: pd.DataFrame, paper: dict | None = None, title: str = "", ylims=None):
+        """Show ``table`` (rows: this plot's policies); ``paper``: ``{policy: rejected}`` marked ×;
+        ``ylims``: the three panels' (bottom, top) (default: fitted to the data)."""
+        table = table.loc[self.policies]
+        bottom = np.zeros(len(self.policies))
+        for bars, (col, _, _) in zip(self.rejected, _WHERE):
+            v = table[col].to_numpy(dtype=float)
+            for b, h, y0 in zip(bars, v, bottom):
+                b.set_height(h)
+                b.set_y(y0)
+            bottom += v
+        comp = table["completed"].to_numpy(dtype=float)
+        waste = table["wasted_prefill_s"].to_numpy(dtype=float)
+        for bars, v in ((self.completed, comp), (self.wasted, waste)):
+            for b, h in zip(bars, v):
+                b.set_height(h)
+        for row, v, unit in zip(self.notes, (bottom, comp, waste), ("", "", " s")):
+            for k, (note, y) in enumerate(zip(row, v)):
+                note.set_text(f"{y:,.0f}{unit}")
+                note.xy = (k, y)
+        px = [k for k, p in enumerate(self.policies) if paper and p in paper]
+        self.paper.set_data([k + 0.3 for k in px], [paper[self.policies[k]] for k in px])
+        if bool(px) != self._legend_paper:  # the legend lists the paper's marks only when they are shown
+            handles = [bars for bars in self.rejected] + ([self.paper] if px else [])
+            self.axes[0].legend(handles=handles, fontsize=7.5, loc="upper center", ncol=2)
+            self._legend_paper = bool(px)
+        for ax, lim in zip(self.axes, self.fitted_ylims(table, paper) if ylims is None else ylims):
+            ax.set_ylim(*lim)
+        if title:
+            self.figure.suptitle(title)
+        return self
 
 
-@styled
-def load_over_time(series: dict, threshold: float = 1.0, title: str = ""):
+@styled  # update() sets titles (their size is read from the style then)
+def policy_results(table: pd.DataFrame, paper: dict | None = None, title: str = ""):
+    """A figure of :class:`PolicyResults`: ``table`` from
+    :func:`~mooncake_lab.experiments.l07_overload.overload_comparison`, ``paper`` the Table 3 counts."""
+    return PolicyResults(table.index).update(table, paper, title).figure
+
+
+class LoadOverTime:
     """Prefill and decode load over time, one panel per policy (arXiv Fig. 9–10 style).
 
-    ``series``: ``{policy: DataFrame}`` from :func:`~...l07_overload.load_timeseries` (index
-    ``time_s``). Decode load on the left axis, prefill load on the right (their scales differ);
-    each panel's title gives the Pearson correlation r of the two (< 0: anti-phase).
+    Decode load on the left axis, prefill load on the right (their scales differ), the admission
+    threshold dashed; each panel's title gives the Pearson correlation r of the two (< 0: anti-phase),
+    also kept in :attr:`correlations`. Built once with ``n_panels``; :meth:`update` sets
+    :func:`~mooncake_lab.experiments.l07_overload.load_timeseries` frames (index ``time_s``).
+    ``live=True`` marks the changing artists (lines, titles, legends) for a dashboard.
     """
-    n = len(series)
-    if n == 0:
-        raise ValueError("series: got no policies; allowed: a dict policy → load_timeseries DataFrame")
-    fig, axes = new_figure(n, 1, width=9.0, height=2.7 * n + 0.6, sharex=True)
-    axes = np.atleast_1d(axes)
-    for ax, (pol, ts) in zip(axes, series.items()):
-        t = ts.index.to_numpy()
+
+    @styled
+    def __init__(self, n_panels: int, title: str = "", live: bool = False):
+        n = int(n_panels)
+        if n <= 0:
+            raise ValueError(f"n_panels: got {n_panels!r}; allowed: an integer ≥ 1")
+        self.figure, axes = new_figure(n, 1, width=9.0, height=2.7 * n + 0.6, sharex=True)
+        self.axes = list(np.atleast_1d(axes))
+        self.twins, self.decode, self.prefill, self.thresholds, self.legends = [], [], [], [], []
+        for ax in self.axes:
+            (d,) = ax.plot([], [], color=PALETTE[0], label="decode load (left)")
+            th = ax.axhline(1.0, color=SLO_COLOR, ls="--", lw=1, label="threshold")
+            ax.set_ylabel("decode load")
+            ax2 = ax.twinx()
+            (p,) = ax2.plot([], [], color=PALETTE[1], label="prefill load (right)")
+            ax2.set_ylabel("prefill load")
+            ax2.grid(False)
+            ax.set_title(" ", y=1.0)
+            leg = ax2.legend([d, th, p], [d.get_label(), th.get_label(), p.get_label()], fontsize=8,
+                             loc="upper left", ncol=3)
+            self.twins.append(ax2)
+            self.decode.append(d)
+            self.prefill.append(p)
+            self.thresholds.append(th)
+            self.legends.append(leg)
+            if live:
+                for a in (d, th, p, ax.title, leg):
+                    a.set_animated(True)
+        self.axes[-1].set_xlabel("time since the trace start (s, replayed)")
+        self.figure.suptitle(title or "Prefill and decode load over time (load 1 = at the SLO / KV memory full)")
+        self.correlations: list[float] = []
+
+    @staticmethod
+    def fitted_tops(ts: pd.DataFrame, threshold: float = 1.0) -> tuple[float, float]:
+        """Upper limits (decode, prefill load) showing ``ts``, the threshold and room for the legend."""
         d, p = ts["decode_load"].to_numpy(), ts["prefill_load"].to_numpy()
-        ax.plot(t, d, color=PALETTE[0], label="decode load (left)")
-        ax.axhline(threshold, color=SLO_COLOR, ls="--", lw=1, label=f"threshold {threshold:g}")
-        ax.set_ylabel("decode load")
-        ax.set_ylim(0, 1.4 * max(threshold, np.nanmax(d) if len(d) else 1.0))
-        ax2 = ax.twinx()
-        ax2.plot(t, p, color=PALETTE[1], label="prefill load (right)")
-        ax2.set_ylabel("prefill load")
-        ax2.set_ylim(0, 1.4 * max(np.nanmax(p) if len(p) else 0.0, 1e-3))
-        ax2.grid(False)
-        ok = len(d) > 2 and np.std(d) > 0 and np.std(p) > 0
-        r = float(np.corrcoef(p, d)[0, 1]) if ok else float("nan")
-        ax.set_title(f"{POLICY_LABELS.get(pol, pol)}: correlation r = {r:+.2f}", y=1.0)
-        h1, l1 = ax.get_legend_handles_labels()
-        h2, l2 = ax2.get_legend_handles_labels()
-        ax.legend(h1 + h2, l1 + l2, fontsize=8, loc="upper left", ncol=3)
-    axes[-1].set_xlabel("time since the trace start (s, replayed)")
-    fig.suptitle(title or "Prefill and decode load over time (load 1 = at the SLO / KV memory full)")
-    return fig
+        return (1.4 * max(threshold, np.nanmax(d) if len(d) else 1.0),
+                1.4 * max(np.nanmax(p) if len(p) else 0.0, 1e-3))
+
+    def update(self, series: dict, threshold: float = 1.0, xmax: float | None = None, tops=None,
+               context: str = ""):
+        """Show ``{policy: DataFrame}``, one per panel in order; ``xmax`` (s) and ``tops`` (per panel:
+        decode, prefill upper limits) fix the axes (default: fitted to the data); ``context`` (e.g.
+        the trace and speed) goes in each panel's title after the policy."""
+        if len(series) != len(self.axes):
+            raise ValueError(f"series: got {len(series)} policies; this plot has {len(self.axes)} panels")
+        self.correlations = []
+        for k, (pol, ts) in enumerate(series.items()):
+            t = ts.index.to_numpy()
+            d, p = ts["decode_load"].to_numpy(), ts["prefill_load"].to_numpy()
+            self.decode[k].set_data(t, d)
+            self.prefill[k].set_data(t, p)
+            self.thresholds[k].set_ydata([threshold, threshold])
+            self.legends[k].texts[1].set_text(f"threshold {threshold:g}")
+            top_d, top_p = tops[k] if tops is not None else self.fitted_tops(ts, threshold)
+            self.axes[k].set_ylim(0, top_d)
+            self.twins[k].set_ylim(0, top_p)
+            ok = len(d) > 2 and np.std(d) > 0 and np.std(p) > 0
+            r = float(np.corrcoef(p, d)[0, 1]) if ok else float("nan")
+            self.correlations.append(r)
+            where = f", {context}" if context else ""
+            self.axes[k].set_title(f"{POLICY_LABELS.get(pol, pol)}{where}: correlation r = {r:+.2f}", y=1.0)
+        ends = [float(ts.index.max()) for ts in series.values() if len(ts)]
+        self.axes[0].set_xlim(0, xmax if xmax is not None else max(ends, default=1.0) * 1.02)
+        return self
+
+
+@styled  # update() sets titles (their size is read from the style then)
+def load_over_time(series: dict, threshold: float = 1.0, title: str = ""):
+    """A figure of :class:`LoadOverTime` showing ``series`` (``{policy: load_timeseries frame}``)."""
+    if not series:
+        raise ValueError("series: got no policies; allowed: a dict policy → load_timeseries DataFrame")
+    return LoadOverTime(len(series), title).update(series, threshold).figure
 
 
 @styled
