@@ -139,6 +139,26 @@ def test_paper_comparison_flags_the_range(conv):
     assert row.in_paper_range == (0.59 <= row.gain <= 4.98)
 
 
+# ------------------------------------------------------------------------ student policies
+def test_policy_leaderboard_ranks_a_student_policy_beside_ours():
+    from mooncake_lab import sim
+    from mooncake_lab.exercises.lecture08 import least_ttft
+
+    def off_by_one(req, view):
+        return len(view.wait_s)
+
+    board = c.policy_leaderboard({"least_ttft": least_ttft}, speed=2.0)
+    assert set(board.index) == {"least_ttft", *sim.BASELINES}
+    assert board.loc["least_ttft", "mode"] == "numba"
+    cols = ["ttft_mean_s", "slo_attainment", "hit_ratio", "fetched_ratio", "completed"]
+    assert board.loc["least_ttft", cols].equals(board.loc["kvcentric", cols])  # argmin(ttft_s) is Algorithm 1
+    assert board.slo_attainment.is_monotonic_decreasing                        # ranked by attainment
+    with pytest.raises(sim.PolicyChoiceError, match=r"chose instance 8 for request 0 .*return 0 … 7"):
+        c.policy_leaderboard({"off_by_one": off_by_one}, speed=2.0)
+    with pytest.raises(ValueError, match="speed"):
+        c.policy_leaderboard({"least_ttft": least_ttft}, speed=0)
+
+
 # ------------------------------------------------------------------------ fleet cost model
 def test_decode_context_by_hand():
     # (in 1000, out 10), (in 3000, out 30): (10 × 1005 + 30 × 3015) / 40 = 2512.5 tokens per slot

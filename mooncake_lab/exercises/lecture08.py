@@ -5,6 +5,8 @@ conversation trace, 16 nodes, preset ``modern``; the analytic fleet-cost model).
 """
 from __future__ import annotations
 
+import numpy as np
+
 from . import Exercise, exercise
 
 _REJECT_SPEED = 5.0   # Question 3: replay speed (× 3.40 req/s) of the rejection profile
@@ -38,6 +40,21 @@ def _break_even_usd_per_tb() -> float:
     from ..experiments.l08_capstone import network_break_even_usd_per_gb
 
     return network_break_even_usd_per_gb() * 1e3
+
+
+def least_ttft(req, view):
+    """Question 5's policy: the prefill instance with the smallest estimated TTFT."""
+    return int(np.argmin(view.ttft_s))
+
+
+def _same_as_least_ttft() -> str:
+    from ..experiments.l08_capstone import policy_leaderboard
+
+    board = policy_leaderboard({"least_ttft": least_ttft})
+    cols = ["ttft_mean_s", "ttft_p99_s", "slo_attainment", "hit_ratio", "fetched_ratio", "completed"]
+    mine = board.loc["least_ttft", cols]
+    same = [p for p in board.index[board.kind == "built-in"] if board.loc[p, cols].equals(mine)]
+    return same[0] if len(same) == 1 else "none"
 
 
 exercise(Exercise(
@@ -77,3 +94,13 @@ exercise(Exercise(
     why="a few cents per TB: a prompt of 12k tokens carries ≈ 3.9 GB of KV, so only a network that is already "
         "paid for (one RDMA fabric) keeps heterogeneity cheaper; cloud cross-zone traffic ($20/TB) costs "
         "hundreds of times the saving."))
+
+exercise(Exercise(
+    "08.least_ttft",
+    "Question 5 [your Conductor]: the policy `def least_ttft(req, view): return int(np.argmin(view.ttft_s))` "
+    "ties exactly with one built-in policy on the leaderboard. Which: 'random', 'load', 'cache_aware' or "
+    "'kvcentric'?",
+    answer=_same_as_least_ttft, choices=("random", "load", "cache_aware", "kvcentric"),
+    hint="view.ttft_s = wait + fetch + prefill, with the fetch Algorithm 1 would make; compare the rows.",
+    why="kvcentric: minimising wait + fetch + prefill over the instances, with Algorithm 1's fetch rule left "
+        "in view.fetch, is Algorithm 1."))

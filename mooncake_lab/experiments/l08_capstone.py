@@ -35,7 +35,8 @@ from .common import as_trace as _trace
 
 __all__ = ["TRACES", "SPEEDS", "TBT_SLOS_MS", "CPP_GROUP_SIZE", "FULL", "MECHANISMS", "SYSTEMS", "LABELS",
            "PAPER", "overrides_of", "config_of", "run", "capacity_curve", "top_rate", "capacity_table", "capacity_gain",
-           "gain_shares", "outcome_breakdown", "rejection_profile", "paper_comparison",
+           "gain_shares", "outcome_breakdown", "rejection_profile", "paper_comparison", "LEADERBOARD_SPEED",
+           "policy_leaderboard",
            "PRICE_USD_PER_GPU_HOUR", "NETWORK_USD_PER_GB", "HEADROOM", "FLEETS", "decode_context_tokens",
            "node_rates", "fleet_cost", "hetero_table", "network_break_even_usd_per_gb"]
 
@@ -224,6 +225,24 @@ def paper_comparison(caps: dict, tbt_slo_ms: float = 100) -> pd.DataFrame:
     lo, hi = PAPER["capacity_gain_min"], PAPER["capacity_gain_max"]
     df["in_paper_range"] = (df.gain >= lo) & (df.gain <= hi)
     return df
+
+
+# ----------------------------------------------------------------------- student policies
+#: Replay speed of the policy leaderboard: 4× the conversation trace (13.6 req/s), where the Conductor's
+#: choice matters (with early rejection: load balancing keeps < 90% of requests within the SLOs, kvcentric 96%).
+LEADERBOARD_SPEED = 4.0
+
+
+def policy_leaderboard(policies, trace: Trace | str = "conversation", speed: float = LEADERBOARD_SPEED,
+                       sort_by: str = "slo_attainment", **config) -> pd.DataFrame:
+    """:func:`mooncake_lab.sim.leaderboard` of ``policies`` (a function ``policy(req, view) -> int``, a
+    list or a dict name → function) against the four built-in policies, on ``trace`` replayed at
+    ``speed``, on full Mooncake with single-node prefill instances (8 to choose from); ``config``
+    overrides :class:`ClusterConfig` fields. Sorted by ``sort_by`` (SLO attainment at TBT ≤ 100 ms)."""
+    if not (isinstance(speed, (int, float)) and math.isfinite(speed) and speed > 0):
+        raise ValueError(f"speed: got {speed!r}; allowed: a replay factor > 0 (×)")
+    cfg = config_of("mooncake", **{"cpp_group_size": 1, **config})
+    return sim.leaderboard(_trace(trace).replay(float(speed)), policies, config=cfg, sort_by=sort_by)
 
 
 # ----------------------------------------------------------------------- heterogeneous cost
