@@ -163,9 +163,11 @@ def test_figure_groups_registered():
 
 # ---------------------------------------------------------------------------------------------- dashboards
 def _snapshot(fig) -> tuple:
-    """Everything drawn: line data, bar/patch geometry, texts, titles."""
+    """Everything drawn: line data, bar/patch geometry, texts, titles (of the axes shown)."""
     out = []
     for ax in fig.axes:
+        if not ax.get_visible():
+            continue
         out.append(ax.get_title())
         for ln in ax.get_lines():
             out.append(tuple(np.round(np.asarray(ln.get_xydata(), dtype=float).ravel(), 9)))

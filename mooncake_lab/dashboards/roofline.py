@@ -15,7 +15,7 @@ from ..experiments import l01_roofline as exp
 from ..hardware import get_node
 from ..models import MODELS, get_model
 from ..plots import roofline as plots
-from . import Dashboard
+from . import Dashboard, sticky_limit
 
 __all__ = ["RooflineDashboard", "PresetDashboard", "NODE_CHOICES", "PROMPT_CHOICES", "BATCH_CHOICES",
            "CONTEXT_CHOICES", "NVLINK_RANGE_GBS"]
@@ -63,29 +63,41 @@ class RooflineDashboard(Dashboard):
                                                description="context/seq", continuous_update=False),
         }
 
-    def _draw(self):
+    def _setup(self):
+        self.view = plots.RooflineChart(sweep=True, live=True)
+        self._per_context: dict = {}    # (model, node, context) → (sweep, decode ridge batch), ≈ 15 ms each
+        return self.view.figure
+
+    def _static_key(self):
+        return self.view.static_state
+
+    def _update(self):
         m, nd = get_model(self.value("model")), get_node(self.value("node"))
         preset, n, b, ctx = self.value("preset"), self.value("prompt"), self.value("batch"), self.value("context")
         pts = exp.roofline_points(m, nd, lengths=(n,), batches=(b,), context_per_seq=ctx, preset=preset)
-        sweep = exp.roofline_sweep(m, nd, "ideal", context_per_seq=ctx)
+        key = (m.name, nd.name, ctx)
+        if key not in self._per_context:
+            self._per_context[key] = (exp.roofline_sweep(m, nd, "ideal", context_per_seq=ctx),
+                                      exp.decode_ridge_batch(m, nd, ctx))
+        sweep, rb = self._per_context[key]
         ridge = rf.ridge_point(nd)
-        self.readout.value = self._readout(m, nd, pts, ridge, n, b, ctx)
+        self.readout.value = self._readout(m, nd, pts, ridge, n, b, ctx, rb)
         curve = exp.roofline_curve(nd, exp.ROOFLINE_INTENSITIES)
-        return plots.roofline_chart(curve, pts, node_label=f"8×{nd.gpu.name.split('-')[0]}",
-                                    ridge=ridge, sweep=sweep, show_achieved=preset != "ideal",
-                                    preset_label=preset,
-                                    title=f"{m.name} on 8×{nd.gpu.name} ({preset} preset)\nprefill of {n:,} "
-                                          f"tokens, decode of {b} × {ctx:,}-token sequences")
+        # Achieved FLOP/s are shown under every preset (under "ideal" they sit on the roof), and the
+        # legend and y label name neither preset nor node (the title does): the background stays put.
+        self.view.update(curve, pts, node_label="the node", ridge=ridge,
+                         sweep=sweep, show_achieved=True, preset_label="this preset",
+                         title=f"{m.name} on 8×{nd.gpu.name} ({preset} preset)\nprefill of {n:,} "
+                               f"tokens, decode of {b} × {ctx:,}-token sequences")
 
     @staticmethod
-    def _readout(m, nd, pts, ridge, n, b, ctx) -> str:
+    def _readout(m, nd, pts, ridge, n, b, ctx, rb) -> str:
         pre, dec = pts.iloc[0], pts.iloc[1]
         cap = rf.decode_kv_capacity_tokens(m, nd)
         if cap <= 0:
             fits = "<b>does not fit</b>: the weights alone exceed the node's HBM"
         else:
             fits = "fits" if b * ctx <= cap else f"<b>does not fit</b> (capacity {cap:,.0f} tokens)"
-        rb = exp.decode_ridge_batch(m, nd, ctx)
         rb_txt = "never (KV reads grow as fast as FLOPs)" if math.isinf(rb) else f"≈ {rb:,.0f}"
         bound = lambda i: "compute-bound" if i >= ridge else "memory-bound"  # noqa: E731
         return (f"ridge {ridge:.0f} FLOP/B · <b>prefill</b> {n:,} tok: {pre.intensity:,.0f} FLOP/B "
@@ -131,18 +143,40 @@ class PresetDashboard(Dashboard):
         preset = exp.with_tp_comm(name) if self.value("tp_comm") else name
         return preset, exp.with_nvlink(self._node, self.value("nvlink"))
 
-    def _draw(self):
+    def _setup(self):
+        self.view = plots.PrefillDecodePanels(exp.DEFAULT_LENGTHS, exp.DEFAULT_BATCHES, ref_pre=self._ideal_pre,
+                                              ref_label="ideal (physical limit)", measured=self._measured,
+                                              node_label=f"{self._model.name} on 8×A800", live=True)
+        self._time_ymax = self._step_ymax = None
+        self._tables: dict = {}         # control values → (pre, dec, ref_dec, readout), ≈ 10 ms each
+        self._scales: dict = {}         # (all-reduce exposed, context) → slowest prefill (s), decode step (ms)
+        return self.view.figure
+
+    def _update(self):
         preset, node = self._config()
-        ctx = self.value("context")
+        ctx, comm = self.value("context"), self.value("tp_comm")
         m = self._model
-        pre = exp.prefill_vs_length(m, node, presets=(preset,))
-        dec = exp.decode_vs_batch(m, node, context_per_seq=ctx, presets=(preset,))
-        ref_dec = exp.decode_vs_batch(m, node, context_per_seq=ctx, presets=("ideal",))
-        label = f"{getattr(preset, 'name', preset)}, NVLink {self.value('nvlink')} GB/s"
-        self.readout.value = self._readout(m, node, preset, pre)
-        return plots.prefill_decode_panels(pre, dec, label=label, ref_pre=self._ideal_pre, ref_dec=ref_dec,
-                                           ref_label="ideal (physical limit)", measured=self._measured,
-                                           node_label=f"{m.name} on 8×A800")
+        key = (getattr(preset, "name", preset), self.value("nvlink"), ctx)
+        if key not in self._tables:
+            pre = exp.prefill_vs_length(m, node, presets=(preset,))
+            self._tables[key] = (pre, exp.decode_vs_batch(m, node, context_per_seq=ctx, presets=(preset,)),
+                                 exp.decode_vs_batch(m, node, context_per_seq=ctx, presets=("ideal",)),
+                                 self._readout(m, node, preset, pre))
+        pre, dec, ref_dec, self.readout.value = self._tables[key]
+        # One scale for every preset and NVLink setting (a move shifts the lines, not the axes): the
+        # slowest preset at the slowest NVLink, for this all-reduce option and context.
+        if (comm, ctx) not in self._scales:
+            slow = exp.with_nvlink(self._node, NVLINK_RANGE_GBS[0])
+            names = [exp.with_tp_comm(p) if comm else p for p in _PRESETS]
+            self._scales[comm, ctx] = (
+                float(exp.prefill_vs_length(m, slow, presets=names)["time_s"].max()),
+                float(exp.decode_vs_batch(m, slow, context_per_seq=ctx, presets=names)["step_s"].max()) * 1e3)
+        slow_pre, slow_dec = self._scales[comm, ctx]
+        self._time_ymax = sticky_limit(self._time_ymax, slow_pre, headroom=1.2, shrink_below=0.01)
+        self._step_ymax = sticky_limit(self._step_ymax, slow_dec)
+        label = f"{key[0]}, NVLink {self.value('nvlink')} GB/s"
+        self.view.update(pre, dec, label=label, ref_dec=ref_dec, time_ymax_s=self._time_ymax,
+                         step_ymax_ms=self._step_ymax)
 
     def _readout(self, m, node, preset, pre) -> str:
         row = pre[pre["n_new"] == 8192].iloc[0]

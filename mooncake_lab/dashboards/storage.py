@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import ipywidgets as widgets
+import numpy as np
 
 from .. import storage as st
 from ..experiments import l02_storage as exp
@@ -123,15 +124,33 @@ class Eq2Dashboard(Dashboard):
             "model": widgets.Dropdown(options=_options(_EQ2_MODELS), value=model, description="model"),
         }
 
-    def _draw(self):
+    def _setup(self):
+        # Eq. 2 depends on the node only through its peak FLOP/s: one curve per distinct peak (A800 and
+        # A100 share one), all always drawn (the chosen node's thicker), on one scale for every model
+        # and node, so a move changes lines, not axes (≈ 20 ms of Eq. 2 tables, once).
+        groups: dict = {}
+        for n in EQ2_NODES:
+            groups.setdefault(get_node(n).peak_flops, []).append(n)
+        self._curve_of = {n: ns[0] for ns in groups.values() for n in ns}
+        labels = {ns[0]: "8 × " + " / ".join(n.split("x")[0].upper() for n in ns) for ns in groups.values()}
+        self.view = plots.Eq2Chart(list(labels), exp.PAPER_EQ2, labels=labels, live=True)
+        self._curves = {m: exp.eq2_curves(list(labels), get_model(m)) for m in _EQ2_MODELS}
+        ys = np.concatenate([c["min_gbs"].to_numpy() for c in self._curves.values()]
+                            + [exp.tier_bandwidths(n)["bandwidth_gbs"].to_numpy() for n in EQ2_NODES])
+        self._ylim = (ys.min() / 1.3, ys.max() * 1.3)
+        return self.view.figure
+
+    def _static_key(self):
+        return self.view.static_state
+
+    def _update(self):
         p = max(1, int(round(self.value("prefix_len"))))
         node, m = self.value("node"), get_model(self.value("model"))
-        nodes = tuple(dict.fromkeys(("a800x8", "h800x8", node)))
-        curves = exp.eq2_curves(nodes, m)
         g = st.eq2_min_bandwidth(m, node, p) / 1e9
         tiers = exp.tier_bandwidths(node)
         ok = [r.label for r in tiers.itertuples() if r.bandwidth_gbs >= g]
         self.readout.value = (f"Eq. 2 on 8 × {node.split('x')[0].upper()} at p = {p:,}: reuse wins above "
                               f"<b>{g:,.2f} GB/s</b>. Tiers fast enough: {', '.join(ok) if ok else 'none'}.")
-        paper = exp.PAPER_EQ2 if m.name == "LLaMA3-70B" else None
-        return plots.eq2_breakeven(curves, tiers, highlight=(node, p, g), paper=paper, model_name=m.name)
+        self.view.update(self._curves[self.value("model")], tiers, highlight=(self._curve_of[node], p, g),
+                         model_name=m.name,
+                         show_paper=m.name == "LLaMA3-70B", ylim=self._ylim)

@@ -11,7 +11,8 @@ import ipywidgets as widgets
 from ..experiments import l03_cache, l03_traces
 from ..plots import traces as plots
 from ..traces import as_trace
-from . import Dashboard
+from ..plots import figure_style, new_figure
+from . import Dashboard, sticky_limit
 from .cache import TRACE_CHOICES
 
 __all__ = ["TraceDashboard", "VIEWS"]
@@ -40,16 +41,46 @@ class TraceDashboard(Dashboard):
                                        continuous_update=False),
         }
 
-    def _draw(self):
+    def _setup(self):
+        # One figure, one axes per view stacked in the same place; a move shows one of them.
+        fig, ax = new_figure(height=3.8)
+        with figure_style(fig):
+            axes = [ax] + [fig.add_subplot(ax.get_subplotspec()) for _ in VIEWS[1:]]
+            self.views = dict(zip(VIEWS, (plots.ArrivalsView(axes[0], live=True), plots.LengthCDFView(axes[1], live=True),
+                                          plots.GapsView(axes[2], live=True), plots.PopularityView(axes[3], live=True))))
+            self._ymax: dict = {}
+            for view in VIEWS:                   # lay out with every view's labels once, then freeze
+                self._show(view)
+            fig.get_layout_engine().execute(fig)
+            fig.set_layout_engine("none")
+        return fig
+
+    def _static_key(self):
+        return self.value("view")
+
+    def _show(self, view: str) -> None:
         t = as_trace(self.value("trace"))
+        if view == "arrivals":
+            per_bin = l03_traces.arrivals_per_minute(t, float(self.value("bin_s")))
+            rate = float(per_bin["requests"].max()) * 60.0 / float(self.value("bin_s")) if len(per_bin) else 1.0
+            span = (float(t.arrival_s[-1] - t.arrival_s[0]) if len(t) else 60.0) / 60.0
+            # one y scale per trace while the bin moves: the rate of 1-s bins peaks highest
+            self._ymax[t.name] = sticky_limit(self._ymax.get(t.name), rate, shrink_below=0.0)
+            self.views[view].update(per_bin, t.name, ymax=self._ymax[t.name], span_min=span)
+        elif view == "lengths":
+            self.views[view].update(l03_traces.length_cdf(t), t.name)
+        elif view == "gaps":
+            self.views[view].update(l03_traces.timestamp_gaps(t), t.name)
+        else:
+            if t not in self._popularity:  # ranks of 10^5 blocks: compute once per trace
+                self._popularity[t] = l03_cache.block_popularity_table(t)
+            self.views[view].update(self._popularity[t], t.name)
+
+    def _update(self):
         view = self.value("view")
         self.controls["bin_s"].disabled = view != "arrivals"
-        if view == "arrivals":
-            return plots.arrivals(l03_traces.arrivals_per_minute(t, float(self.value("bin_s"))), t.name)
-        if view == "lengths":
-            return plots.length_cdfs(l03_traces.length_cdf(t), t.name)
-        if view == "gaps":
-            return plots.timestamp_gaps(l03_traces.timestamp_gaps(t), t.name)
-        if t not in self._popularity:  # ranks of 10^5 blocks: compute once per trace
-            self._popularity[t] = l03_cache.block_popularity_table(t)
-        return plots.block_popularity(self._popularity[t], t.name)
+        for name, v in self.views.items():
+            # the base class draws every animated artist that is visible, even on a hidden axes
+            for a in (v.ax, *(a for a in v.ax.get_children() if a.get_animated())):
+                a.set_visible(name == view)
+        self._show(view)                         # (re-hides the view's optional texts if it must)

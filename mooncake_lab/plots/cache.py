@@ -13,11 +13,12 @@ import math
 
 import numpy as np
 
+from matplotlib.patches import Patch
 from matplotlib.ticker import NullLocator
 
 from . import PALETTE, new_figure, styled
 
-__all__ = ["hit_ratio_curve", "pool_layout", "global_over_local"]
+__all__ = ["hit_ratio_curve", "pool_layout", "global_over_local", "HitRatioChart", "PoolLayoutChart"]
 
 _TB = 1e12  # bytes per TB (decimal, as in FAST'25 §2.2)
 
@@ -32,100 +33,200 @@ def _log_block_ticks(ax, lo: float, hi: float, block_bytes: float | None):
     ax.set_xlim(ticks[0] / 1.3, ticks[-1] * 1.3)
 
 
+class HitRatioChart:
+    """Global-LRU hit ratio vs capacity (log x) with the measured and paper points overlaid.
+
+    Built once (``paper``: ``l03_cache.paper_table1_points`` frame, static; ``block_bytes``: KV bytes
+    per block, adds TB of DRAM under each tick and the 1 TB line); :meth:`update` sets one trace's
+    curve. Numbers that change with a move (the infinite-cache level, the chosen capacity's hit
+    ratio) are written next to their lines, not in the legend. ``live=True`` marks the changing
+    artists as animated.
+    """
+
+    @styled
+    def __init__(self, paper=None, block_bytes: float | None = None, model_label: str = "LLaMA2-70B", *,
+                 live: bool = False):
+        self.figure, ax = new_figure(height=4.4)
+        self.ax, self.block_bytes, self.model_label = ax, block_bytes, model_label
+        self.curve, = ax.plot([], [], color=PALETTE[0])
+        self.inf = ax.axhline(0, color=PALETTE[0], ls="--", lw=1, label="infinite cache")
+        self.inf_note = ax.annotate("", (1.0, 0.0), xycoords=("axes fraction", "data"), xytext=(-4, 3),
+                                    textcoords="offset points", ha="right", va="bottom", color=PALETTE[0])
+        self.ref, = ax.plot([], [], "o", mfc="none", color=PALETTE[2], ms=8,
+                            label="reference table (token-weighted, measured on this trace)")
+        self.fixed = []                            # paper points, 1 TB line: drawn once
+        if paper is not None and len(paper):
+            p = paper[np.isfinite(paper["capacity_blocks"])]
+            self.fixed += ax.plot(p["capacity_blocks"], p["hit_ratio"], "s", color=PALETTE[3],
+                                  label="paper: arXiv v3 Table 1 (arXiv trace, not this one)")
+        if block_bytes:
+            one_tb = _TB / block_bytes
+            self.fixed.append(ax.axvline(one_tb, color=PALETTE[4], ls=":", lw=1.5,
+                                         label=f"1 TB of DRAM = {one_tb:,.0f} blocks ≈ {one_tb * 512 / 1e6:.2f}M tokens"))
+        self.marker, = ax.plot([], [], "o", color=PALETTE[1], ms=9, zorder=5, label="chosen capacity")
+        self.note = ax.annotate("", (1, 0), xytext=(8, -14), textcoords="offset points", color="k", zorder=6,
+                                fontsize="small", bbox={"fc": "white", "ec": "none", "alpha": 0.8})
+        ax.set_xscale("log")
+        ax.set_title(" ", y=1.0)
+        dram = f"; under it: TB of {model_label} KV in DRAM" if block_bytes else ""
+        ax.set(xlabel=f"cache capacity (512-token blocks, log scale{dram})", ylabel="hit ratio (fraction)")
+        self._legend, self.static_state, self._xspan = None, None, None
+        self.live = live
+        if live:
+            for a in (self.curve, self.inf, self.inf_note, self.ref, self.marker, self.note, ax.title):
+                a.set_animated(True)
+
+    def update(self, curve, capacity: float | None = None, trace_name: str | None = None, weight: str = "token",
+               ylim: tuple | None = None):
+        """Show ``curve`` (``l03_cache.hit_ratio_vs_capacity``; an ``inf`` row draws the infinite-cache
+        level) with ``weight`` ``"token"`` (column ``hit_ratio``) or ``"block"`` (``block_hit_ratio``),
+        and mark ``capacity`` (blocks). ``ylim`` fixes the y axis (default: fit the curve)."""
+        ax = self.ax
+        col = "hit_ratio" if weight == "token" else "block_hit_ratio"
+        name = trace_name or (str(curve["trace"].iloc[0]) if "trace" in curve and len(curve) else "trace")
+        fin = curve[np.isfinite(curve["capacity_blocks"])]
+        inf = curve[~np.isfinite(curve["capacity_blocks"])]
+        self.curve.set_data(fin["capacity_blocks"].to_numpy(), fin[col].to_numpy())
+        self.curve.set_label(f"ours: global LRU, {name}")
+        level = float(inf[col].iloc[0]) if len(inf) else np.nan
+        for a in (self.inf, self.inf_note):
+            a.set_visible(len(inf) > 0)
+        self.inf.set_ydata([level, level])
+        self.inf_note.xy = (1.0, level)
+        self.inf_note.set_text(f"infinite cache: {level:.1%}")
+        ref = fin.dropna(subset=["reference_hit_ratio"]) if "reference_hit_ratio" in fin else fin.iloc[:0]
+        self.ref.set_data(ref["capacity_blocks"].to_numpy(), ref["reference_hit_ratio"].to_numpy()
+                          if len(ref) else [])
+        self.ref.set_visible(weight == "token")
+        self.ref.set_label(self.ref.get_label().lstrip("_") if len(ref) else "_" + self.ref.get_label())
+        span = (float(fin["capacity_blocks"].min()), float(fin["capacity_blocks"].max())) if len(fin) else None
+        if span is not None and span != self._xspan:     # (re-creating tick labels is slow)
+            _log_block_ticks(ax, *span, self.block_bytes)
+            self._xspan = span
+        ax.set_ylim(*(ylim or (0, 1 if len(fin) == 0 else max(0.7, float(fin[col].max()) + 0.1))))
+        show = capacity is not None and math.isfinite(capacity) and len(fin) > 0
+        for a in (self.marker, self.note):
+            a.set_visible(show)
+        if show:
+            h = float(np.interp(np.log(capacity), np.log(fin["capacity_blocks"]), fin[col]))
+            self.marker.set_data([capacity], [h])
+            self.note.xy = (capacity, h)
+            self.note.set_text(f"{capacity:,.0f} blocks → {h:.1%} hit")
+            # clear of the curve (it rises to the right) and inside the axes: above-left in the right
+            # half of the axis, below-right in the left half (above-right when the point is near 0)
+            lo, hi = (np.log(v) for v in ax.get_xlim())
+            right = np.log(capacity) > (lo + hi) / 2
+            self.note.set_position((-8, 8) if right else (8, 8) if h < 0.08 * ax.get_ylim()[1] else (8, -14))
+            self.note.set_horizontalalignment("right" if right else "left")
+        self.marker.set_label("chosen capacity" if show else "_chosen capacity")
+        ax.set_title(f"Prefix-cache hit ratio vs capacity ({weight}-weighted), {name}", y=1.0)
+        handles = [a for a in (self.curve, self.inf, self.ref, *self.fixed, self.marker)
+                   if not a.get_label().startswith("_")]
+        labels = tuple(h.get_label() for h in handles)
+        if labels != self.static_state:           # the legend is static: rebuilt only when it changes
+            self._legend = ax.legend(handles=handles, loc="upper left", fontsize="small")
+            self.static_state = labels
+        return self
+
+
 @styled
 def hit_ratio_curve(curve, paper=None, capacity: float | None = None, block_bytes: float | None = None,
                     model_label: str = "LLaMA2-70B", trace_name: str | None = None, weight: str = "token"):
-    """Global-LRU hit ratio vs capacity (log x) with the measured and paper points overlaid.
+    """A figure of :class:`HitRatioChart` (arguments as there and in :meth:`HitRatioChart.update`)."""
+    return HitRatioChart(paper, block_bytes, model_label).update(curve, capacity, trace_name, weight).figure
 
-    Parameters
-    ----------
-    curve : ``l03_cache.hit_ratio_vs_capacity`` frame (an ``inf`` row draws the infinite-cache level).
-    paper : optional ``l03_cache.paper_table1_points`` frame (arXiv v3 Table 1, another trace).
-    capacity : optional capacity (blocks) to mark with its hit ratio.
-    block_bytes : KV bytes per block; adds TB of DRAM under each tick and the 1 TB line.
-    weight : ``"token"`` plots ``hit_ratio``, ``"block"`` plots ``block_hit_ratio``.
+
+class PoolLayoutChart:
+    """Global pool vs local caches of the same total capacity (``l03_cache.pool_breakdown`` frames).
+
+    Left: overall token hit ratio of both layouts, the selected one highlighted, with their ratio.
+    Right: per-instance hit ratio (bars) and share of input tokens (dots) of the selected layout,
+    both fractions on one axis (no twin axis: it would double the redraw time). Built once for up
+    to ``max_instances`` instances (bars beyond the shown count are hidden); :meth:`update` sets the
+    data. ``live=True`` marks the changing artists as animated.
     """
-    col = "hit_ratio" if weight == "token" else "block_hit_ratio"
-    name = trace_name or (str(curve["trace"].iloc[0]) if "trace" in curve and len(curve) else "trace")
-    fig, ax = new_figure(height=4.4)
-    fin = curve[np.isfinite(curve["capacity_blocks"])]
-    inf = curve[~np.isfinite(curve["capacity_blocks"])]
-    ax.plot(fin["capacity_blocks"], fin[col], color=PALETTE[0], label=f"ours: global LRU, {name}")
-    if len(inf):
-        ax.axhline(float(inf[col].iloc[0]), color=PALETTE[0], ls="--", lw=1,
-                   label=f"infinite cache: {float(inf[col].iloc[0]):.1%}")
-    if "reference_hit_ratio" in curve and weight == "token":
-        ref = fin.dropna(subset=["reference_hit_ratio"])
-        if len(ref):
-            ax.plot(ref["capacity_blocks"], ref["reference_hit_ratio"], "o", mfc="none", color=PALETTE[2], ms=8,
-                    label="reference table (measured on this trace)")
-    if paper is not None and len(paper):
-        p = paper[np.isfinite(paper["capacity_blocks"])]
-        ax.plot(p["capacity_blocks"], p["hit_ratio"], "s", color=PALETTE[3],
-                label="paper: arXiv v3 Table 1 (arXiv trace, not this one)")
-    if block_bytes:
-        one_tb = _TB / block_bytes
-        ax.axvline(one_tb, color=PALETTE[4], ls=":", lw=1.5,
-                   label=f"1 TB of DRAM = {one_tb:,.0f} blocks ≈ {one_tb * 512 / 1e6:.2f}M tokens")
-    if capacity is not None and math.isfinite(capacity) and len(fin):
-        h = float(np.interp(np.log(capacity), np.log(fin["capacity_blocks"]), fin[col]))
-        ax.plot([capacity], [h], "o", color=PALETTE[1], ms=9, zorder=5,
-                label=f"{capacity:,.0f} blocks → {h:.1%} hit")
-    ax.set_xscale("log")
-    if len(fin):
-        _log_block_ticks(ax, float(fin["capacity_blocks"].min()), float(fin["capacity_blocks"].max()), block_bytes)
-    ax.set_ylim(0, 1 if len(fin) == 0 else max(0.7, float(fin[col].max()) + 0.1))
-    dram = f"; under it: TB of {model_label} KV in DRAM" if block_bytes else ""
-    ax.set_title(f"Prefix-cache hit ratio vs capacity ({weight}-weighted), {name}", y=1.0)
-    ax.set(xlabel=f"cache capacity (512-token blocks, log scale{dram})", ylabel=f"hit ratio ({weight}-weighted)")
-    ax.legend(loc="upper left", fontsize="small")
-    return fig
+
+    @styled
+    def __init__(self, max_instances: int = 32, *, live: bool = False):
+        self.figure, (ax, ax2) = new_figure(1, 2, width=10.0, height=4.2, gridspec_kw={"width_ratios": [1, 2]})
+        self.ax, self.ax2 = ax, ax2
+        self.totals = ax.bar([0, 1], [0, 0], color=PALETTE[:2])
+        self.values = [ax.text(i, 0, "", ha="center", va="bottom") for i in (0, 1)]
+        self.note = ax.text(0.5, 0.97, "", transform=ax.transAxes, ha="center", va="top")
+        ax.set_xticks([0, 1], ["global pool", "local caches"])
+        ax.set_title(" ", y=1.0)
+        ax.set(xlabel="cache layout (same total DRAM)", ylabel="hit ratio (token-weighted)")
+        self.bars = ax2.bar(np.arange(max(1, max_instances)), 0.0, color=PALETTE[1])
+        self.load, = ax2.plot([], [], "o", color="black", label="share of all input tokens (load)")
+        self.even = ax2.axhline(0, color="black", ls=":", lw=1, label="even load share (1 / instances)")
+        ax2.set_title(" \n ", y=1.0)                # two lines, as update writes
+        ax2.set(xlabel="instance (index)", ylabel="fraction (hit ratio; load share)")
+        # bars change colour with the layout shown: the legend's bar key is neutral grey
+        key = Patch(color="0.6", label="hit ratio per instance (token-weighted)")
+        ax2.legend(handles=[key, self.load, self.even], loc="upper right", fontsize="small")
+        self._n_slots = None
+        if live:
+            for a in (*self.totals, *self.values, self.note, ax.title, *self.bars, self.load, self.even,
+                      ax2.title):
+                a.set_animated(True)
+
+    def update(self, global_df, local_df, selected: str = "local", routing: str = "random",
+               paper_ratio: float | None = None, trace_name: str = "trace", block_bytes: float | None = None,
+               ylims: tuple | None = None, n_slots: int | None = None):
+        """``selected``: which layout the right panel details; ``paper_ratio``: FAST'25's global/local
+        ratio to quote; ``ylims=(left, right)`` fix the y axes' tops and ``n_slots`` (≥ instances)
+        the right x axis (default: fit the data)."""
+        ax, ax2 = self.ax, self.ax2
+        g = float(global_df["hit_tokens"].sum() / global_df["input_tokens"].sum())
+        loc = float(local_df["hit_tokens"].sum() / local_df["input_tokens"].sum())
+        n = len(local_df)
+        for bar, text, v, a in zip(self.totals, self.values, (g, loc),
+                                   (1.0, 0.35) if selected == "global" else (0.35, 1.0)):
+            bar.set_height(v)
+            bar.set_alpha(a)
+            text.set_y(v)
+            text.set_text(f"{v:.1%}")
+        ratio = g / loc if loc > 0 else math.inf
+        note = f"global / local = ×{ratio:.2f}\n({n} local caches, {routing} routing)"
+        if paper_ratio is not None:
+            note += f"\nFAST'25 Fig. 10: ×{paper_ratio:.2f}"
+        self.note.set_text(note)
+        total = int(global_df["capacity_blocks"].iloc[0])
+        size = f"{total:,} blocks" + (f" = {total * block_bytes / _TB:.2f} TB" if block_bytes else "")
+        ax.set_title(f"Same total DRAM: {size}", y=1.0)
+        df = global_df if selected == "global" else local_df
+        color = PALETTE[0] if selected == "global" else PALETTE[1]
+        k = len(df)
+        for i, bar in enumerate(self.bars):
+            bar.set_visible(i < k)
+            if i < k:
+                bar.set_height(float(df["hit_ratio"].iloc[i]))
+                bar.set_color(color)
+        self.load.set_data(df["instance"].to_numpy(), df["load_share"].to_numpy())
+        self.even.set_visible(k > 1)
+        self.even.set_ydata([1 / k] * 2)
+        per = int(df["capacity_blocks"].iloc[0])
+        what = "one global pool" if selected == "global" else f"{k} local caches, {routing} routing"
+        ax2.set_title(f"Per instance: {what}\n{per:,} blocks each ({trace_name})", y=1.0)
+        if ylims is None:
+            top = max(0.5, float(df["hit_ratio"].max()), float(df["load_share"].max())) * 1.3
+            ylims = (max(0.5, g, loc) * 1.3, min(top, 1.35))
+        ax.set_ylim(0, ylims[0])
+        ax2.set_ylim(0, ylims[1])
+        slots = max(n_slots or k, k)
+        if slots != self._n_slots:                # (re-creating tick labels is slow)
+            ax2.set_xlim(-0.6, slots - 0.4)
+            ax2.set_xticks(np.arange(0, slots, 1 if slots <= 16 else 4))
+            self._n_slots = slots
+        return self
 
 
 @styled
 def pool_layout(global_df, local_df, selected: str = "local", routing: str = "random",
                 paper_ratio: float | None = None, trace_name: str = "trace", block_bytes: float | None = None):
-    """Global pool vs local caches of the same total capacity (``l03_cache.pool_breakdown`` frames).
-
-    Left: overall token hit ratio of both layouts, ``selected`` one highlighted, with the ratio.
-    Right: per-instance hit ratio (bars) and share of input tokens (dots) of the selected layout,
-    both fractions on one axis (no twin axis: it would double the redraw time).
-    """
-    fig, (ax, ax2) = new_figure(1, 2, width=10.0, height=4.2, gridspec_kw={"width_ratios": [1, 2]})
-    g = float(global_df["hit_tokens"].sum() / global_df["input_tokens"].sum())
-    loc = float(local_df["hit_tokens"].sum() / local_df["input_tokens"].sum())
-    n = len(local_df)
-    labels = ["global pool", f"{n} local\n({routing})"]
-    alphas = (1.0, 0.35) if selected == "global" else (0.35, 1.0)
-    for i, (v, a) in enumerate(zip((g, loc), alphas)):
-        ax.bar(i, v, color=PALETTE[i], alpha=a)
-        ax.text(i, v, f"{v:.1%}", ha="center", va="bottom")
-    ratio = g / loc if loc > 0 else math.inf
-    note = f"global / local = ×{ratio:.2f}"
-    if paper_ratio is not None:
-        note += f"\n(FAST'25 Fig. 10: ×{paper_ratio:.2f})"
-    ax.text(0.5, 0.97, note, transform=ax.transAxes, ha="center", va="top")
-    ax.set_xticks([0, 1], labels)
-    total = int(global_df["capacity_blocks"].iloc[0])
-    size = f"{total:,} blocks" + (f" = {total * block_bytes / _TB:.2f} TB" if block_bytes else "")
-    ax.set_title(f"Same total DRAM: {size}", y=1.0)
-    ax.set(xlabel="cache layout (same total DRAM)", ylabel="hit ratio (token-weighted)",
-           ylim=(0, max(0.5, g, loc) * 1.3))
-    df = global_df if selected == "global" else local_df
-    color = PALETTE[0] if selected == "global" else PALETTE[1]
-    ax2.bar(df["instance"], df["hit_ratio"], color=color, label="hit ratio (token-weighted)")
-    ax2.plot(df["instance"], df["load_share"], "o", color="black", label="share of all input tokens (load)")
-    if len(df) > 1:
-        ax2.axhline(1 / len(df), color="black", ls=":", lw=1, label=f"even load share (1/{len(df)})")
-    top = max(0.5, float(df["hit_ratio"].max()), float(df["load_share"].max())) * 1.3
-    ax2.set(xlabel="instance (index)", ylabel="fraction (hit ratio; load share)", ylim=(0, min(top, 1.35)))
-    per = int(df["capacity_blocks"].iloc[0])
-    what = "one global pool" if selected == "global" else f"{len(df)} local caches, {routing} routing"
-    ax2.set_title(f"Per instance: {what}, {per:,} blocks each ({trace_name})", y=1.0)
-    if len(df) <= 16:
-        ax2.set_xticks(df["instance"])
-    ax2.legend(loc="upper right", fontsize="small")
-    return fig
+    """A figure of :class:`PoolLayoutChart` (arguments as in :meth:`PoolLayoutChart.update`)."""
+    return PoolLayoutChart(max(len(local_df), len(global_df))).update(
+        global_df, local_df, selected, routing, paper_ratio, trace_name, block_bytes).figure
 
 
 @styled

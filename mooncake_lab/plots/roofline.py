@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from matplotlib.ticker import NullLocator
+from matplotlib.ticker import FixedLocator, NullLocator
 
 from . import PALETTE, new_figure, styled
 
-__all__ = ["roofline_chart", "flops_per_token", "prefill_vs_length", "decode_vs_batch",
+__all__ = ["RooflineChart", "PrefillDecodePanels", "roofline_chart", "flops_per_token", "prefill_vs_length", "decode_vs_batch",
            "calibration_comparison", "prefill_decode_panels", "PRESET_COLORS"]
 
 #: One colour per cost-model preset, used by every figure of the lecture.
 PRESET_COLORS = {"ideal": PALETTE[0], "calibrated": PALETTE[1], "modern": PALETTE[2], "measured": "#000000"}
 _PHASE_COLORS = {"prefill": PALETTE[3], "decode": PALETTE[4]}
+_MARKERS = {"prefill": "o", "decode": "s"}
+_MS = 55 ** 0.5  # marker size (points) of a scatter with s=55 points²
 _T = 1e12  # FLOP/s per TFLOP/s
 
 
@@ -27,7 +29,11 @@ def _preset_color(name: str) -> str:
 
 
 def _decade_ticks(ax, axis: str, lo: float, hi: float, fmt=lambda v: f"{v:g}") -> None:
-    """Decade ticks only, no minor labels (a log axis with minor labels triples redraw time)."""
+    """Decade ticks only, no minor labels (a log axis with minor labels triples redraw time).
+    Nothing is done when the axis already has these ticks (re-creating tick labels is slow)."""
+    axis_ = ax.xaxis if axis == "x" else ax.yaxis
+    if isinstance(axis_.get_major_locator(), FixedLocator) and tuple(axis_.get_view_interval()) == (lo, hi):
+        return
     ticks = [10.0 ** k for k in range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1)]
     if axis == "x":
         ax.set_xticks(ticks, [fmt(t) for t in ticks])
@@ -56,59 +62,114 @@ def _pow2_axis(ax, values, max_ticks: int = 9) -> None:
     ax.xaxis.set_minor_locator(NullLocator())
 
 
+class RooflineChart:
+    """Attainable FLOP/s vs arithmetic intensity (log-log) with prefill and decode points.
+
+    Built once; :meth:`update` sets the data. ``sweep=True`` adds the faint lines tracing prefill over
+    lengths and decode over batch sizes; ``live=True`` marks the artists that change on a dashboard
+    move as animated. The legend sits under the axes, clear of the data.
+    """
+
+    @styled
+    def __init__(self, *, sweep: bool = False, live: bool = False):
+        self.figure, ax = new_figure(width=8, height=5.4 if sweep else 5)
+        self.ax, self.live = ax, live
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        self.roof, = ax.plot([], [], color="k", lw=2.2, label="roofline")
+        self.ridge = ax.axvline(1.0, color="0.4", ls=":", lw=1.2)
+        self.ridge_note = ax.annotate("", (1.0, 0.0), xycoords=("data", "axes fraction"), xytext=(5, 6),
+                                      textcoords="offset points", fontsize="small", color="0.3")
+        self.sweeps = {ph: ax.plot([], [], color=_PHASE_COLORS[ph], lw=7, alpha=0.3, solid_capstyle="round",
+                                   label=f"{ph} sweep ({'length' if ph == 'prefill' else 'batch'})")[0]
+                       for ph in _PHASE_COLORS} if sweep else {}
+        self.points, self.achieved, self.drops = {}, {}, {}
+        for ph, col in _PHASE_COLORS.items():     # markers as lines: cheaper to redraw than scatter collections
+            self.points[ph], = ax.plot([], [], ls="none", marker=_MARKERS[ph], ms=_MS, color=col, zorder=4,
+                                       label=f"{ph} (on the roof)")
+            self.achieved[ph], = ax.plot([], [], ls="none", marker=_MARKERS[ph], ms=_MS, mfc="none", color=col,
+                                         zorder=4)
+            self.drops[ph], = ax.plot([], [], color=col, lw=0.8, ls="--")
+        self.notes: list = []
+        ax.set_xlabel("arithmetic intensity (FLOP per byte of HBM traffic, log)")
+        ax.set_title(" ")
+        self._legend, self.static_state = None, None
+        if live:
+            for a in (self.roof, self.ridge, self.ridge_note, *self.sweeps.values(), *self.points.values(),
+                      *self.achieved.values(), *self.drops.values(), ax.title):
+                a.set_animated(True)
+
+    def update(self, curve: pd.DataFrame, points: pd.DataFrame, *, node_label: str = "8×A800",
+               ridge: float | None = None, sweep: pd.DataFrame | None = None, show_achieved: bool = False,
+               preset_label: str = "ideal", title: str | None = None):
+        """Show ``curve`` (``roofline_curve``: intensity, attainable_flops), ``points``
+        (``roofline_points``: phase, label, intensity, attainable_flops, achieved_flops), the ``ridge``
+        (FLOP/B, dotted) and ``sweep`` (``roofline_sweep``). ``show_achieved``: hollow markers at the
+        FLOP/s achieved under the preset, with a drop line from the roof."""
+        ax = self.ax
+        x, y = curve["intensity"].to_numpy(), curve["attainable_flops"].to_numpy() / _T
+        self.roof.set_data(x, y)
+        self.roof.set_label(f"roofline of {node_label}")
+        self.ridge.set_visible(ridge is not None)
+        self.ridge_note.set_visible(ridge is not None)
+        if ridge is not None:
+            self.ridge.set_xdata([ridge, ridge])
+            self.ridge_note.xy = (ridge, 0.0)
+            self.ridge_note.set_text(f"ridge point\n{ridge:.0f} FLOP/B")
+        for ph, line in self.sweeps.items():
+            g = sweep[sweep["phase"] == ph] if sweep is not None else sweep
+            line.set_data(([], []) if g is None else (g["intensity"], g["attainable_flops"] / _T))
+        for ph in _PHASE_COLORS:
+            g = points[points["phase"] == ph]
+            xi, roof, got = g["intensity"].to_numpy(), g["attainable_flops"].to_numpy() / _T, \
+                g["achieved_flops"].to_numpy() / _T
+            self.points[ph].set_data(xi, roof)
+            self.achieved[ph].set_data(xi, got)
+            nan = np.full_like(xi, np.nan)         # one vertical segment per point, NaN-separated
+            self.drops[ph].set_data(np.c_[xi, xi, nan].ravel(), np.c_[got, roof, nan].ravel())
+            self.achieved[ph].set_label(f"{ph} achieved ({preset_label})" if show_achieved else "_hidden")
+            self.achieved[ph].set_visible(show_achieved)
+            self.drops[ph].set_visible(show_achieved)
+        self._label_points(points)
+        ylo = min(float(y.min()), float(points["achieved_flops"].min() / _T) if show_achieved else np.inf)
+        _decade_ticks(ax, "x", float(x.min()), float(x.max()))
+        _decade_ticks(ax, "y", 10 ** np.floor(np.log10(ylo)), 10 ** np.ceil(np.log10(y.max() * 1.2)))
+        ax.set_ylabel(f"attainable FLOP/s of {node_label} (TFLOP/s, log)")
+        ax.set_title(title or f"Roofline of {node_label}: prefill sits on the flat roof, decode on the slope")
+        handles = [a for a in (self.roof, *self.sweeps.values(), self.points["prefill"], self.achieved["prefill"],
+                               self.points["decode"], self.achieved["decode"]) if not a.get_label().startswith("_")]
+        state = tuple(h.get_label() for h in handles)
+        if state != self.static_state:      # what the (static) legend shows
+            if self._legend is not None:
+                self._legend.remove()
+            self._legend = self.figure.legend(handles=handles, loc="outside lower center", ncol=4,
+                                              fontsize="small", frameon=False)
+            self.static_state = state
+        return self
+
+    def _label_points(self, points: pd.DataFrame) -> None:
+        """One text per point ("n=8192", "b=32"), created again only when the number of points changes."""
+        if len(self.notes) != len(points):
+            for t in self.notes:
+                t.remove()
+            self.notes = [self.ax.annotate("", (1, 1), xytext=(5, -12 if ph == "prefill" else 6),
+                                           textcoords="offset points", fontsize="small", color=_PHASE_COLORS[ph],
+                                           animated=self.live) for ph in points["phase"]]
+        for t, r in zip(self.notes, points.itertuples()):
+            t.set_text(r.label.replace(f"{r.phase} ", ""))
+            t.xy = (r.intensity, r.attainable_flops / _T)
+            t.set_color(_PHASE_COLORS[r.phase])
+            t.set_position((5, -12 if r.phase == "prefill" else 6))
+
+
 @styled
 def roofline_chart(curve: pd.DataFrame, points: pd.DataFrame, *, node_label: str = "8×A800",
                    ridge: float | None = None, sweep: pd.DataFrame | None = None,
                    show_achieved: bool = False, preset_label: str = "ideal", title: str | None = None):
-    """Attainable FLOP/s vs arithmetic intensity (log-log) with prefill and decode points.
-
-    Parameters
-    ----------
-    curve : ``l01_roofline.roofline_curve`` frame (intensity, attainable_flops).
-    points : ``roofline_points`` frame (phase, label, intensity, attainable_flops, achieved_flops);
-        each point is drawn on the roof and labelled.
-    ridge : ridge point in FLOP/B (drawn as a dotted line) or None.
-    sweep : optional ``roofline_sweep`` frame: faint lines tracing prefill over lengths and decode
-        over batch sizes.
-    show_achieved : also draw each point's achieved FLOP/s under the preset (hollow markers, with a
-        drop line from the roof): the gap is the preset's inefficiency.
-    """
-    fig, ax = new_figure(width=8, height=5)
-    x, y = curve["intensity"].to_numpy(), curve["attainable_flops"].to_numpy() / _T
-    ax.plot(x, y, color="k", lw=2.2, label=f"roofline, {node_label}")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    if ridge is not None:
-        ax.axvline(ridge, color="0.4", ls=":", lw=1.2)
-        ax.annotate(f"ridge point\n{ridge:.0f} FLOP/B", (ridge, 0.0), xycoords=("data", "axes fraction"),
-                    xytext=(5, 6), textcoords="offset points", fontsize="small", color="0.3")
-    if sweep is not None:
-        for phase, g in sweep.groupby("phase", sort=False):
-            ax.plot(g["intensity"], g["attainable_flops"] / _T, color=_PHASE_COLORS[phase], lw=7, alpha=0.3,
-                    solid_capstyle="round", label=f"{phase} sweep ({'length' if phase == 'prefill' else 'batch'})")
-    markers = {"prefill": "o", "decode": "s"}
-    for phase, g in points.groupby("phase", sort=False):
-        col = _PHASE_COLORS[phase]
-        ax.scatter(g["intensity"], g["attainable_flops"] / _T, marker=markers[phase], s=55, color=col,
-                   zorder=4, label=f"{phase} (on the roof)")
-        for r in g.itertuples():
-            ax.annotate(r.label.replace(f"{phase} ", ""), (r.intensity, r.attainable_flops / _T),
-                        xytext=(5, -12 if phase == "prefill" else 6), textcoords="offset points",
-                        fontsize="small", color=col)
-        if show_achieved:
-            ax.scatter(g["intensity"], g["achieved_flops"] / _T, marker=markers[phase], s=55, facecolors="none",
-                       edgecolors=col, zorder=4, label=f"{phase} achieved ({preset_label})")
-            ax.vlines(g["intensity"], g["achieved_flops"] / _T, g["attainable_flops"] / _T, colors=col,
-                      lw=0.8, ls="--")
-    xlo, xhi = float(x.min()), float(x.max())
-    ylo = min(float(y.min()), float(points["achieved_flops"].min() / _T) if show_achieved else np.inf)
-    _decade_ticks(ax, "x", xlo, xhi)
-    _decade_ticks(ax, "y", 10 ** np.floor(np.log10(ylo)), 10 ** np.ceil(np.log10(y.max() * 1.2)))
-    ax.set_xlabel("arithmetic intensity (FLOP per byte of HBM traffic, log)")
-    ax.set_ylabel(f"attainable FLOP/s of {node_label} (TFLOP/s, log)")
-    ax.set_title(title or f"Roofline of {node_label}: prefill sits on the flat roof, decode on the slope")
-    ax.legend(loc="upper left", fontsize="small")
-    return fig
+    """A figure of :class:`RooflineChart` (arguments: :meth:`RooflineChart.update`)."""
+    return RooflineChart(sweep=sweep is not None).update(
+        curve, points, node_label=node_label, ridge=ridge, sweep=sweep, show_achieved=show_achieved,
+        preset_label=preset_label, title=title).figure
 
 
 @styled
@@ -238,57 +299,116 @@ def calibration_comparison(df: pd.DataFrame):
     return fig
 
 
+def _log_xlim(ax, values, margin: float = 0.05) -> None:
+    """x limits spanning ``values`` on a log axis with ``margin`` of the log range on each side
+    (matplotlib's default autoscale margin, set explicitly so it does not depend on the data shown)."""
+    lo, hi = float(np.min(values)), float(np.max(values))
+    f = (hi / lo) ** margin
+    ax.set_xlim(lo / f, hi * f)
+
+
+class PrefillDecodePanels:
+    """Three panels for one configuration: prefill time vs length, MFU vs length, decode step vs batch.
+
+    Built once for the prompt ``lengths`` and decode ``batches`` (x values), with the fixed
+    references: ``ref_pre`` (``prefill_vs_length`` rows of a reference configuration, dashed grey)
+    and ``measured`` (``measured_prefill_mfu``; TP8 rows as black diamonds). :meth:`update` sets one
+    configuration, drawn in its preset's colour and labelled at the end of its lines (the legends
+    hold only the fixed entries); ``live=True`` marks the changing artists as animated.
+    """
+
+    @styled
+    def __init__(self, lengths, batches, *, ref_pre: pd.DataFrame | None = None,
+                 ref_label: str = "", measured: pd.DataFrame | None = None, node_label: str = "8×A800",
+                 live: bool = False):
+        self.figure, axes = new_figure(1, 3, width=13, height=4.2)
+        self.axes = ax_t, ax_m, ax_d = axes
+        self.node_label = node_label
+        self.time, = ax_t.plot([], [], "-o", ms=3)
+        self.mfu, = ax_m.plot([], [], "-o", ms=3)
+        self.step, = ax_d.plot([], [], "-o", ms=3)
+        # the configuration's name at the last point of its prefill-time and decode-step lines
+        self.names = [ax.annotate("", (1, 1), xytext=(-4, 6), textcoords="offset points", ha="right",
+                                  va="bottom", fontsize="small") for ax in (ax_t, ax_d)]
+        if ref_pre is not None:
+            ax_t.plot(ref_pre["n_new"], ref_pre["time_s"], "--", color="0.5", label=ref_label)
+            ax_m.plot(ref_pre["n_new"], ref_pre["mfu"] * 100, "--", color="0.5", label=ref_label)
+        self.ref_step, = ax_d.plot([], [], "--", color="0.5", label=ref_label)
+        if measured is not None:
+            mm = measured[measured["tp"] == 8]
+            ax_t.plot(mm["prompt_tokens"], mm["measured_s"], "D", color="k", ms=5, label="measured (A100 TP8)")
+            ax_m.plot(mm["prompt_tokens"], mm["mfu"] * 100, "D", color="k", ms=5, label="measured (A100 TP8)")
+        self.over, = ax_d.plot([], [], "o", ms=7, mfc="none", color=PALETTE[3], label="KV over capacity")
+        self._ref_min = float(ref_pre["time_s"].min()) if ref_pre is not None else None
+        for ax, xs in ((ax_t, lengths), (ax_m, lengths), (ax_d, batches)):
+            _pow2_axis(ax, xs)
+            _log_xlim(ax, xs)
+        ax_t.set_yscale("log")
+        ax_t.yaxis.set_minor_locator(NullLocator())
+        ax_t.set_xlabel("prompt length (tokens, log)")
+        ax_t.set_ylabel("prefill time (s, log)")
+        ax_t.set_title("Prefill time")
+        ax_m.set_xlabel("prompt length (tokens, log)")
+        ax_m.set_ylabel("MFU (% of peak)")
+        ax_m.set_ylim(0, 105)
+        ax_m.set_title("Prefill MFU")
+        ax_d.set_xlabel("decode batch (sequences, log)")
+        ax_d.set_ylabel("decode step time (ms)")
+        ax_d.set_title(" ")
+        ax_t.legend(fontsize="x-small", loc="upper left")
+        ax_d.legend(fontsize="x-small", loc="upper left")
+        # The figure's title as a plain text (a suptitle is part of a dashboard's static background).
+        self.heading = self.figure.text(0.5, 0.98, " ", ha="center", va="top", fontsize="large")
+        # A fixed layout: constrained layout would more than double the redraw time of this dashboard figure.
+        self.figure.set_layout_engine("none")
+        ax_t.get_gridspec().update(left=0.055, right=0.985, bottom=0.14, top=0.84, wspace=0.26)
+        for ax in axes:
+            ax.set_position(ax.get_subplotspec().get_position(self.figure))
+        if live:
+            for a in (self.time, self.mfu, self.step, self.ref_step, self.over, self.heading, ax_d.title,
+                      *self.names):
+                a.set_animated(True)
+
+    def update(self, pre: pd.DataFrame, dec: pd.DataFrame, *, label: str, ref_dec: pd.DataFrame | None = None,
+               time_ymax_s: float | None = None, step_ymax_ms: float | None = None):
+        """Show one configuration: ``pre``/``dec`` are one preset's rows of ``prefill_vs_length`` /
+        ``decode_vs_batch``, ``ref_dec`` the reference's decode rows; ``label`` names the configuration.
+        ``time_ymax_s`` / ``step_ymax_ms`` fix the top of the prefill-time and decode-step axes
+        (default: fit the data; the prefill axis always ends on a decade)."""
+        ax_t, ax_m, ax_d = self.axes
+        col = _preset_color(str(pre["preset"].iloc[0]))
+        for line, d, xcol, ycol, scale in ((self.time, pre, "n_new", "time_s", 1.0),
+                                           (self.mfu, pre, "n_new", "mfu", 100.0),
+                                           (self.step, dec, "batch_size", "step_s", 1e3)):
+            x, y = d[xcol].to_numpy(), d[ycol].to_numpy() * scale
+            line.set_data(x, y)
+            line.set_color(col)
+            if line is not self.mfu:
+                note = self.names[0 if line is self.time else 1]
+                note.xy = (x[-1], y[-1])
+                note.set_text(label)
+                note.set_color(col)
+        self.ref_step.set_data(([], []) if ref_dec is None else (ref_dec["batch_size"], ref_dec["step_s"] * 1e3))
+        bad = dec[~dec["fits"]]
+        self.over.set_data(bad["batch_size"], bad["step_s"] * 1e3)
+        lo = min([float(pre["time_s"].min())] + ([self._ref_min] if self._ref_min is not None else []))
+        hi = max(float(pre["time_s"].max()) * 1.2 if time_ymax_s is None else time_ymax_s, lo)
+        ax_t.set_ylim(10 ** np.floor(np.log10(lo)), 10 ** np.ceil(np.log10(hi)))
+        top = float(dec["step_s"].max()) * 1e3
+        if ref_dec is not None:
+            top = max(top, float(ref_dec["step_s"].max()) * 1e3)
+        ax_d.set_ylim(0, step_ymax_ms if step_ymax_ms is not None else top * 1.05)
+        ctx = int(dec["context_tokens"].iloc[0] / dec["batch_size"].iloc[0])
+        ax_d.set_title(f"Decode step (TBT), {ctx:,}-token contexts")
+        self.heading.set_text(f"{self.node_label}: {label}")
+        return self
+
+
 @styled
 def prefill_decode_panels(pre: pd.DataFrame, dec: pd.DataFrame, *, label: str,
                           ref_pre: pd.DataFrame | None = None, ref_dec: pd.DataFrame | None = None,
                           ref_label: str = "", measured: pd.DataFrame | None = None, node_label: str = "8×A800"):
-    """Three panels for one configuration: prefill time vs length, MFU vs length, decode step vs batch.
-
-    ``pre``/``dec``: one preset's rows of ``prefill_vs_length``/``decode_vs_batch``; ``ref_*`` the
-    same for a reference configuration (dashed grey); ``measured``: ``measured_prefill_mfu`` (TP8
-    rows drawn as black points).
-    """
-    fig, (ax_t, ax_m, ax_d) = new_figure(1, 3, width=13, height=4.2)
-    col = _preset_color(str(pre["preset"].iloc[0]))
-    for ax, d, xcol, ycol, scale in ((ax_t, pre, "n_new", "time_s", 1.0), (ax_m, pre, "n_new", "mfu", 100.0),
-                                     (ax_d, dec, "batch_size", "step_s", 1e3)):
-        ax.plot(d[xcol], d[ycol] * scale, "-o", ms=3, color=col, label=label)
-    if ref_pre is not None:
-        ax_t.plot(ref_pre["n_new"], ref_pre["time_s"], "--", color="0.5", label=ref_label)
-        ax_m.plot(ref_pre["n_new"], ref_pre["mfu"] * 100, "--", color="0.5", label=ref_label)
-    if ref_dec is not None:
-        ax_d.plot(ref_dec["batch_size"], ref_dec["step_s"] * 1e3, "--", color="0.5", label=ref_label)
-    if measured is not None:
-        mm = measured[measured["tp"] == 8]
-        ax_t.plot(mm["prompt_tokens"], mm["measured_s"], "D", color="k", ms=5, label="measured (A100 TP8)")
-        ax_m.plot(mm["prompt_tokens"], mm["mfu"] * 100, "D", color="k", ms=5, label="measured (A100 TP8)")
-    bad = dec[~dec["fits"]]
-    if len(bad):
-        ax_d.plot(bad["batch_size"], bad["step_s"] * 1e3, "o", ms=7, mfc="none", color=PALETTE[3],
-                  label="KV over capacity")
-    _pow2_axis(ax_t, pre["n_new"])
-    _pow2_axis(ax_m, pre["n_new"])
-    _pow2_axis(ax_d, dec["batch_size"])
-    ax_t.set_yscale("log")
-    ax_t.yaxis.set_minor_locator(NullLocator())
-    ax_t.set_xlabel("prompt length (tokens, log)")
-    ax_t.set_ylabel("prefill time (s, log)")
-    ax_t.set_title("Prefill time")
-    ax_m.set_xlabel("prompt length (tokens, log)")
-    ax_m.set_ylabel("MFU (% of peak)")
-    ax_m.set_ylim(0, 105)
-    ax_m.set_title("Prefill MFU")
-    ctx = int(dec["context_tokens"].iloc[0] / dec["batch_size"].iloc[0])
-    ax_d.set_xlabel(f"decode batch (× {ctx:,}-token contexts, log)")
-    ax_d.set_ylabel("decode step time (ms)")
-    ax_d.set_ylim(bottom=0)
-    ax_d.set_title("Decode step (TBT)")
-    ax_t.legend(fontsize="x-small")
-    ax_d.legend(fontsize="x-small")
-    fig.suptitle(f"{node_label}: {label}")
-    # A fixed layout: constrained layout would more than double the redraw time of this dashboard figure.
-    fig.set_layout_engine("none")
-    ax_t.get_gridspec().update(left=0.055, right=0.985, bottom=0.14, top=0.84, wspace=0.26)
-    for ax in (ax_t, ax_m, ax_d):
-        ax.set_position(ax.get_subplotspec().get_position(fig))
-    return fig
+    """A figure of :class:`PrefillDecodePanels` for one configuration (``label`` names it)."""
+    return PrefillDecodePanels(pre["n_new"], dec["batch_size"], ref_pre=ref_pre,
+                               ref_label=ref_label, measured=measured, node_label=node_label).update(
+        pre, dec, label=label, ref_dec=ref_dec).figure

@@ -6,13 +6,14 @@ Each function takes a DataFrame from :mod:`mooncake_lab.experiments.l02_storage`
 """
 from __future__ import annotations
 
+import matplotlib as mpl
 import numpy as np
 import pandas as pd
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullLocator
 
 from . import PALETTE, new_figure, styled
 
-__all__ = ["kv_footprint", "tier_speedup", "ssd_crossover", "ttft_components", "eq2_breakeven",
+__all__ = ["kv_footprint", "tier_speedup", "ssd_crossover", "ttft_components", "eq2_breakeven", "Eq2Chart",
            "layerwise_store", "ATTENTION_COLORS"]
 
 #: One colour per attention design, used by every lecture-02 figure.
@@ -183,42 +184,101 @@ def ttft_components(df: pd.DataFrame, title: str | None = None):
     return TTFTComponents(df["scenario"]).update(df, title).figure
 
 
+class Eq2Chart:
+    """FAST'25 Eq. 2 minimum bandwidth vs prefix length, one line per node (log-log), storage tiers
+    as horizontal lines, one highlighted point.
+
+    Built once for ``nodes`` (one colour each, in order; ``labels`` may rename them in the legend)
+    and the ``paper`` values (node → (prefix_len, GB/s), drawn as crosses); :meth:`update` sets the
+    curves. The legend sits under the axes, clear of the data. ``live=True`` marks the changing
+    artists as animated.
+    """
+
+    @styled
+    def __init__(self, nodes, paper: dict | None = None, *, labels: dict | None = None, live: bool = False):
+        self.figure, ax = new_figure(width=8, height=4.9)
+        self.ax = ax
+        self.colors = {node: PALETTE[i % len(PALETTE)] for i, node in enumerate(nodes)}
+        labels = labels or {}
+        self.curves = {node: ax.plot([], [], color=c, label=labels.get(node, f"8 × {node.split('x')[0].upper()}"))[0]
+                       for node, c in self.colors.items()}
+        self.paper = []
+        for k, (node, (p, g)) in enumerate((paper or {}).items()):
+            label = f"FAST'25 Eq. 2 values, LLaMA3-70B ({', '.join(f'{v:g}' for _, v in paper.values())} GB/s)"
+            self.paper += ax.plot([p], [g], "x", ms=9, mew=2, color=self.colors.get(node, "k"),
+                                  label=label if k == 0 else None)
+        self.point, = ax.plot([], [], "o", ms=9, mec="k")
+        self.note = ax.annotate("", (1, 1), xytext=(6, 6), textcoords="offset points", fontsize="small")
+        self.tiers: list = []
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        _plain_log(ax.yaxis)
+        ax.set_xlabel("cached prefix length p (tokens, log)")
+        ax.set_ylabel("break-even bandwidth B (GB/s, log)")
+        ax.set_title(" ")
+        self.figure.legend(loc="outside lower center", ncol=min(len(self.curves) + bool(paper), 4),
+                           fontsize="small", frameon=False)
+        self.live, self.static_state = live, None
+        if live:
+            for a in (*self.curves.values(), *self.paper, self.point, self.note, ax.title):
+                a.set_animated(True)
+
+    def update(self, df: pd.DataFrame, tiers: pd.DataFrame | None = None, highlight: tuple | None = None,
+               model_name: str = "LLaMA3-70B", show_paper: bool = True, ylim: tuple | None = None):
+        """Show ``df`` (``eq2_curves``: node, prefix_len, min_gbs), the ``tiers`` (``tier_bandwidths``)
+        and ``highlight=(node, prefix_len, gbs)``; ``show_paper``: the paper's crosses;
+        ``ylim`` (GB/s) fixes the y axis (default: fit the data)."""
+        ax = self.ax
+        chosen = highlight[0] if highlight is not None else None
+        for node, sub in df.groupby("node", sort=False):
+            self.curves[node].set_data(sub["prefix_len"].to_numpy(), sub["min_gbs"].to_numpy())
+            self.curves[node].set_linewidth(2.6 if node == chosen else mpl.rcParams["lines.linewidth"])
+        for a in self.paper:
+            a.set_visible(show_paper)
+        self.point.set_visible(highlight is not None)
+        self.note.set_visible(highlight is not None)
+        if highlight is not None:
+            node, p, g = highlight
+            self.point.set_data([p], [g])
+            self.point.set_color(self.colors.get(node, "k"))
+            self.point.set_markeredgecolor("k")
+            self.note.xy = (p, g)
+            self.note.set_text(f"{g:.1f} GB/s at p = {int(p):,}")
+        self._show_tiers(tiers, float(df["prefix_len"].min()))
+        lo, hi = float(df["prefix_len"].min()), float(df["prefix_len"].max())
+        _tokens_log2(ax.xaxis, lo, hi)
+        f = (hi / lo) ** 0.05                        # matplotlib's default 5% margin, in log space
+        ax.set_xlim(lo / f, hi * f)
+        if ylim is None:
+            ys = np.r_[df["min_gbs"].to_numpy(), [] if tiers is None else tiers["bandwidth_gbs"].to_numpy()]
+            f = (ys.max() / ys.min()) ** 0.05
+            ylim = (ys.min() / f, ys.max() * f)
+        ax.set_ylim(*ylim)
+        ax.set_title(f"FAST'25 Eq. 2: reusing the prefix beats recomputing above this bandwidth ({model_name})")
+        return self
+
+    def _show_tiers(self, tiers: pd.DataFrame | None, x: float) -> None:
+        """Dotted lines with a label per storage tier (static: part of :attr:`static_state`)."""
+        state = None if tiers is None else (tuple(tiers["label"]), tuple(tiers["bandwidth_gbs"]), x)
+        if state == self.static_state:
+            return
+        for a in self.tiers:
+            a.remove()
+        self.tiers = []
+        for j, row in enumerate(() if tiers is None else tiers.itertuples()):
+            self.tiers.append(self.ax.axhline(row.bandwidth_gbs, color="0.35", ls=(0, (1 + j, 2)), lw=1))
+            self.tiers.append(self.ax.annotate(f"{row.label} {row.bandwidth_gbs:g} GB/s", (x, row.bandwidth_gbs),
+                                               xytext=(2, 2), textcoords="offset points", fontsize="x-small",
+                                               color="0.25"))
+        self.static_state = state
+
+
 @styled
 def eq2_breakeven(df: pd.DataFrame, tiers: pd.DataFrame | None = None, highlight: tuple | None = None,
                   paper: dict | None = None, model_name: str = "LLaMA3-70B"):
-    """FAST'25 Eq. 2 minimum bandwidth vs prefix length per node (log-log), tier bandwidths as
-    horizontal lines. ``highlight=(node, prefix_len, gbs)`` marks a point; ``paper`` maps node →
-    (prefix_len, gbs) quoted by the paper."""
-    fig, ax = new_figure(width=8, height=4.6)
-    node_colors = {}
-    for i, (node, sub) in enumerate(df.groupby("node", sort=False)):
-        c = PALETTE[i % len(PALETTE)]
-        node_colors[node] = c
-        lw = 2.6 if highlight is not None and node == highlight[0] else None
-        ax.plot(sub["prefix_len"], sub["min_gbs"], color=c, lw=lw, label=f"8 × {node.split('x')[0].upper()}")
-    if tiers is not None:
-        for j, row in enumerate(tiers.itertuples()):
-            ax.axhline(row.bandwidth_gbs, color="0.35", ls=(0, (1 + j, 2)), lw=1)
-            ax.annotate(f"{row.label} {row.bandwidth_gbs:g} GB/s", (df["prefix_len"].min(), row.bandwidth_gbs),
-                        xytext=(2, 2), textcoords="offset points", fontsize="x-small", color="0.25")
-    if paper:
-        for k, (node, (p, g)) in enumerate(paper.items()):
-            ax.plot([p], [g], "x", ms=9, mew=2, color=node_colors.get(node, "k"),
-                    label="FAST'25 Eq. 2 values (6, 19 GB/s)" if k == 0 else None)
-    if highlight is not None:
-        node, p, g = highlight
-        ax.plot([p], [g], "o", ms=9, color=node_colors.get(node, "k"), mec="k")
-        ax.annotate(f"{g:.1f} GB/s at p = {int(p):,}", (p, g), xytext=(6, 6), textcoords="offset points",
-                    fontsize="small")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    _tokens_log2(ax.xaxis, df["prefix_len"].min(), df["prefix_len"].max())
-    _plain_log(ax.yaxis)
-    ax.set_xlabel("cached prefix length p (tokens, log)")
-    ax.set_ylabel("break-even bandwidth B (GB/s, log)")
-    ax.set_title(f"FAST'25 Eq. 2: reusing the prefix beats recomputing above this bandwidth ({model_name})")
-    ax.legend(fontsize="small", loc="lower left")
-    return fig
+    """A figure of :class:`Eq2Chart` for the nodes of ``df`` (``eq2_curves``); ``tiers``,
+    ``highlight=(node, prefix_len, gbs)`` and ``paper`` (node → (prefix_len, GB/s)) as there."""
+    return Eq2Chart(list(dict.fromkeys(df["node"])), paper).update(df, tiers, highlight, model_name).figure
 
 
 @styled
