@@ -21,6 +21,7 @@ DASHBOARDS = [
     ("prefill", "GanttDashboard"), ("prefill", "SchemesDashboard"),
     ("goodput", "GoodputDashboard"), ("goodput", "BatchingDashboard"),
     ("overload", "OverloadDashboard"), ("overload", "PolicyComparisonDashboard"),
+    ("capstone", "MechanismDashboard"),
 ]
 
 

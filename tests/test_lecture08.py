@@ -232,6 +232,8 @@ def test_plots_have_titles_and_labels(conv):
     heights = [p.get_height() for p in fig.axes[0].patches]
     assert heights[-1] == pytest.approx(cap.loc["mooncake", 100])  # the waterfall ends at Mooncake's capacity
     _labelled(plots.outcome_bars({"x": c.outcome_breakdown(c.run("mooncake", 4.0))}))
+    with pytest.raises(ValueError, match="no shares"):
+        plots.OutcomeBars(["a", "b"]).update({"a": c.outcome_breakdown(c.run("mooncake", 4.0))})
     _labelled(plots.fleet_costs(c.hetero_table()))
     with pytest.raises(ValueError, match="caps"):
         plots.capacity_bars({}, c.LABELS)
@@ -254,7 +256,7 @@ def test_mechanism_dashboard_every_control_changes_the_figure():
         d.controls[name].value = value
         assert widths() != before or d.readout.value != text, name
     assert "without cpp, kvcentric, layerwise, predicted" in d.readout.value
-    assert d.controls["speed"].continuous_update is False
+    assert d.controls["speed"].continuous_update is False and d.live and d.background_is_current()
     assert d.png[:4] == b"\x89PNG"
 
 

@@ -7,11 +7,13 @@ from . import Dashboard
 
 __all__ = ["MechanismDashboard"]
 
+_YOURS = "8P+8D, your switches"
+
 
 class MechanismDashboard(Dashboard):
     """Outcome shares (met both SLOs / rejected / missed TTFT / missed TBT) of an 8P+8D cluster with
     the chosen mechanisms, beside the coupled cluster with and without chunked prefill, at one
-    replay speed. One simulation per move (memoised; ≈ 0.05–0.2 s)."""
+    replay speed. One simulation per move (memoised; ≈ 0.05–0.2 s), the figure built once."""
 
     title = "Mooncake, mechanism by mechanism (16 nodes)"
 
@@ -28,23 +30,31 @@ class MechanismDashboard(Dashboard):
                                                   description="TBT SLO (ms)", style=style)
         return ctl
 
-    def _draw(self):
+    def _setup(self):
+        from ..experiments import l08_capstone as c
+        from ..plots.capstone import OutcomeBars
+
+        self.view = OutcomeBars([_YOURS, c.LABELS["coupled"], c.LABELS["coupled_chunked"]], live=True)
+        return self.view.figure
+
+    def _update(self):
         from ..experiments import l06_goodput as g
         from ..experiments import l08_capstone as c
-        from ..plots.capstone import outcome_bars
+        from ..experiments.common import simulate_all
 
         trace, speed, x = self.value("trace"), float(self.value("speed")), self.value("tbt_slo_ms")
         off = [m for m in c.MECHANISMS if not self.value(m)]
         extra = {k: v for m in off for k, v in c.MECHANISMS[m][1].items()}
-        name = "Mooncake, all on" if not off else "8P+8D without " + ", ".join(off)
-        runs = {name: c.run("mooncake", speed, trace, **extra),
-                c.LABELS["coupled"]: c.run("coupled", speed, trace),
-                c.LABELS["coupled_chunked"]: c.run("coupled_chunked", speed, trace)}
-        shares = {k: c.outcome_breakdown(r, x) for k, r in runs.items()}
+        mine, coupled, chunked = simulate_all([(trace, speed, c.config_of("mooncake", **extra)),
+                                               (trace, speed, c.config_of("coupled")),
+                                               (trace, speed, c.config_of("coupled_chunked"))])
+        shares = {_YOURS: c.outcome_breakdown(mine, x), c.LABELS["coupled"]: c.outcome_breakdown(coupled, x),
+                  c.LABELS["coupled_chunked"]: c.outcome_breakdown(chunked, x)}
         rate = g.trace_rate(trace) * speed
-        tok = g.attainment(runs[name], x, weight=runs[name].trace.input_len)
-        self.readout.value = (f"at {rate:.1f} req/s: {name} serves {shares[name]['met both']:.0%} of requests "
-                              f"({tok:.0%} of prompt tokens) within both SLOs; coupled "
+        tok = g.attainment(mine, x, weight=mine.trace.input_len)
+        name = "all mechanisms on" if not off else "without " + ", ".join(off)
+        self.view.update(shares, caption=f"{trace} at {speed:g}× ({rate:.1f} req/s), TBT ≤ {x} ms")
+        self.readout.value = (f"8P+8D {name}: {shares[_YOURS]['met both']:.0%} of requests "
+                              f"({tok:.0%} of prompt tokens) within both SLOs at {rate:.1f} req/s; coupled "
                               f"{shares[c.LABELS['coupled']]['met both']:.0%}, chunked "
                               f"{shares[c.LABELS['coupled_chunked']]['met both']:.0%}")
-        return outcome_bars(shares, title=f"{trace} at {speed:g}× ({rate:.1f} req/s), TBT ≤ {x} ms")

@@ -31,7 +31,7 @@ from .. import sim
 from ..reproduce import Metric, figure_group, metric_group
 from ..traces import Trace
 from . import l06_goodput as g
-from .common import as_trace as _trace
+from .common import as_trace as _trace, simulate_all
 
 __all__ = ["TRACES", "SPEEDS", "TBT_SLOS_MS", "CPP_GROUP_SIZE", "FULL", "MECHANISMS", "SYSTEMS", "LABELS",
            "PAPER", "overrides_of", "config_of", "run", "capacity_curve", "top_rate", "capacity_table", "capacity_gain",
@@ -118,19 +118,23 @@ def capacity_curve(systems=SYSTEMS, speeds=SPEEDS, tbt_slos_ms=TBT_SLOS_MS, trac
         return hit[1].copy()
     rate = g.trace_rate(tr)
     w = tr.input_len
-    rows = []
+    rows: dict = {s: [] for s in systems}
+    active = list(systems)
     with tqdm(total=len(systems) * len(speeds), desc=f"capacity {tr.name}", disable=not progress, leave=False) as bar:
-        for s in systems:
-            for k, v in enumerate(speeds):
-                res = run(s, v, tr)
+        for v in speeds:  # all systems still in the sweep at this speed run in parallel threads
+            runs = simulate_all([(tr, v, config_of(s)) for s in active])
+            still = []
+            for s, res in zip(active, runs):
                 new = [dict(trace=tr.name, system=s, speed=v, rate_rps=rate * v, tbt_slo_ms=x,
                             attainment=g.attainment(res, x), attainment_tokens=g.attainment(res, x, weight=w))
                        for x in tbt_slos_ms]
-                rows += new
-                bar.update(1)
-                if stop_below and all(max(r["attainment"], r["attainment_tokens"]) < g.TARGET for r in new):
-                    bar.update(len(speeds) - k - 1)
-                    break
+                rows[s] += new
+                if not (stop_below and all(max(r["attainment"], r["attainment_tokens"]) < g.TARGET for r in new)):
+                    still.append(s)
+            bar.update(len(active))
+            active = still
+        bar.update(bar.total - bar.n)
+    rows = [r for s in systems for r in rows[s]]
     df = pd.DataFrame(rows)
     _CURVES[key] = (tr, df)  # holding the trace keeps its id unique while the entry lives
     return df.copy()

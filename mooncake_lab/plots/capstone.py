@@ -5,7 +5,7 @@ import numpy as np
 
 from . import PALETTE, new_figure, styled
 
-__all__ = ["capacity_bars", "gain_waterfall", "outcome_bars", "fleet_costs"]
+__all__ = ["OutcomeBars", "capacity_bars", "gain_waterfall", "outcome_bars", "fleet_costs"]
 
 _OUTCOME_COLORS = {"met both": PALETTE[2], "rejected": "0.55", "missed TTFT": PALETTE[3], "missed TBT": PALETTE[1]}
 
@@ -68,25 +68,60 @@ def gain_waterfall(shares, coupled_rps: float, title: str = "Where Mooncake's ga
     return fig
 
 
-@styled
-def outcome_bars(outcomes: dict, title: str = "What happened to each request"):
-    """Stacked horizontal bars (% of requests): ``{system label: outcome_breakdown(...)}``."""
+class OutcomeBars:
+    """Stacked horizontal bars (% of requests): met both SLOs / rejected / missed TTFT / missed TBT,
+    one bar per system in ``names`` (top to bottom), a dashed line at 90 %. Built once;
+    :meth:`update` sets ``{name: outcome_breakdown(...)}`` and a caption. ``live=True`` marks the
+    changing artists (bar segments, the "met both" numbers, the caption) for a dashboard."""
+
+    @styled
+    def __init__(self, names, title: str = "What happened to each request", live: bool = False):
+        self.names = list(names)
+        if not self.names:
+            raise ValueError("names: got no systems; allowed: a list of system labels")
+        self.figure, ax = new_figure(width=7.5, height=3.6)
+        self.ax = ax
+        y = np.arange(len(self.names))[::-1]
+        zero = np.zeros(len(y))
+        self.segments = {key: ax.barh(y, zero, color=color, label=key) for key, color in _OUTCOME_COLORS.items()}
+        self.notes = [ax.text(0, yy, "", va="center", ha="left", fontsize="small", color="white") for yy in y]
+        self.caption = ax.text(0.5, 1.02, "", transform=ax.transAxes, ha="center", va="bottom", fontsize="small")
+        ax.set_yticks(y, self.names)
+        ax.set_xlim(0, 100)
+        ax.axvline(90, color="k", ls="--", lw=1)
+        ax.set_xlabel("requests (%)")
+        ax.set_ylabel("system (16 nodes)")
+        ax.set_title(title, pad=18)
+        self.figure.legend(*ax.get_legend_handles_labels(), ncol=4, fontsize="small", loc="outside lower center",
+                           frameon=False)
+        if live:
+            for a in (*(b for bars in self.segments.values() for b in bars), *self.notes, self.caption):
+                a.set_animated(True)
+
+    def update(self, outcomes: dict, caption: str = ""):
+        """Show ``{name: outcome shares}`` (every name of the plot; shares as fractions summing to 1)."""
+        missing = [n for n in self.names if n not in outcomes]
+        if missing:
+            raise ValueError(f"outcomes: no shares for {missing}; allowed: a dict with every system of the plot")
+        left = np.zeros(len(self.names))
+        for key, bars in self.segments.items():
+            v = np.array([outcomes[n][key] for n in self.names]) * 100
+            for b, x0, w in zip(bars, left, v):
+                b.set_x(x0)
+                b.set_width(w)
+            left += v
+        for note, n in zip(self.notes, self.names):
+            met = outcomes[n]["met both"] * 100
+            note.set_text(f" {met:.0f}%" if met >= 8 else "")
+        self.caption.set_text(caption)
+        return self
+
+
+def outcome_bars(outcomes: dict, title: str = "What happened to each request", caption: str = ""):
+    """A figure of :class:`OutcomeBars`: ``{system label: outcome_breakdown(...)}``."""
     if not outcomes:
         raise ValueError("outcomes: got no systems; allowed: {label: outcome shares}")
-    fig, ax = new_figure(width=7.5, height=3.4)
-    names = list(outcomes)[::-1]
-    left = np.zeros(len(names))
-    for key, color in _OUTCOME_COLORS.items():
-        v = np.array([outcomes[n][key] for n in names]) * 100
-        ax.barh(names, v, left=left, color=color, label=key)
-        left += v
-    ax.set_xlim(0, 100)
-    ax.axvline(90, color="k", ls="--", lw=1)
-    ax.set_xlabel("requests (%)")
-    ax.set_ylabel("system")
-    ax.set_title(title)
-    fig.legend(*ax.get_legend_handles_labels(), ncol=4, fontsize="small", loc="outside lower center", frameon=False)
-    return fig
+    return OutcomeBars(list(outcomes), title).update(outcomes, caption).figure
 
 
 @styled
