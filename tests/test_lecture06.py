@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 
+from mooncake_lab import sim
 from mooncake_lab.experiments import l06_goodput as g
 from mooncake_lab.plots import goodput as gp
 
@@ -48,6 +49,22 @@ def test_batching_timeseries_of_a_window_is_the_slice_of_a_longer_one():
     assert np.allclose(short.context_tokens, part.context_tokens, rtol=1e-12)
     assert np.allclose(short.step_s, part.step_s, rtol=1e-12, equal_nan=True)
     assert short.batch.max() > 0
+
+
+def test_batching_peaks_bound_every_window_and_the_batch_peak_is_exact():
+    res = g.run("mooncake", 2.0)
+    peaks = g.batching_peaks(res)
+    a, tr = res.arrays, res.trace
+    exact = 0
+    for d in range(res.config.n_decode):
+        ts = g.batching_timeseries(res, d, dt=1.0)
+        assert ts.batch.max() <= peaks["batch"] and ts.context_tokens.max() <= peaks["context_tokens"]
+        assert ts.step_s.max() <= peaks["step_s"]
+        on = (a["decode_inst"] == d) & (a["outcome"] == sim.COMPLETED) & (tr.output_len > 1)
+        adm, fin = a["decode_admit"][on], a["finish"][on]
+        # brute force: the batch is largest just after some admission
+        exact = max(exact, max(int(((adm <= t) & (t < fin)).sum()) for t in adm))
+    assert peaks["batch"] == exact
 
 
 def test_config_for_validates():

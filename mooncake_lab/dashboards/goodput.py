@@ -4,7 +4,7 @@ from __future__ import annotations
 import ipywidgets as widgets
 
 from ..traces import as_trace
-from . import Dashboard, sticky_limit
+from . import Dashboard, nice_ceiling
 
 __all__ = ["GoodputDashboard", "BatchingDashboard"]
 
@@ -97,7 +97,7 @@ class BatchingDashboard(Dashboard):
 
         self.view = BatchingPanels(live=True)
         self._trace = as_trace("conversation")  # resolved once (a name lookup touches the disk)
-        self._tops, self._tops_speed = [None, None, None], None
+        self._tops_speed = None
         return self.view.figure
 
     def _update(self):
@@ -108,11 +108,9 @@ class BatchingDashboard(Dashboard):
         ts = g.batching_timeseries(res, self.value("instance"), dt=0.5, t0=t0, t1=t0 + 300.0)
         self.readout.value = (f"mean batch {ts.batch.mean():.1f}, max {ts.batch.max()}, "
                               f"mean step {ts.step_s.mean() * 1e3:.1f} ms over this 300 s window")
-        peaks = (ts.batch.max(), ts.context_tokens.max() / 1e3, ts.step_s.max() * 1e3)  # NaN (idle): 1 below
-        # One scale per replay speed: windows and nodes compare at a glance (and the axes stay drawn).
-        shrink = 0.3 if self.value("speed") != self._tops_speed else 0.0
-        self._tops = [sticky_limit(top, float(p) if p > 0 else 1.0, shrink_below=shrink)
-                      for top, p in zip(self._tops, peaks)]
-        self._tops_speed = self.value("speed")
+        if self.value("speed") != self._tops_speed:  # one scale per run: nodes and windows compare at a glance
+            p = g.batching_peaks(res)
+            self._tops = [nice_ceiling(1.05 * v) for v in (p["batch"], p["context_tokens"] / 1e3, p["step_s"] * 1e3)]
+            self._tops_speed = self.value("speed")
         self.view.update(ts, title=f"Decode node {self.value('instance')} at {self.value('speed'):g}× "
                                    f"(8P+8D), window {t0:.0f}–{t0 + 300:.0f} s", tops=self._tops)

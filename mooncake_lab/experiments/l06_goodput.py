@@ -26,7 +26,7 @@ from .common import as_trace as _trace, simulate_all, simulate_at_speed
 __all__ = ["N_NODES", "PRESET", "SYSTEMS", "TBT_SLOS_MS", "TTFT_SLO_S", "TARGET", "SPEEDS", "SPLITS",
            "config_for", "run", "trace_rate", "attainment", "attainment_curve", "precompute_attainment",
            "effective_capacity",
-           "capacity_table", "pd_sweep", "batching_timeseries", "tbt_vs_batch", "PAPER"]
+           "capacity_table", "pd_sweep", "batching_timeseries", "batching_peaks", "tbt_vs_batch", "PAPER"]
 
 N_NODES = 16          # FAST'25 compares clusters of equal node count; arXiv: 10P+10D vs 20 vLLM
 PRESET = "modern"     # see the module docstring
@@ -174,16 +174,14 @@ def batching_timeseries(res: sim.SimResult, instance: int = 0, dt: float = 1.0, 
     """
     from ..roofline import cm_decode_step_time
 
-    a, tr, cfg = res.arrays, res.trace, res.config
-    n_inst = cfg.n_coupled if cfg.coupled else cfg.n_decode
+    cfg = res.config
+    n_inst = _n_decoders(res)
     if not (isinstance(instance, (int, np.integer)) and 0 <= instance < n_inst):
         raise ValueError(f"instance: got {instance!r}; allowed: an integer in [0, {n_inst - 1}]")
     if not (np.isfinite(dt) and dt > 0):
         raise ValueError(f"dt: got {dt!r}; allowed: a number of seconds > 0")
-    on = np.flatnonzero((a["decode_inst"] == instance) & (a["outcome"] == sim.COMPLETED) & (tr.output_len > 1))
-    adm, fin = a["decode_admit"][on], a["finish"][on]
-    L, out = tr.input_len[on].astype(float), tr.output_len[on].astype(float)
-    end = float(np.nanmax(fin)) if len(on) else dt
+    adm, fin, L, out = _decoding(res, instance)
+    end = float(np.nanmax(fin)) if len(fin) else dt
     t = np.arange(t0, (end if t1 is None else t1) + dt, dt)
     inside = (adm <= t[-1]) & (fin > t[0])  # the others are never active in the window
     adm, fin, L, out = adm[inside], fin[inside], L[inside], out[inside]
@@ -194,6 +192,34 @@ def batching_timeseries(res: sim.SimResult, instance: int = 0, dt: float = 1.0, 
     c = cfg.resolve().cost
     step = np.array([cm_decode_step_time(c, int(bb), float(cc)) if bb > 0 else np.nan for bb, cc in zip(b, ctx)])
     return pd.DataFrame({"batch": b, "context_tokens": ctx, "step_s": step}, index=pd.Index(t, name="time_s"))
+
+def _n_decoders(res: sim.SimResult) -> int:
+    return res.config.n_coupled if res.config.coupled else res.config.n_decode
+
+def _decoding(res: sim.SimResult, instance: int):
+    """Requests that decoded on ``instance`` (completed, > 1 output token): admission and finish
+    times (s), input and output lengths (tokens)."""
+    a, tr = res.arrays, res.trace
+    on = np.flatnonzero((a["decode_inst"] == instance) & (a["outcome"] == sim.COMPLETED) & (tr.output_len > 1))
+    return a["decode_admit"][on], a["finish"][on], tr.input_len[on].astype(float), tr.output_len[on].astype(float)
+
+def batching_peaks(res: sim.SimResult) -> dict:
+    """Upper bounds of :func:`batching_timeseries` over every decode instance and the whole run:
+    ``batch`` (the most requests decoding at once, exact), ``context_tokens`` (the most input +
+    output tokens of requests decoding at once: their KV when finished) and ``step_s`` (the step
+    time of both, s; it grows with each) — one scale for plots of any instance and window."""
+    from ..roofline import cm_decode_step_time
+
+    b_max, k_max = 0, 0.0
+    for d in range(_n_decoders(res)):
+        adm, fin, L, out = _decoding(res, d)
+        t = np.concatenate([fin, adm])
+        n = np.concatenate([-np.ones(len(fin)), np.ones(len(adm))])
+        order = np.lexsort((n, t))  # equal times: finishes first (active means admit ≤ t < finish)
+        b_max = max(b_max, int(np.cumsum(n[order]).max(initial=0)))
+        k_max = max(k_max, float(np.cumsum((n * np.concatenate([L + out, L + out]))[order]).max(initial=0)))
+    step = cm_decode_step_time(res.config.resolve().cost, b_max, k_max) if b_max else float("nan")
+    return {"batch": b_max, "context_tokens": k_max, "step_s": step}
 
 def tbt_vs_batch(batches=(1, 2, 4, 8, 16, 32, 64, 128), contexts=(2_000, 12_000, 32_000),
                  preset: str = PRESET) -> pd.DataFrame:
