@@ -174,6 +174,38 @@ def test_plots_have_titles_and_labels():
         _labelled(f)
 
 
+def test_estimate_bars_stack_to_the_estimates_and_star_the_choice():
+    from mooncake_lab.plots import scheduling as P
+
+    tables = {p: S.estimate_table(policy=p, threshold=8.0) for p in ("cache_aware", "kvcentric")}
+    view = P.EstimateBars(tuple(tables)).update(tables)
+    for pol, t in tables.items():
+        queue, transfer, prefill = view.bars[pol]
+        assert [b.get_width() for b in queue] == pytest.approx(t["queue_s"].tolist())
+        assert [b.get_x() + b.get_width() for b in prefill] == pytest.approx(t[f"{pol}_s"].tolist())
+        starred = [k for k, note in enumerate(view.notes[pol]) if "chosen" in note.get_text()]
+        assert starred == t.index[t["chosen"]].tolist()
+    with pytest.raises(ValueError, match="instances"):
+        view.update({"kvcentric": tables["kvcentric"].iloc[:2]})
+
+
+def test_policy_view_shows_the_run_and_hides_unused_instances():
+    from mooncake_lab.plots import scheduling as P
+
+    tr = synthetic_trace("conversation-like", n_requests=300, seed=5)
+    big, small = (S.run(tr, 1.0, n_prefill=n, n_decode=2) for n in (4, 2))
+    view = P.PolicyView()
+    view.update(big, S.instance_queues(big), paper_mean=6.26)
+    assert view.paper_line.get_visible() and view.paper_line.get_xdata()[0] == 6.26
+    view.update(small, S.instance_queues(small))
+    assert [line.get_visible() for line in view.queues] == [True, True, False, False]
+    assert view.a2.get_title() == "Queue of each of the 2 prefill instances" and not view.paper_line.get_visible()
+    done = small.requests["outcome"] == "completed"
+    x, y = view.cdf.get_data()
+    assert y[-1] == pytest.approx(done.mean()) and x[-1] == pytest.approx(small.requests.loc[done, "ttft_s"].max())
+    assert view.mean_line.get_xdata()[0] == pytest.approx(small.summary()["ttft_mean_s"])
+
+
 # ------------------------------------------------------------------------------------ dashboards
 def _lines(fig):
     return [np.asarray(l.get_ydata(), dtype=float).copy() for ax in fig.axes for l in ax.lines] + \

@@ -58,7 +58,7 @@ class Gantt:
                         for c in PALETTE[:6] + [_GREY]}
         self.sends = ax.add_patch(PathPatch(_rects(np.zeros(1), np.zeros(1), 0.0, 0.0), facecolor="none",
                                             edgecolor=PALETTE[3], linewidth=0.5, hatch="////", visible=False))
-        self.labels = [ax.text(0, 0, "", ha="center", va="center", fontsize=7, color="white", visible=False)
+        self.labels = [ax.text(0, 0, "", ha="center", va="center", fontsize="x-small", color="white", visible=False)
                        for _ in range(_MAX_CHUNK_LABELS)]
         ax.set_xlabel("time since arrival (s)")
         ax.set_ylabel("pipeline stage")

@@ -289,14 +289,14 @@ class EstimateBars:
                               ax.barh(y, zero, color=PALETTE[2], label="transfer (RDMA)"),
                               ax.barh(y, zero, color=PALETTE[0], label="prefill"))
             self.notes[pol] = [ax.annotate("", (0, yi), xytext=(4, 0), textcoords="offset points", va="center",
-                                           fontsize=8) for yi in y]
+                                           fontsize="small") for yi in y]
             ax.set_yticks(y, [f"instance {i}" for i in instances])
             ax.set_ylim(k - 0.5, -0.5)  # instance 0 on top
             ax.set_xlabel("estimated TTFT (s)")
             ax.set_title(f"{POLICY_LABELS.get(pol, pol)}", y=1.0)
         self.axes[policies[0]].set_ylabel("prefill instance")
         handles = self.bars[policies[0]]
-        self.figure.legend(handles, [h.get_label() for h in handles], fontsize=8, loc="outside lower center",
+        self.figure.legend(handles, [h.get_label() for h in handles], fontsize="small", loc="outside lower center",
                            ncol=3, frameon=False)
         if live:
             for pol in policies:
