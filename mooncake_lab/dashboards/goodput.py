@@ -46,9 +46,6 @@ class GoodputDashboard(Dashboard):
     def _coupled(self) -> str:
         return "coupled_chunked" if self.value("chunked") else "coupled"
 
-    def _static_key(self):
-        return self._coupled()  # the legend names the coupled system
-
     def _setup(self):
         from ..experiments import l06_goodput as g
         from ..plots.goodput import CapacityPlot

@@ -136,9 +136,6 @@ class PolicyComparisonDashboard(Dashboard):
         """Table 3's counts, marked at the paper's replay speed only."""
         return exp.PAPER_TABLE3_REJECTED if float(self.value("speed")) == exp.DEFAULT_SPEED else None
 
-    def _static_key(self):
-        return self._paper() is not None  # the legend lists the paper's marks when they are shown
-
     def _setup(self):
         self.view = plots.PolicyResults(exp.POLICIES, live=True)
         self._ylims = None

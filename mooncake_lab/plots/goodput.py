@@ -86,7 +86,7 @@ class CapacityPlot:
     """SLO attainment (%) vs request rate (req/s), one line per system, the target as a dashed line
     and optionally the current rate as a vertical line. Built once with room for ``n_systems``
     lines; :meth:`update` sets rows of ``attainment_curve``. The legend sits below the axes.
-    ``live=True`` marks the changing artists (lines, rate marker, title) for a dashboard."""
+    ``live=True`` marks the changing artists (lines, rate marker, title, legend) for a dashboard."""
 
     @styled
     def __init__(self, n_systems: int = 3, target: float = 0.9, live: bool = False):
@@ -102,7 +102,7 @@ class CapacityPlot:
         self.legend = self.figure.legend(handles=[*self.lines, self.target], fontsize="small",
                                          loc="outside lower center", ncol=n_systems + 1, frameon=False)
         if live:
-            for a in (*self.lines, self.mark, ax.title):
+            for a in (*self.lines, self.mark, ax.title, self.legend):  # the legend names the systems shown
                 a.set_animated(True)
 
     def update(self, curve, tbt_slo_ms=100, mark_rate=None):
