@@ -123,6 +123,12 @@ def _labelled(fig) -> bool:
     return bool(title) and all(a.get_xlabel() and a.get_ylabel() for a in fig.axes)
 
 
+def test_log_limits_by_hand():
+    from mooncake_lab.plots import log_limits
+    # 5% of 2 decades on each side: 10^±0.1 = ×1.2589
+    assert log_limits(1.0, 100.0) == pytest.approx((1 / 1.258925, 125.8925), rel=1e-6)
+
+
 def test_headline_figures_registered_and_labelled():
     from mooncake_lab.reproduce import collect_figures
     figs = collect_figures("roofline")
@@ -192,9 +198,8 @@ def test_preset_dashboard_nvlink_needs_exposed_comm_under_ideal(presets):
     assert not presets.controls["tp_comm"].disabled
     before = _content(presets.figure)
     presets.controls["nvlink"].value = 200
-    changed = [(a, b) for a, b in zip(_content(presets.figure), before) if a != b]
-    # only the configuration's label changes (it names the NVLink bandwidth), not the data
-    assert changed and all(isinstance(a, str) and "NVLink 200 GB/s" in a for a, _ in changed)
+    assert _content(presets.figure) == before                # the data do not move …
+    assert any("NVLink 200 GB/s" in t.get_text() for t in presets.figure.texts)   # … the heading does
     assert "overlapped" in presets.readout.value
     before = _content(presets.figure)
     presets.controls["tp_comm"].value = True

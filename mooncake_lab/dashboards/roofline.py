@@ -86,7 +86,7 @@ class RooflineDashboard(Dashboard):
         # Achieved FLOP/s are shown under every preset (under "ideal" they sit on the roof), and the
         # legend and y label name neither preset nor node (the title does): the background stays put.
         self.view.update(curve, pts, node_label="the node", ridge=ridge,
-                         sweep=sweep, show_achieved=True, preset_label="this preset",
+                         sweep=sweep, show_achieved=True, preset_label=None,
                          title=f"{m.name} on 8×{nd.gpu.name} ({preset} preset)\nprefill of {n:,} "
                                f"tokens, decode of {b} × {ctx:,}-token sequences")
 

@@ -1,8 +1,9 @@
 """Dashboard of lecture 03 (trace part): look at a trace four ways.
 
 The trace comes from :func:`mooncake_lab.traces.cached_trace` (parsed once per process); each view
-is one experiment of :mod:`mooncake_lab.experiments.l03_traces` / ``l03_cache`` and one plot of
-:mod:`mooncake_lab.plots.traces`.
+is one experiment of :mod:`mooncake_lab.experiments.l03_traces` / ``l03_cache`` and one view class
+of :mod:`mooncake_lab.plots.traces`. The four views share one figure (one axes each, in the same
+place, one shown at a time): the bin slider only blits; switching view or trace redraws the axes.
 """
 from __future__ import annotations
 
@@ -46,8 +47,8 @@ class TraceDashboard(Dashboard):
         fig, ax = new_figure(height=3.8)
         with figure_style(fig):
             axes = [ax] + [fig.add_subplot(ax.get_subplotspec()) for _ in VIEWS[1:]]
-            self.views = dict(zip(VIEWS, (plots.ArrivalsView(axes[0], live=True), plots.LengthCDFView(axes[1], live=True),
-                                          plots.GapsView(axes[2], live=True), plots.PopularityView(axes[3], live=True))))
+            classes = (plots.ArrivalsView, plots.LengthCDFView, plots.GapsView, plots.PopularityView)
+            self.views = {v: cls(a, live=True) for v, cls, a in zip(VIEWS, classes, axes)}
             self._ymax: dict = {}
             for view in VIEWS:                   # lay out with every view's labels once, then freeze
                 self._show(view)
@@ -64,8 +65,8 @@ class TraceDashboard(Dashboard):
             per_bin = l03_traces.arrivals_per_minute(t, float(self.value("bin_s")))
             rate = float(per_bin["requests"].max()) * 60.0 / float(self.value("bin_s")) if len(per_bin) else 1.0
             span = (float(t.arrival_s[-1] - t.arrival_s[0]) if len(t) else 60.0) / 60.0
-            # one y scale per trace while the bin moves: the rate of 1-s bins peaks highest
-            self._ymax[t.name] = sticky_limit(self._ymax.get(t.name), rate, shrink_below=0.0)
+            # a y scale per trace that moves with the bin only when it must (narrow bins peak higher)
+            self._ymax[t.name] = sticky_limit(self._ymax.get(t.name), rate)
             self.views[view].update(per_bin, t.name, ymax=self._ymax[t.name], span_min=span)
         elif view == "lengths":
             self.views[view].update(l03_traces.length_cdf(t), t.name)

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 import matplotlib as mpl
 from matplotlib.figure import Figure
 
-__all__ = ["new_figure", "style", "current_style", "figure_style", "PALETTE", "SLO_COLOR"]
+__all__ = ["new_figure", "style", "current_style", "figure_style", "log_limits", "PALETTE", "SLO_COLOR"]
 
 #: Colour-blind-safe palette (Okabe & Ito 2008), used in this order by every plot.
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
@@ -76,3 +76,11 @@ def styled(fn):
         with _rc():
             return fn(*args, **kwargs)
     return wrapper
+
+
+def log_limits(lo: float, hi: float, margin: float = 0.05) -> tuple[float, float]:
+    """Axis limits spanning ``lo`` … ``hi`` (> 0) on a log axis with ``margin`` of the log range on
+    each side: matplotlib's default autoscale margin, set explicitly so that a figure updated in
+    place does not depend on what it showed before."""
+    f = (hi / lo) ** margin if hi > lo else 2.0
+    return lo / f, hi * f

@@ -1,7 +1,8 @@
 """Figures of lecture 03 (cache part): hit ratio vs capacity, global pool vs local caches.
 
 Each function takes tidy DataFrames from :mod:`mooncake_lab.experiments.l03_cache` and returns a
-:class:`matplotlib.figure.Figure` with a title and axis labels with units.
+:class:`matplotlib.figure.Figure` with a title and axis labels with units; the dashboards' figures
+are view classes (built once, ``update`` sets the data) that the functions wrap.
 Titles are placed at a fixed ``y=1.0`` and log axes get plain-text decade ticks: matplotlib's
 automatic title placement and mathtext tick labels cost most of a redraw, and these figures are
 redrawn on every slider move (budget 150 ms). Capacities are in 512-token blocks; ``block_bytes``
@@ -61,8 +62,8 @@ class HitRatioChart:
                                   label="paper: arXiv v3 Table 1 (arXiv trace, not this one)")
         if block_bytes:
             one_tb = _TB / block_bytes
-            self.fixed.append(ax.axvline(one_tb, color=PALETTE[4], ls=":", lw=1.5,
-                                         label=f"1 TB of DRAM = {one_tb:,.0f} blocks ≈ {one_tb * 512 / 1e6:.2f}M tokens"))
+            label = f"1 TB of DRAM = {one_tb:,.0f} blocks ≈ {one_tb * 512 / 1e6:.2f}M tokens"
+            self.fixed.append(ax.axvline(one_tb, color=PALETTE[4], ls=":", lw=1.5, label=label))
         self.marker, = ax.plot([], [], "o", color=PALETTE[1], ms=9, zorder=5, label="chosen capacity")
         self.note = ax.annotate("", (1, 0), xytext=(8, -14), textcoords="offset points", color="k", zorder=6,
                                 fontsize="small", bbox={"fc": "white", "ec": "none", "alpha": 0.8})
@@ -87,7 +88,7 @@ class HitRatioChart:
         fin = curve[np.isfinite(curve["capacity_blocks"])]
         inf = curve[~np.isfinite(curve["capacity_blocks"])]
         self.curve.set_data(fin["capacity_blocks"].to_numpy(), fin[col].to_numpy())
-        self.curve.set_label(f"ours: global LRU, {name}")
+        self.curve.set_label("ours: global LRU on this trace")     # the title names it
         level = float(inf[col].iloc[0]) if len(inf) else np.nan
         for a in (self.inf, self.inf_note):
             a.set_visible(len(inf) > 0)

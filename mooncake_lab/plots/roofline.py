@@ -2,8 +2,9 @@
 ideal vs calibrated vs measured.
 
 Each function takes tidy DataFrames from :mod:`mooncake_lab.experiments.l01_roofline` and returns a
-:class:`matplotlib.figure.Figure` with a title and axis labels with units. FLOP/s are shown in
-TFLOP/s (1e12), intensities in FLOP per byte of HBM traffic.
+:class:`matplotlib.figure.Figure` with a title and axis labels with units (the dashboards' two
+figures are view classes, built once and updated in place, that the functions wrap). FLOP/s are
+shown in TFLOP/s (1e12), intensities in FLOP per byte of HBM traffic.
 """
 from __future__ import annotations
 
@@ -11,10 +12,10 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import FixedLocator, NullLocator
 
-from . import PALETTE, new_figure, styled
+from . import PALETTE, log_limits, new_figure, styled
 
-__all__ = ["RooflineChart", "PrefillDecodePanels", "roofline_chart", "flops_per_token", "prefill_vs_length", "decode_vs_batch",
-           "calibration_comparison", "prefill_decode_panels", "PRESET_COLORS"]
+__all__ = ["RooflineChart", "PrefillDecodePanels", "roofline_chart", "flops_per_token", "prefill_vs_length",
+           "decode_vs_batch", "calibration_comparison", "prefill_decode_panels", "PRESET_COLORS"]
 
 #: One colour per cost-model preset, used by every figure of the lecture.
 PRESET_COLORS = {"ideal": PALETTE[0], "calibrated": PALETTE[1], "modern": PALETTE[2], "measured": "#000000"}
@@ -101,7 +102,7 @@ class RooflineChart:
 
     def update(self, curve: pd.DataFrame, points: pd.DataFrame, *, node_label: str = "8×A800",
                ridge: float | None = None, sweep: pd.DataFrame | None = None, show_achieved: bool = False,
-               preset_label: str = "ideal", title: str | None = None):
+               preset_label: str | None = "ideal", title: str | None = None):
         """Show ``curve`` (``roofline_curve``: intensity, attainable_flops), ``points``
         (``roofline_points``: phase, label, intensity, attainable_flops, achieved_flops), the ``ridge``
         (FLOP/B, dotted) and ``sweep`` (``roofline_sweep``). ``show_achieved``: hollow markers at the
@@ -127,7 +128,8 @@ class RooflineChart:
             self.achieved[ph].set_data(xi, got)
             nan = np.full_like(xi, np.nan)         # one vertical segment per point, NaN-separated
             self.drops[ph].set_data(np.c_[xi, xi, nan].ravel(), np.c_[got, roof, nan].ravel())
-            self.achieved[ph].set_label(f"{ph} achieved ({preset_label})" if show_achieved else "_hidden")
+            self.achieved[ph].set_label((f"{ph} achieved" + (f" ({preset_label})" if preset_label else ""))
+                                        if show_achieved else "_hidden")
             self.achieved[ph].set_visible(show_achieved)
             self.drops[ph].set_visible(show_achieved)
         self._label_points(points)
@@ -142,7 +144,7 @@ class RooflineChart:
         if state != self.static_state:      # what the (static) legend shows
             if self._legend is not None:
                 self._legend.remove()
-            self._legend = self.figure.legend(handles=handles, loc="outside lower center", ncol=4,
+            self._legend = self.figure.legend(handles=handles, loc="outside lower center", ncol=3,
                                               fontsize="small", frameon=False)
             self.static_state = state
         return self
@@ -299,22 +301,14 @@ def calibration_comparison(df: pd.DataFrame):
     return fig
 
 
-def _log_xlim(ax, values, margin: float = 0.05) -> None:
-    """x limits spanning ``values`` on a log axis with ``margin`` of the log range on each side
-    (matplotlib's default autoscale margin, set explicitly so it does not depend on the data shown)."""
-    lo, hi = float(np.min(values)), float(np.max(values))
-    f = (hi / lo) ** margin
-    ax.set_xlim(lo / f, hi * f)
-
-
 class PrefillDecodePanels:
     """Three panels for one configuration: prefill time vs length, MFU vs length, decode step vs batch.
 
     Built once for the prompt ``lengths`` and decode ``batches`` (x values), with the fixed
     references: ``ref_pre`` (``prefill_vs_length`` rows of a reference configuration, dashed grey)
     and ``measured`` (``measured_prefill_mfu``; TP8 rows as black diamonds). :meth:`update` sets one
-    configuration, drawn in its preset's colour and labelled at the end of its lines (the legends
-    hold only the fixed entries); ``live=True`` marks the changing artists as animated.
+    configuration, drawn in its preset's colour, its preset named at the end of its lines (the
+    legends hold only the fixed entries); ``live=True`` marks the changing artists as animated.
     """
 
     @styled
@@ -342,7 +336,7 @@ class PrefillDecodePanels:
         self._ref_min = float(ref_pre["time_s"].min()) if ref_pre is not None else None
         for ax, xs in ((ax_t, lengths), (ax_m, lengths), (ax_d, batches)):
             _pow2_axis(ax, xs)
-            _log_xlim(ax, xs)
+            ax.set_xlim(*log_limits(float(np.min(xs)), float(np.max(xs))))
         ax_t.set_yscale("log")
         ax_t.yaxis.set_minor_locator(NullLocator())
         ax_t.set_xlabel("prompt length (tokens, log)")
@@ -372,11 +366,13 @@ class PrefillDecodePanels:
     def update(self, pre: pd.DataFrame, dec: pd.DataFrame, *, label: str, ref_dec: pd.DataFrame | None = None,
                time_ymax_s: float | None = None, step_ymax_ms: float | None = None):
         """Show one configuration: ``pre``/``dec`` are one preset's rows of ``prefill_vs_length`` /
-        ``decode_vs_batch``, ``ref_dec`` the reference's decode rows; ``label`` names the configuration.
+        ``decode_vs_batch``, ``ref_dec`` the reference's decode rows; ``label`` (the heading) names the
+        configuration.
         ``time_ymax_s`` / ``step_ymax_ms`` fix the top of the prefill-time and decode-step axes
         (default: fit the data; the prefill axis always ends on a decade)."""
         ax_t, ax_m, ax_d = self.axes
-        col = _preset_color(str(pre["preset"].iloc[0]))
+        name = str(pre["preset"].iloc[0])
+        col = _preset_color(name)
         for line, d, xcol, ycol, scale in ((self.time, pre, "n_new", "time_s", 1.0),
                                            (self.mfu, pre, "n_new", "mfu", 100.0),
                                            (self.step, dec, "batch_size", "step_s", 1e3)):
@@ -386,7 +382,7 @@ class PrefillDecodePanels:
             if line is not self.mfu:
                 note = self.names[0 if line is self.time else 1]
                 note.xy = (x[-1], y[-1])
-                note.set_text(label)
+                note.set_text(name)
                 note.set_color(col)
         self.ref_step.set_data(([], []) if ref_dec is None else (ref_dec["batch_size"], ref_dec["step_s"] * 1e3))
         bad = dec[~dec["fits"]]

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullLocator
 
-from . import PALETTE, new_figure, styled
+from . import PALETTE, log_limits, new_figure, styled
 
 __all__ = ["kv_footprint", "tier_speedup", "ssd_crossover", "ttft_components", "eq2_breakeven", "Eq2Chart",
            "layerwise_store", "ATTENTION_COLORS"]
@@ -179,6 +179,7 @@ class TTFTComponents:
         return self
 
 
+@styled
 def ttft_components(df: pd.DataFrame, title: str | None = None):
     """A figure of :class:`TTFTComponents` showing ``df`` (from ``request_breakdown``)."""
     return TTFTComponents(df["scenario"]).update(df, title).figure
@@ -216,7 +217,7 @@ class Eq2Chart:
         ax.set_xlabel("cached prefix length p (tokens, log)")
         ax.set_ylabel("break-even bandwidth B (GB/s, log)")
         ax.set_title(" ")
-        self.figure.legend(loc="outside lower center", ncol=min(len(self.curves) + bool(paper), 4),
+        self.figure.legend(loc="outside lower center", ncol=min(len(self.curves) + bool(paper), 3),
                            fontsize="small", frameon=False)
         self.live, self.static_state = live, None
         if live:
@@ -247,14 +248,12 @@ class Eq2Chart:
         self._show_tiers(tiers, float(df["prefix_len"].min()))
         lo, hi = float(df["prefix_len"].min()), float(df["prefix_len"].max())
         _tokens_log2(ax.xaxis, lo, hi)
-        f = (hi / lo) ** 0.05                        # matplotlib's default 5% margin, in log space
-        ax.set_xlim(lo / f, hi * f)
+        ax.set_xlim(*log_limits(lo, hi))
         if ylim is None:
             ys = np.r_[df["min_gbs"].to_numpy(), [] if tiers is None else tiers["bandwidth_gbs"].to_numpy()]
-            f = (ys.max() / ys.min()) ** 0.05
-            ylim = (ys.min() / f, ys.max() * f)
+            ylim = log_limits(ys.min(), ys.max())
         ax.set_ylim(*ylim)
-        ax.set_title(f"FAST'25 Eq. 2: reusing the prefix beats recomputing above this bandwidth ({model_name})")
+        ax.set_title(f"FAST'25 Eq. 2: prefix reuse beats recompute above this bandwidth ({model_name})")
         return self
 
     def _show_tiers(self, tiers: pd.DataFrame | None, x: float) -> None:

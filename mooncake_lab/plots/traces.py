@@ -1,17 +1,18 @@
 """Figures of lecture 03 (trace part): arrivals, length CDFs, timestamp gaps, block popularity.
 
-Each function takes the tidy DataFrame of the matching experiment in
-:mod:`mooncake_lab.experiments.l03_traces` / :mod:`~mooncake_lab.experiments.l03_cache` and returns
-a :class:`matplotlib.figure.Figure` with a title and axis labels with units.
-Titles are placed at a fixed ``y=1.0`` and log axes get plain-text decade ticks: matplotlib's
-automatic title placement and mathtext tick labels cost most of a redraw, and these figures are
-redrawn on every slider move (budget 150 ms).
+Each figure is a view class (built once, on a given axes or a new figure; ``update`` sets the data,
+``live=True`` marks what changes for a dashboard's blitting) and a function that takes the tidy
+DataFrame of the matching experiment in :mod:`mooncake_lab.experiments.l03_traces` /
+:mod:`~mooncake_lab.experiments.l03_cache` and returns a :class:`matplotlib.figure.Figure` with a
+title and axis labels with units. Titles are placed at a fixed ``y=1.0`` and log axes get
+plain-text decade ticks: matplotlib's automatic title placement and mathtext tick labels cost most
+of a redraw (dashboard budget: 150 ms per move).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from . import PALETTE, new_figure, styled
+from . import PALETTE, log_limits, new_figure, styled
 
 __all__ = ["arrivals", "length_cdfs", "timestamp_gaps", "block_popularity", "plain_log_ticks", "ArrivalsView",
            "LengthCDFView", "GapsView", "PopularityView"]
@@ -114,9 +115,7 @@ class LengthCDFView:
             if len(g):
                 lo, hi = min(lo, float(g["tokens"].min())), max(hi, float(g["tokens"].max()))
         if hi > 0:
-            lo = max(lo, 1.0)
-            f = (hi / lo) ** 0.05 if hi > lo else 2.0       # matplotlib's default 5% margin, in log space
-            self.ax.set_xlim(lo / f, hi * f)
+            self.ax.set_xlim(*log_limits(max(lo, 1.0), hi))
         self.ax.set_title(f"Prompt and answer lengths, {trace_name} trace", y=1.0)
         return self
 
@@ -204,10 +203,8 @@ class PopularityView:
             first = table.iloc[0]
             self.top.xy = (float(first["rank"]), float(first["requests"]))
             self.top.set_text(f"block {int(first['block_id'])}: {int(first['requests']):,} requests")
-            f = (max(rank.max(), 2) / 1.0) ** 0.05               # 5% margins in log space, as autoscale
-            g = (max(r.max(), 2) / 1.0) ** 0.05
-            self.ax.set_xlim(1 / f, rank.max() * f)
-            self.ax.set_ylim(1 / g, r.max() * g)
+            self.ax.set_xlim(*log_limits(1.0, float(rank.max())))
+            self.ax.set_ylim(*log_limits(1.0, float(r.max())))
         self.ax.set_title(f"Block popularity, {trace_name} trace", y=1.0)
         return self
 
