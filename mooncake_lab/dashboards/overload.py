@@ -146,9 +146,9 @@ class PolicyComparisonDashboard(Dashboard):
         df = exp.policy_counts(trace, speed, decode_kv_capacity_tokens=kv)
         order = exp.rejection_ordering(df["rejected"])
         holds = exp.paper_ordering_holds(df["rejected"])
-        self.readout.value = (f"{exp._trace(trace).name} at {speed:g}×, decode KV {kv:,.0f} tokens/node: rejected, "
-                              f"most → fewest: <b>{order}</b> — the paper's ordering (baseline > early > predicted) "
-                              f"{'<b>holds</b>' if holds else 'does not hold'} here")
+        self.readout.value = (f"{exp._trace(trace).name} at {speed:g}×, decode KV {kv:,.0f} tokens/node: "
+                              f"rejected, most → fewest: <b>{order}</b> — the paper's ordering (baseline > early > "
+                              f"predicted) {'<b>holds</b>' if holds else 'does not hold'} here")
         need = self.view.fitted_ylims(df, self._paper())
         old = self._ylims or [(None, None)] * 3
         self._ylims = [(0.0, sticky_limit(old[0][1], need[0][1], headroom=1.0)),

@@ -29,7 +29,8 @@ from ..traces import Trace
 from .common import as_trace as _trace, simulate_all, simulate_at_speed
 
 __all__ = ["overload_comparison", "policy_counts", "PAPER_TABLE3_REJECTED", "DEFAULT_CONFIG", "DEFAULT_SPEED",
-           "POLICIES", "run", "policy_runs", "load_timeseries", "speed_sweep", "SWEEP_SPEEDS", "regime_table", "REGIMES",
+           "POLICIES", "run", "policy_runs", "load_timeseries", "speed_sweep", "SWEEP_SPEEDS", "regime_table",
+           "REGIMES",
            "rejection_ordering", "paper_ordering_holds", "crossover_speed", "real_kv_capacity_tokens",
            "requests_per_node", "TRACES"]
 
