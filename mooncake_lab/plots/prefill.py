@@ -11,7 +11,7 @@ from matplotlib.patches import PathPatch
 from matplotlib.path import Path
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-from . import PALETTE, SLO_COLOR, figure_style, new_figure, styled
+from . import PALETTE, SLO_COLOR, figure_style, log_limits, new_figure, styled
 
 __all__ = ["Gantt", "gantt", "TTFTVsLength", "ttft_vs_length", "mfu_and_traffic", "interleave", "vram_profile",
            "SCHEME_STYLE"]
@@ -152,9 +152,7 @@ class TTFTVsLength:
         tokens = (float(n.min()), float(n.max()))
         if tokens != self._tokens:
             _tokens_axis(self.ax.xaxis, *tokens)
-            lo, hi = np.log2(tokens)
-            pad = 0.05 * max(hi - lo, 1.0)  # matplotlib's default 5% margin, in octaves
-            self.ax.set_xlim(2.0 ** (lo - pad), 2.0 ** (hi + pad))
+            self.ax.set_xlim(*log_limits(*tokens))
             self._tokens = tokens
         if ylim is None:
             lo, hi = self.y_range(df)
