@@ -76,3 +76,25 @@ def test_nice_ceiling_and_sticky_limit_by_hand():
     assert sticky_limit(100, 50) == 100             # fits and fills half: kept
     assert sticky_limit(100, 120) == 150            # does not fit: 132 → 150
     assert sticky_limit(100, 20) == 25              # fills 20% < 30%: shrinks, 22 → 25
+
+
+@pytest.mark.parametrize("alpha", [1.0, 0.5])
+def test_png_decodes_to_the_canvas_pixels(alpha):
+    import io
+
+    import numpy as np
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from PIL import Image
+
+    from mooncake_lab.dashboards import _png
+
+    fig = Figure(figsize=(3, 2))
+    fig.patch.set_alpha(alpha)
+    fig.subplots().plot([0, 1, 4], color="C1")
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    got = np.asarray(Image.open(io.BytesIO(_png(canvas))))
+    want = np.asarray(canvas.buffer_rgba())
+    assert got.shape == ((200, 300, 3) if alpha == 1.0 else (200, 300, 4))
+    assert (got == want[..., :got.shape[2]]).all()
