@@ -98,3 +98,11 @@ def test_png_decodes_to_the_canvas_pixels(alpha):
     want = np.asarray(canvas.buffer_rgba())
     assert got.shape == ((200, 300, 3) if alpha == 1.0 else (200, 300, 4))
     assert (got == want[..., :got.shape[2]]).all()
+
+
+def test_sticky_decades_by_hand():
+    from mooncake_lab.dashboards import sticky_decades
+
+    assert sticky_decades(None, 0.3, 40) == (0.1, 100.0)
+    assert sticky_decades((0.1, 100.0), 0.5, 60) == (0.1, 100.0)     # still fits: kept
+    assert sticky_decades((0.1, 100.0), 0.5, 600) == (0.1, 1000.0)   # grows a decade at the top

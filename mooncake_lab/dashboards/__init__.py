@@ -26,7 +26,7 @@ import ipywidgets as widgets
 import numpy as np
 from IPython.display import Image, display
 
-__all__ = ["Dashboard", "render_png", "nice_ceiling", "sticky_limit"]
+__all__ = ["Dashboard", "render_png", "nice_ceiling", "sticky_limit", "sticky_decades"]
 
 #: Backgrounds kept per dashboard (≈ 1–3 MB each): going back to a view or scale seen recently
 #: needs no full redraw.
@@ -85,6 +85,15 @@ def sticky_limit(current: float | None, needed: float, headroom: float = 1.1, sh
     if current is not None and shrink_below * current <= needed <= current:
         return current
     return nice_ceiling(needed * headroom)
+
+
+def sticky_decades(current: tuple | None, lo: float, hi: float) -> tuple:
+    """Log-axis limits at whole decades around ``[lo, hi]`` (> 0), kept while the data still
+    reaches within 1.3 decades (× 20) of each end (:func:`sticky_limit` on each end)."""
+    cur_lo, cur_hi = current or (None, None)
+    top = sticky_limit(cur_hi, hi, headroom=1.0, shrink_below=0.05)
+    bottom = 1.0 / sticky_limit(None if cur_lo is None else 1.0 / cur_lo, 1.0 / lo, headroom=1.0, shrink_below=0.05)
+    return 10.0 ** math.floor(math.log10(bottom) + 1e-9), 10.0 ** math.ceil(math.log10(top) - 1e-9)
 
 
 class Dashboard:

@@ -6,14 +6,12 @@ build their figure once (:class:`~mooncake_lab.plots.prefill.Gantt`,
 """
 from __future__ import annotations
 
-import math
-
 import ipywidgets as widgets
 
 from .. import cpp
 from ..experiments import l05_prefill as exp
 from ..plots import prefill as plots
-from . import Dashboard, sticky_limit
+from . import Dashboard, sticky_decades, sticky_limit
 
 __all__ = ["GanttDashboard", "SchemesDashboard", "PRESET_OPTIONS"]
 
@@ -23,15 +21,6 @@ _STYLE = {"description_width": "initial"}
 _PROMPT_LOG2 = (12.0, 17.0)     # 4,096 … 131,072 tokens
 _CHUNK_LOG2 = (9.0, 14.0)       # 512 … 16,384 tokens
 _BW_LOG10 = (0.0, 2.6)          # 1 … 400 GB/s between stages
-
-
-def sticky_decades(current: tuple | None, lo: float, hi: float) -> tuple:
-    """Log-axis limits at whole decades around ``[lo, hi]`` (> 0), kept while the data still
-    reaches within 1.3 decades (× 20) of each end (:func:`~mooncake_lab.dashboards.sticky_limit` on each end)."""
-    cur_lo, cur_hi = current or (None, None)
-    top = sticky_limit(cur_hi, hi, headroom=1.0, shrink_below=0.05)
-    bottom = 1.0 / sticky_limit(None if cur_lo is None else 1.0 / cur_lo, 1.0 / lo, headroom=1.0, shrink_below=0.05)
-    return 10.0 ** math.floor(math.log10(bottom) + 1e-9), 10.0 ** math.ceil(math.log10(top) - 1e-9)
 
 
 def _bw_slider(value):

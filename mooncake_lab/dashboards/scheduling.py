@@ -17,8 +17,7 @@ import ipywidgets as widgets
 
 from ..experiments import l04_scheduling as exp
 from ..plots import scheduling as plots
-from . import Dashboard, sticky_limit
-from .prefill import sticky_decades
+from . import Dashboard, sticky_decades, sticky_limit
 
 __all__ = ["SchedulingDashboard", "AlgorithmOneDashboard", "TRACE_CHOICES", "BOUNDS"]
 

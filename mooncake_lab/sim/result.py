@@ -62,7 +62,7 @@ class SimResult:
             code = a["outcome"]
             df = pd.DataFrame({
                 "arrival_s": tr.arrival_s, "input_len": tr.input_len, "output_len": tr.output_len,
-                "outcome": pd.Categorical([OUTCOMES[int(k)] for k in code], categories=list(OUTCOMES.values())),
+                "outcome": pd.Categorical.from_codes(code.astype(np.int64), categories=[OUTCOMES[k] for k in range(len(OUTCOMES))]),
                 "prefill_instance": a["prefill_inst"], "decode_instance": a["decode_inst"],
                 "queue_wait_s": a["queue_wait"], "fetch_s": a["fetch_time"], "fetch_source": a["fetch_src"],
                 "prefill_start_s": a["prefill_start"], "prefill_s": a["prefill_time"],
