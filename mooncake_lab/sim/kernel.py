@@ -17,6 +17,16 @@ One pass over the requests in arrival order:
 Every step of a decode segment is logged as an arithmetic run (per instance, linked backwards), so
 on completion a request's token intervals are exactly its runs since admission: the mean and the
 mean of the longest 10% follow without storing one interval per token.
+
+Speed
+-----
+Numba reference-counts arrays: a function that takes an array increments its count on entry and
+decrements it on exit, and so does every view (``pa[d]``, a slice), each an atomic operation that
+LLVM cannot remove across a call. In this loop that was ~45% of the run time. The helpers below,
+in :mod:`.decode_math` and :mod:`mooncake_lab.prefix_cache` therefore compile with ``_nrt=False``
+(no reference counting, hence no allocation): they only index arrays that :func:`_kernel`'s caller
+or :func:`_kernel` itself keeps alive; only :func:`_kernel` allocates. Views are taken inside such
+helpers, not in the kernel's loop. ``benchmarks/bench_sim.py`` measures it.
 """
 from __future__ import annotations
 
@@ -38,7 +48,7 @@ from .decode_math import segment_pieces, steps_until_after, time_after, top_k_su
 # none 0, baseline 1, early 2, predicted 3 (config.ADMISSIONS).
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _reusable_tokens(n_blocks, input_len, block_tokens):
     """Prompt tokens a prefix of ``n_blocks`` cached blocks saves: min(bt·n, L), but at least one
     token is always computed (the first output token needs a forward pass): ≤ L − 1."""
@@ -46,7 +56,7 @@ def _reusable_tokens(n_blocks, input_len, block_tokens):
     return min(t, input_len - 1)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _exposed_transfer(c, n_tokens, prefill_s, n_layers, layerwise):
     """Seconds the prefill→decode KV transfer adds after the prefill ends.
 
@@ -61,8 +71,17 @@ def _exposed_transfer(c, n_tokens, prefill_s, n_layers, layerwise):
     return max(x / nl, x - prefill_s * (1.0 - 1.0 / nl))
 
 
+@njit(cache=True, _nrt=False)
+def _prefill_on(c, gfree, glink, p, nfree, nlink, ready, n_new, n_cached, group_size, chunk, act_bytes, bw,
+                overlap):
+    """:func:`.cpp_group.group_prefill` on instance ``p``: ``(finish, span)`` in s; ``p``'s state after
+    the request goes to ``nfree`` / ``nlink``. (A call here, not inlined: see "Speed".)"""
+    return group_prefill(c, gfree, glink, p, nfree, nlink, ready, n_new, n_cached, group_size, chunk, act_bytes,
+                         bw, overlap)
+
+
 # ---------------------------------------------------------------------------- ready-event heap
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _heap_push(ht, hi, size, t, i):
     k = size
     ht[k] = t
@@ -77,7 +96,7 @@ def _heap_push(ht, hi, size, t, i):
     return size + 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _heap_pop(ht, hi, size):
     """Remove the (time, index)-smallest entry (read it at [0] before calling); returns new size."""
     size -= 1
@@ -101,7 +120,7 @@ def _heap_pop(ht, hi, size):
 
 
 # ---------------------------------------------------------------------------- decode instances
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _start_segment(d, c, dT, dnext_t, dnext_n, dctx, dk, run_list, run_cnt, done_step, pa, pd, pm, pn):
     """After an event at ``dT[d]``: plan the segment up to the next completion (or go idle)."""
     b = run_cnt[d]
@@ -121,7 +140,17 @@ def _start_segment(d, c, dT, dnext_t, dnext_n, dctx, dk, run_list, run_cnt, done
     dnext_t[d] = time_after(dT[d], pa[d], pd[d], pm[d], pn[d], n_c)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
+def _cut_segment(d, t, dT, dnext_t, dnext_n, pa, pd, pm, pn):
+    """End instance ``d``'s segment at its first step boundary strictly after ``t`` if that is
+    before its planned next event (a queued request that fits is admitted there)."""
+    ns = steps_until_after(dT[d], t, pa[d], pd[d], pm[d], pn[d])
+    if ns < dnext_n[d]:
+        dnext_n[d] = ns
+        dnext_t[d] = time_after(dT[d], pa[d], pd[d], pm[d], pn[d], ns)
+
+
+@njit(cache=True, _nrt=False)
 def _admit(d, t, cap, input_len, output_len, dT, dctx, dk, reserved, waitneed, wcnt, max_kv, qhead, qtail,
            qnext, run_list, run_cnt, done_step, run_mark, last_run, decode_admit):
     """Admit queued requests of instance ``d`` at boundary ``t`` in FIFO order while KV fits."""
@@ -146,7 +175,7 @@ def _admit(d, t, cap, input_len, output_len, dT, dctx, dk, reserved, waitneed, w
         run_cnt[d] += 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _finish_tbt(i, d, last_run, run_mark, log_a, log_d, log_m, log_prev, decode_admit, prefill_end,
                 n_intervals, buf_a, buf_d, buf_m, hkey, hidx):
     """Mean of the longest 10% of request ``i``'s token intervals, from its logged runs.
@@ -406,10 +435,7 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
                                    pa, pd, pm, pn)
                 elif was_empty and reserved[d] + need <= decode_cap:
                     # it fits: admitted at the first step boundary strictly after t
-                    ns = steps_until_after(dT[d], t, pa[d], pd[d], pm[d], pn[d])
-                    if ns < dnext_n[d]:
-                        dnext_n[d] = ns
-                        dnext_t[d] = time_after(dT[d], pa[d], pd[d], pm[d], pn[d], ns)
+                    _cut_segment(d, t, dT, dnext_t, dnext_n, pa, pd, pm, pn)
             else:
                 break
             diag[0] += 1
@@ -440,8 +466,8 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
                 if policy == 2:
                     cached = _reusable_tokens(local[p], Lin, block_tokens)
                     r0 = max(a, gfree[p, 0])
-                    span = group_prefill(c, gfree, glink, p, nfree, nlink, r0, Lin - cached, cached, group_size,
-                                        cpp_chunk, act_bytes, cpp_bw, cpp_overlap)[1]
+                    span = _prefill_on(c, gfree, glink, p, nfree, nlink, r0, Lin - cached, cached, group_size,
+                                      cpp_chunk, act_bytes, cpp_bw, cpp_overlap)[1]
                     est[p] += span
         if policy == 3:
             for p in range(P):
@@ -450,13 +476,13 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
                     cb = _reusable_tokens(best, Lin, block_tokens)
                     f_e = group_fetch_time(c, cb - cl, group_size)
                     r0 = max(a, gfree[p, 0]) + f_e
-                    span = group_prefill(c, gfree, glink, p, nfree, nlink, r0, Lin - cb, cb, group_size,
-                                        cpp_chunk, act_bytes, cpp_bw, cpp_overlap)[1]
+                    span = _prefill_on(c, gfree, glink, p, nfree, nlink, r0, Lin - cb, cb, group_size,
+                                      cpp_chunk, act_bytes, cpp_bw, cpp_overlap)[1]
                     est[p] += f_e + span
                 else:
                     r0 = max(a, gfree[p, 0])
-                    span = group_prefill(c, gfree, glink, p, nfree, nlink, r0, Lin - cl, cl, group_size,
-                                        cpp_chunk, act_bytes, cpp_bw, cpp_overlap)[1]
+                    span = _prefill_on(c, gfree, glink, p, nfree, nlink, r0, Lin - cl, cl, group_size,
+                                      cpp_chunk, act_bytes, cpp_bw, cpp_overlap)[1]
                     est[p] += span
         if policy == 0:
             pi = min(int(u_random[i] * P), P - 1)
@@ -490,8 +516,8 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
             f_t = group_fetch_time(c, cached - cl, group_size)
         start = max(a, gfree[pi, 0])
         r0 = start + f_t
-        end, pt = group_prefill(c, gfree, glink, pi, nfree, nlink, r0, Lin - cached, cached, group_size,
-                                cpp_chunk, act_bytes, cpp_bw, cpp_overlap)  # nfree / nlink: pi's state after it
+        end, pt = _prefill_on(c, gfree, glink, pi, nfree, nlink, r0, Lin - cached, cached, group_size,
+                              cpp_chunk, act_bytes, cpp_bw, cpp_overlap)  # nfree / nlink: pi's state after it
         r_i = end + _exposed_transfer(c, Lin, pt, n_layers, layerwise)
         # ---------------- admission at arrival (arXiv §7): loads as SLO satisfaction
         pl = prefill_load(end - a, ttft_slo)
