@@ -39,8 +39,8 @@ from numba import njit
 
 from ..prefix_cache import _match_prefix, _touch_blocks
 from ..roofline import cm_decode_step_time, cm_prefill_time
-from .decode_math import segment_pieces, steps_until_after, time_after, top_k_sum
-from .kernel import _reusable_tokens
+from .decode_math import segment_pieces, time_after, top_k_sum
+from .kernel import _cut_segment, _reusable_tokens
 
 __all__ = ["tail_slots"]
 
@@ -51,7 +51,7 @@ def tail_slots(output_len: np.ndarray) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(k)]).astype(np.int64)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)  # no reference counting: see sim/kernel.py, "Speed"
 def _tail_mean(j, e, heap, hoff, hcnt, run_mark, last_run, log_a, log_d, log_m, log_prev,
                buf_a, buf_d, buf_m, hkey, hidx):
     """Mean of the longest ``ceil((output − 1)/10)`` token intervals of request ``j`` (on ``e``).
@@ -367,7 +367,4 @@ def _coupled_kernel(arrival, input_len, output_len, offsets, block_ids, block_to
             seg_n[ei] = -1
         elif seg_n[ei] > 0 and was_empty and reserved[ei] + (Lin + output_len[i]) <= decode_cap:
             # decoding only, and it fits: admitted at the first step boundary strictly after a
-            ns = steps_until_after(seg_t0[ei], a, pa[ei], pd[ei], pm[ei], pn[ei])
-            if ns < seg_n[ei]:
-                seg_n[ei] = ns
-                it_end[ei] = time_after(seg_t0[ei], pa[ei], pd[ei], pm[ei], pn[ei], ns)
+            _cut_segment(ei, a, seg_t0, it_end, seg_n, pa, pd, pm, pn)
