@@ -51,7 +51,7 @@ kernels (the cluster simulator)::
 Stamps come from each cache's own clock (``meta[c, 4]``), not from the caller, so they are strictly
 increasing per cache whatever the simulator's time does.
 
-The helpers are compiled with ``_nrt=False`` (no reference counting): they only index arrays their
+The helpers are compiled with :data:`~mooncake_lab.jit.helper_njit` (no reference counting): they only index arrays their
 caller owns, and numba would otherwise pay an atomic increment and decrement per array argument per
 call — most of the cost of a touch (see :mod:`mooncake_lab.sim.kernel`, "Speed").
 """
@@ -65,6 +65,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from .jit import helper_njit
 from .traces import BLOCK_TOKENS, Trace
 
 __all__ = [
@@ -206,7 +207,7 @@ def new_cache_state(n_instances: int, n_blocks: int, capacity) -> CacheState:
                       meta=meta)
 
 
-@njit(cache=True, _nrt=False)  # no reference counting: see the module docstring
+@helper_njit
 def _match_prefix(last_use, inst, blocks):
     """Number of leading ``blocks`` present in cache ``inst`` (prefix-chain match). No side effect."""
     n = 0
@@ -215,7 +216,7 @@ def _match_prefix(last_use, inst, blocks):
     return n
 
 
-@njit(cache=True, _nrt=False)  # no reference counting: see the module docstring
+@helper_njit
 def _compact_queue(last_use, q_block, q_stamp, meta, inst):
     """Drop stale queue entries of cache ``inst``, keeping live ones in stamp order at the front."""
     w = 0
@@ -229,7 +230,7 @@ def _compact_queue(last_use, q_block, q_stamp, meta, inst):
     meta[inst, 3] = w
 
 
-@njit(cache=True, _nrt=False)  # no reference counting: see the module docstring
+@helper_njit
 def _evict_to(last_use, q_block, q_stamp, meta, inst, capacity):
     """Evict least-recently-used blocks of cache ``inst`` until it holds ≤ ``capacity`` blocks."""
     while meta[inst, 1] > capacity:
@@ -241,7 +242,7 @@ def _evict_to(last_use, q_block, q_stamp, meta, inst, capacity):
             meta[inst, 1] -= 1
 
 
-@njit(cache=True, _nrt=False)  # no reference counting: see the module docstring
+@helper_njit
 def _touch_block(last_use, q_block, q_stamp, meta, inst, b):
     """Insert block ``b`` into cache ``inst`` or mark it most recently used; evict to capacity."""
     cap = meta[inst, 0]
@@ -261,7 +262,7 @@ def _touch_block(last_use, q_block, q_stamp, meta, inst, b):
     _evict_to(last_use, q_block, q_stamp, meta, inst, cap)
 
 
-@njit(cache=True, _nrt=False)  # no reference counting: see the module docstring
+@helper_njit
 def _touch_blocks(last_use, q_block, q_stamp, meta, inst, blocks):
     """Touch a request's ``blocks`` in cache ``inst``, last block first (root ends most recent)."""
     for j in range(len(blocks) - 1, -1, -1):

@@ -37,6 +37,7 @@ import math
 import numpy as np
 from numba import njit
 
+from ..jit import helper_njit
 from ..prefix_cache import _match_prefix, _touch_blocks
 from ..roofline import cm_decode_step_time, cm_prefill_time
 from .decode_math import segment_pieces, time_after, top_k_sum
@@ -51,7 +52,7 @@ def tail_slots(output_len: np.ndarray) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(k)]).astype(np.int64)
 
 
-@njit(cache=True, _nrt=False)  # no reference counting: see sim/kernel.py, "Speed"
+@helper_njit
 def _tail_mean(j, e, heap, hoff, hcnt, run_mark, last_run, log_a, log_d, log_m, log_prev,
                buf_a, buf_d, buf_m, hkey, hidx):
     """Mean of the longest ``ceil((output − 1)/10)`` token intervals of request ``j`` (on ``e``).
@@ -81,7 +82,7 @@ def _tail_mean(j, e, heap, hoff, hcnt, run_mark, last_run, log_a, log_d, log_m, 
     return top_k_sum(buf_a, buf_d, buf_m, nr, kk, hkey, hidx) / kk
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # nogil: independent runs can go in parallel threads
 def _coupled_kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
                     c, E, policy, noise_sd, u_random, z_noise, decode_cap, chunked, chunk,
                     last_use, q_block, q_stamp, meta, hoff,

@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import math
 
-from numba import njit
-
+from ..jit import helper_njit
 from ..roofline import _experts_touched
 
 __all__ = ["decode_lines", "segment_pieces", "time_after", "steps_until_after", "top_k_sum"]
 
 
-@njit(cache=True, _nrt=False)  # no reference counting: see sim/kernel.py, "Speed"
+@helper_njit
 def decode_lines(c, batch):
     """``(base, k0, a1, s1, a2, s2)`` with step(ctx) = base + max(k0, a1 + s1·ctx, a2 + s2·ctx).
 
@@ -36,7 +35,7 @@ def decode_lines(c, batch):
             b * (c[1] + c[2]), c[3])
 
 
-@njit(cache=True, _nrt=False)  # no reference counting: see sim/kernel.py, "Speed"
+@helper_njit
 def segment_pieces(c, batch, ctx0, n_steps, pa, pd, pm):
     """Split ``n_steps`` decode steps (batch ``batch``, context ``ctx0`` at step 0) into pieces.
 
@@ -86,7 +85,7 @@ def segment_pieces(c, batch, ctx0, n_steps, pa, pd, pm):
     return npc
 
 
-@njit(cache=True, _nrt=False)  # no reference counting: see sim/kernel.py, "Speed"
+@helper_njit
 def time_after(t0, pa, pd, pm, npc, n):
     """Time (s) of the boundary ``n`` steps after ``t0`` (``n`` ≤ total steps of the pieces)."""
     t = t0
@@ -100,7 +99,7 @@ def time_after(t0, pa, pd, pm, npc, n):
     return t
 
 
-@njit(cache=True, _nrt=False)  # no reference counting: see sim/kernel.py, "Speed"
+@helper_njit
 def steps_until_after(t0, r, pa, pd, pm, npc):
     """Smallest ``n ≥ 1`` whose boundary ``time_after(t0, …, n)`` is strictly after ``r``.
 
@@ -130,7 +129,7 @@ def steps_until_after(t0, r, pa, pd, pm, npc):
     return done
 
 
-@njit(cache=True, _nrt=False)  # no reference counting: see sim/kernel.py, "Speed"
+@helper_njit
 def top_k_sum(ra, rd, rm, nruns, k, hkey, hidx):
     """Sum of the ``k`` largest values in non-decreasing arithmetic runs ``(ra, rd, rm)``.
 
@@ -161,7 +160,7 @@ def top_k_sum(ra, rd, rm, nruns, k, hkey, hidx):
     return total
 
 
-@njit(cache=True, _nrt=False)  # no reference counting: see sim/kernel.py, "Speed"
+@helper_njit
 def _sift_up(key, idx, i):
     while i > 0:
         p = (i - 1) // 2
@@ -172,7 +171,7 @@ def _sift_up(key, idx, i):
         i = p
 
 
-@njit(cache=True, _nrt=False)  # no reference counting: see sim/kernel.py, "Speed"
+@helper_njit
 def _sift_down(key, idx, i, h):
     while True:
         l = 2 * i + 1

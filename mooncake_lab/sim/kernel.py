@@ -23,8 +23,8 @@ Speed
 Numba reference-counts arrays: a function that takes an array increments its count on entry and
 decrements it on exit, and so does every view (``pa[d]``, a slice), each an atomic operation that
 LLVM cannot remove across a call. In this loop that was ~45% of the run time. The helpers below,
-in :mod:`.decode_math` and :mod:`mooncake_lab.prefix_cache` therefore compile with ``_nrt=False``
-(no reference counting, hence no allocation): they only index arrays that :func:`_kernel`'s caller
+in :mod:`.decode_math` and :mod:`mooncake_lab.prefix_cache` therefore compile with
+:data:`mooncake_lab.jit.helper_njit` (no reference counting, hence no allocation): they only index arrays that :func:`_kernel`'s caller
 or :func:`_kernel` itself keeps alive; only :func:`_kernel` allocates. Views are taken inside such
 helpers, not in the kernel's loop. ``benchmarks/bench_sim.py`` measures it.
 """
@@ -35,6 +35,7 @@ import math
 import numpy as np
 from numba import njit
 
+from ..jit import helper_njit
 from ..prefix_cache import _match_prefix, _touch_blocks
 from ..roofline import cm_kv_transfer_time
 from .admission import decode_load, prefill_load
@@ -48,7 +49,7 @@ from .decode_math import segment_pieces, steps_until_after, time_after, top_k_su
 # none 0, baseline 1, early 2, predicted 3 (config.ADMISSIONS).
 
 
-@njit(cache=True, _nrt=False)
+@helper_njit
 def _reusable_tokens(n_blocks, input_len, block_tokens):
     """Prompt tokens a prefix of ``n_blocks`` cached blocks saves: min(bt·n, L), but at least one
     token is always computed (the first output token needs a forward pass): ≤ L − 1."""
@@ -56,7 +57,7 @@ def _reusable_tokens(n_blocks, input_len, block_tokens):
     return min(t, input_len - 1)
 
 
-@njit(cache=True, _nrt=False)
+@helper_njit
 def _exposed_transfer(c, n_tokens, prefill_s, n_layers, layerwise):
     """Seconds the prefill→decode KV transfer adds after the prefill ends.
 
@@ -71,7 +72,7 @@ def _exposed_transfer(c, n_tokens, prefill_s, n_layers, layerwise):
     return max(x / nl, x - prefill_s * (1.0 - 1.0 / nl))
 
 
-@njit(cache=True, _nrt=False)
+@helper_njit
 def _prefill_on(c, gfree, glink, p, nfree, nlink, ready, n_new, n_cached, group_size, chunk, act_bytes, bw,
                 overlap):
     """:func:`.cpp_group.group_prefill` on instance ``p``: ``(finish, span)`` in s; ``p``'s state after
@@ -81,7 +82,7 @@ def _prefill_on(c, gfree, glink, p, nfree, nlink, ready, n_new, n_cached, group_
 
 
 # ---------------------------------------------------------------------------- ready-event heap
-@njit(cache=True, _nrt=False)
+@helper_njit
 def _heap_push(ht, hi, size, t, i):
     k = size
     ht[k] = t
@@ -96,7 +97,7 @@ def _heap_push(ht, hi, size, t, i):
     return size + 1
 
 
-@njit(cache=True, _nrt=False)
+@helper_njit
 def _heap_pop(ht, hi, size):
     """Remove the (time, index)-smallest entry (read it at [0] before calling); returns new size."""
     size -= 1
@@ -120,7 +121,7 @@ def _heap_pop(ht, hi, size):
 
 
 # ---------------------------------------------------------------------------- decode instances
-@njit(cache=True, _nrt=False)
+@helper_njit
 def _start_segment(d, c, dT, dnext_t, dnext_n, dctx, dk, run_list, run_cnt, done_step, pa, pd, pm, pn):
     """After an event at ``dT[d]``: plan the segment up to the next completion (or go idle)."""
     b = run_cnt[d]
@@ -140,7 +141,7 @@ def _start_segment(d, c, dT, dnext_t, dnext_n, dctx, dk, run_list, run_cnt, done
     dnext_t[d] = time_after(dT[d], pa[d], pd[d], pm[d], pn[d], n_c)
 
 
-@njit(cache=True, _nrt=False)
+@helper_njit
 def _cut_segment(d, t, dT, dnext_t, dnext_n, pa, pd, pm, pn):
     """End instance ``d``'s segment at its first step boundary strictly after ``t`` if that is
     before its planned next event (a queued request that fits is admitted there)."""
@@ -150,7 +151,7 @@ def _cut_segment(d, t, dT, dnext_t, dnext_n, pa, pd, pm, pn):
         dnext_t[d] = time_after(dT[d], pa[d], pd[d], pm[d], pn[d], ns)
 
 
-@njit(cache=True, _nrt=False)
+@helper_njit
 def _admit(d, t, cap, input_len, output_len, dT, dctx, dk, reserved, waitneed, wcnt, max_kv, qhead, qtail,
            qnext, run_list, run_cnt, done_step, run_mark, last_run, decode_admit):
     """Admit queued requests of instance ``d`` at boundary ``t`` in FIFO order while KV fits."""
@@ -175,7 +176,7 @@ def _admit(d, t, cap, input_len, output_len, dT, dctx, dk, reserved, waitneed, w
         run_cnt[d] += 1
 
 
-@njit(cache=True, _nrt=False)
+@helper_njit
 def _finish_tbt(i, d, last_run, run_mark, log_a, log_d, log_m, log_prev, decode_admit, prefill_end,
                 n_intervals, buf_a, buf_d, buf_m, hkey, hidx):
     """Mean of the longest 10% of request ``i``'s token intervals, from its logged runs.
