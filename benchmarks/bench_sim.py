@@ -72,7 +72,7 @@ def main(argv=None):
                 ref_rps = len(sub) / (time.perf_counter() - t)
                 rps = len(tr) / best
                 bud = f"{budget_ms:.0f}" if n == 8 and policy == "kvcentric" else "-"
-                print(f"{label:38s} {n}P+{n}D{'':3s} {policy:12s} {best * 1e3:9.1f} {med * 1e3:7.1f} {bud:>7s} "
+                print(f"{label:38s} {f'{n}P+{n}D':9s} {policy:12s} {best * 1e3:9.1f} {med * 1e3:7.1f} {bud:>7s} "
                       f"{rps:12,.0f} {ref_rps:10,.0f} {rps / ref_rps:7,.0f}")
     # admission control (lecture 07): the decode-bound overload of experiments/l07_overload.py
     print(f"\nadmission, {tool.name} at 2x, 8P+8D, preset modern, decode KV 40k tokens/node:")
@@ -97,6 +97,7 @@ def main(argv=None):
     # coupled vLLM-like engine (lecture 06): 16 nodes, preset modern, one iteration per loop turn
     print(f"\ncoupled engine, {conv.name}, 16 nodes, preset modern:")
     print(f"{'engine':28s} {'speed':>5s} {'numba ms':>9s} {'iterations':>11s} {'vs 8P+8D':>9s}")
+    base = {}  # speed → the disaggregated cluster's time
     for label, cfg in (("8P+8D (disaggregated)", sim.ClusterConfig(preset="modern")),
                        ("16 coupled", sim.ClusterConfig(engine_mode="coupled", preset="modern")),
                        ("16 coupled, chunked 512", sim.ClusterConfig(engine_mode="coupled", chunked_prefill=True,
@@ -106,7 +107,7 @@ def main(argv=None):
             sim.simulate(tr2.head(50), cfg)
             best, _ = best_of(lambda: sim.simulate(tr2, cfg), max(1, args.repeat // 2))
             if label.startswith("8P"):
-                base = {speed: best} if speed == 1.0 else {**base, speed: best}
+                base[speed] = best
             it = sim.simulate(tr2, cfg).diagnostics.get("iterations", 0)
             print(f"{label:28s} {speed:5.1f} {best * 1e3:9.1f} {it:11,d} {best / base[speed]:9.1f}")
     print(f"\n(reference engine timed on the first {args.reference_n} requests of each trace; "
