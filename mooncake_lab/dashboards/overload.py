@@ -14,11 +14,13 @@ Both build their figure once and redraw only the changing artists per move
 """
 from __future__ import annotations
 
+import math
+
 import ipywidgets as widgets
 
 from ..experiments import l07_overload as exp
 from ..plots import overload as plots
-from . import Dashboard, sticky_limit
+from . import Dashboard, nice_ceiling, sticky_limit
 
 __all__ = ["OverloadDashboard", "PolicyComparisonDashboard", "BOUNDS", "TRACE_CHOICES"]
 
@@ -151,16 +153,18 @@ class PolicyComparisonDashboard(Dashboard):
                               f"predicted) {'<b>holds</b>' if holds else 'does not hold'} here")
         need = self.view.fitted_ylims(df, self._paper())
         old = self._ylims or [(None, None)] * 3
-        self._ylims = [(0.0, sticky_limit(old[0][1], need[0][1], headroom=1.0)),
+        self._ylims = [(0.0, sticky_limit(old[0][1], need[0][1], headroom=1.3)),
                        _sticky_span(old[1], *need[1]),
-                       (0.0, sticky_limit(old[2][1], need[2][1], headroom=1.0))]
+                       (0.0, sticky_limit(old[2][1], need[2][1], headroom=1.3))]
         self.view.update(df, self._paper(), ylims=self._ylims)
 
 
 def _sticky_span(current, lo: float, hi: float) -> tuple:
     """Axis limits for bars drawn from ``lo`` to ``hi`` (an axis not starting at 0): ``current``
-    while it holds [lo, hi] and that fills ≥ 30% of it; else [lo, hi]."""
+    while it holds [lo, hi] and that fills ≥ 30% of it; else [lo, hi] widened by a quarter of its
+    span on each side and rounded outwards to a nice step (so the next few moves fit too)."""
     if current[0] is not None and current[0] <= lo and hi <= current[1] \
             and hi - lo >= 0.3 * (current[1] - current[0]):
         return current
-    return (lo, hi)
+    step = nice_ceiling(max(hi - lo, 1.0) / 4)
+    return (max(0.0, math.floor((lo - (hi - lo) / 4) / step) * step), math.ceil((hi + (hi - lo) / 4) / step) * step)
