@@ -56,7 +56,7 @@ from .roofline import CostModel, cm_prefill_time, cost_model, tp_allreduce_bytes
 from .storage import layerwise_time
 
 __all__ = [
-    "cm_stage_coefficients", "cm_cpp_stage_time", "cm_cpp_link_time", "cm_cpp_advance",
+    "cm_stage_coefficients", "cm_cpp_stage_time", "cm_cpp_link_time", "cm_cpp_advance", "cm_cpp_advance_stages",
     "cm_cpp_request_time",
     "activation_bytes_per_token", "network_bandwidth", "n_chunks",
     "PipelineResult", "simulate_pipeline", "pipeline_reference", "ORDERS",
@@ -124,7 +124,15 @@ def cm_cpp_advance(c, free, link, ready, n_new, n_cached, chunk, n_stages, act_b
     the next request's first chunk enters stage 0 as soon as this request's last chunk has left it.
     An idle group (all zeros, ``ready`` = 0) gives :func:`cm_cpp_request_time`.
     """
-    sc = cm_stage_coefficients(c, n_stages)
+    return cm_cpp_advance_stages(cm_stage_coefficients(c, n_stages), free, link, ready, n_new, n_cached, chunk,
+                                 n_stages, act_bytes_per_token, bandwidth, overlap)
+
+
+@njit(cache=True)
+def cm_cpp_advance_stages(sc, free, link, ready, n_new, n_cached, chunk, n_stages, act_bytes_per_token, bandwidth,
+                          overlap):
+    """:func:`cm_cpp_advance` given the stage coefficients ``sc`` (:func:`cm_stage_coefficients`):
+    allocates nothing, so the simulator's no-refcount helpers can call it."""
     x = int(n_stages)
     done = ready
     o = float(n_cached)

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from ..cpp import cm_cpp_advance, cm_cpp_request_time
+from ..cpp import cm_cpp_advance_stages, cm_cpp_request_time
 from ..roofline import cm_kv_transfer_time, cm_prefill_time
 
 __all__ = ["group_prefill_time", "group_prefill", "group_fetch_time"]
@@ -63,7 +63,7 @@ def group_prefill_time(c, n_new, n_cached, group_size, chunk, act_bytes, bandwid
 
 
 @njit(cache=True, inline="always")
-def group_prefill(c, free, link, p, new_free, new_link, ready, n_new, n_cached, group_size, chunk, act_bytes,
+def group_prefill(c, sc, free, link, p, new_free, new_link, ready, n_new, n_cached, group_size, chunk, act_bytes,
                   bandwidth, overlap):
     """``(finish, span)`` in s of a request whose chunks may enter stage 0 from ``ready`` on, on
     group ``p`` whose stages are free at ``free[p]`` and NICs at ``link[p]`` (2-D arrays, left
@@ -72,7 +72,9 @@ def group_prefill(c, free, link, p, new_free, new_link, ready, n_new, n_cached, 
     its own prefill time ``finish − ready`` (including waits behind the previous request on later
     stages). The group's state after it goes to ``new_free`` / ``new_link`` (commit by copying).
     ``group_size`` 1: one node, unchunked: span = ``cm_prefill_time`` exactly, finish =
-    ``max(ready, free[0]) + span`` (the simulator without CPP, bit for bit)."""
+    ``max(ready, free[0]) + span`` (the simulator without CPP, bit for bit). ``sc``: the stage
+    coefficients of ``group_size`` (:func:`mooncake_lab.cpp.cm_stage_coefficients`), made once by the
+    caller so that this allocates nothing."""
     if group_size == 1:
         span = cm_prefill_time(c, n_new, n_cached)
         end = max(ready, free[p, 0]) + span
@@ -82,8 +84,8 @@ def group_prefill(c, free, link, p, new_free, new_link, ready, n_new, n_cached, 
     for s in range(group_size):
         new_free[s] = free[p, s]
         new_link[s] = link[p, s]
-    end = cm_cpp_advance(c, new_free, new_link, ready, n_new, n_cached, chunk, group_size, act_bytes, bandwidth,
-                         overlap)
+    end = cm_cpp_advance_stages(sc, new_free, new_link, ready, n_new, n_cached, chunk, group_size, act_bytes,
+                                bandwidth, overlap)
     return end, end - ready
 
 

@@ -35,6 +35,7 @@ import math
 import numpy as np
 from numba import njit
 
+from ..cpp import cm_stage_coefficients
 from ..jit import helper_njit
 from ..prefix_cache import _match_prefix, _touch_blocks
 from ..roofline import cm_kv_transfer_time
@@ -73,11 +74,11 @@ def _exposed_transfer(c, n_tokens, prefill_s, n_layers, layerwise):
 
 
 @helper_njit
-def _prefill_on(c, gfree, glink, p, nfree, nlink, ready, n_new, n_cached, group_size, chunk, act_bytes, bw,
+def _prefill_on(c, sc, gfree, glink, p, nfree, nlink, ready, n_new, n_cached, group_size, chunk, act_bytes, bw,
                 overlap):
     """:func:`.cpp_group.group_prefill` on instance ``p``: ``(finish, span)`` in s; ``p``'s state after
     the request goes to ``nfree`` / ``nlink``. (A call here, not inlined: see "Speed".)"""
-    return group_prefill(c, gfree, glink, p, nfree, nlink, ready, n_new, n_cached, group_size, chunk, act_bytes,
+    return group_prefill(c, sc, gfree, glink, p, nfree, nlink, ready, n_new, n_cached, group_size, chunk, act_bytes,
                          bw, overlap)
 
 
@@ -206,7 +207,7 @@ def _finish_tbt(i, d, last_run, run_mark, log_a, log_d, log_m, log_prev, decode_
 
 # ---------------------------------------------------------------------------- student policies
 @njit(cache=True)
-def _fill_view(view, i, a, Lin, best, local, c, block_tokens, threshold, noise_sd, z_noise,
+def _fill_view(view, i, a, Lin, best, local, c, sc, block_tokens, threshold, noise_sd, z_noise,
                gfree, glink, nfree, nlink, group_size, cpp_chunk, act_bytes, cpp_bw, cpp_overlap):
     """The Conductor's view of request ``i`` arriving at ``a`` (s), per instance p: wait, local
     prefix and prefill, Algorithm 1's fetch decision, fetch and prefill after it, and the TTFT
@@ -215,7 +216,7 @@ def _fill_view(view, i, a, Lin, best, local, c, block_tokens, threshold, noise_s
         w = max(0.0, gfree[p, 0] - a)
         r0 = max(a, gfree[p, 0])
         cl = _reusable_tokens(local[p], Lin, block_tokens)
-        pre = group_prefill(c, gfree, glink, p, nfree, nlink, r0, Lin - cl, cl, group_size, cpp_chunk,
+        pre = group_prefill(c, sc, gfree, glink, p, nfree, nlink, r0, Lin - cl, cl, group_size, cpp_chunk,
                             act_bytes, cpp_bw, cpp_overlap)[1]
         fetch = best > local[p] and (local[p] == 0 or best >= threshold * local[p])
         f_e = 0.0
@@ -223,7 +224,7 @@ def _fill_view(view, i, a, Lin, best, local, c, block_tokens, threshold, noise_s
         if fetch:
             cb = _reusable_tokens(best, Lin, block_tokens)
             f_e = group_fetch_time(c, cb - cl, group_size)
-            f_pre = group_prefill(c, gfree, glink, p, nfree, nlink, r0 + f_e, Lin - cb, cb, group_size,
+            f_pre = group_prefill(c, sc, gfree, glink, p, nfree, nlink, r0 + f_e, Lin - cb, cb, group_size,
                                   cpp_chunk, act_bytes, cpp_bw, cpp_overlap)[1]
             t = w + (f_e + f_pre)
         else:
@@ -294,6 +295,7 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
     P = n_prefill
     D = n_decode
     X = group_size
+    sc = cm_stage_coefficients(c, X)            # one stage's cost coefficients (allocated here, once)
     gfree = np.zeros((P, X), dtype=np.float64)  # when stage s of instance p is free (s)
     glink = np.zeros((P, X), dtype=np.float64)  # when stage s's NIC is free (overlapped sends)
     nfree = np.empty(X, dtype=np.float64)       # a group's state after a candidate request
@@ -467,7 +469,7 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
                 if policy == 2:
                     cached = _reusable_tokens(local[p], Lin, block_tokens)
                     r0 = max(a, gfree[p, 0])
-                    span = _prefill_on(c, gfree, glink, p, nfree, nlink, r0, Lin - cached, cached, group_size,
+                    span = _prefill_on(c, sc, gfree, glink, p, nfree, nlink, r0, Lin - cached, cached, group_size,
                                       cpp_chunk, act_bytes, cpp_bw, cpp_overlap)[1]
                     est[p] += span
         if policy == 3:
@@ -477,12 +479,12 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
                     cb = _reusable_tokens(best, Lin, block_tokens)
                     f_e = group_fetch_time(c, cb - cl, group_size)
                     r0 = max(a, gfree[p, 0]) + f_e
-                    span = _prefill_on(c, gfree, glink, p, nfree, nlink, r0, Lin - cb, cb, group_size,
+                    span = _prefill_on(c, sc, gfree, glink, p, nfree, nlink, r0, Lin - cb, cb, group_size,
                                       cpp_chunk, act_bytes, cpp_bw, cpp_overlap)[1]
                     est[p] += f_e + span
                 else:
                     r0 = max(a, gfree[p, 0])
-                    span = _prefill_on(c, gfree, glink, p, nfree, nlink, r0, Lin - cl, cl, group_size,
+                    span = _prefill_on(c, sc, gfree, glink, p, nfree, nlink, r0, Lin - cl, cl, group_size,
                                       cpp_chunk, act_bytes, cpp_bw, cpp_overlap)[1]
                     est[p] += span
         if policy == 0:
@@ -490,7 +492,7 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
         elif policy == 4:  # a student's function: it may also veto / force the fetch (view.fetch)
             pi = -1
             if policy_fn is not None:
-                _fill_view(view, i, a, Lin, best, local, c, block_tokens, threshold, noise_sd, z_noise,
+                _fill_view(view, i, a, Lin, best, local, c, sc, block_tokens, threshold, noise_sd, z_noise,
                            gfree, glink, nfree, nlink, group_size, cpp_chunk, act_bytes, cpp_bw, cpp_overlap)
                 pi = _student_choice(policy_fn, view, i, a, Lin, out, u_random[i], best, src, block_tokens, diag)
             if pi < 0:
@@ -517,7 +519,7 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
             f_t = group_fetch_time(c, cached - cl, group_size)
         start = max(a, gfree[pi, 0])
         r0 = start + f_t
-        end, pt = _prefill_on(c, gfree, glink, pi, nfree, nlink, r0, Lin - cached, cached, group_size,
+        end, pt = _prefill_on(c, sc, gfree, glink, pi, nfree, nlink, r0, Lin - cached, cached, group_size,
                               cpp_chunk, act_bytes, cpp_bw, cpp_overlap)  # nfree / nlink: pi's state after it
         r_i = end + _exposed_transfer(c, Lin, pt, n_layers, layerwise)
         # ---------------- admission at arrival (arXiv §7): loads as SLO satisfaction
