@@ -7,12 +7,13 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab test test-browser setup course reproduce doctor bench clean
+.PHONY: lab test test-browser setup course reproduce doctor warmup bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[test]"
+	$(BIN)/python -m mooncake_lab warmup   # compile the numba kernels once (~40 s), so no lecture waits
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -39,6 +40,9 @@ reproduce: $(STAMP)
 
 doctor: $(STAMP)
 	$(BIN)/python -m mooncake_lab doctor
+
+warmup: $(STAMP)
+	$(BIN)/python -m mooncake_lab warmup
 
 bench: $(STAMP)
 	for b in benchmarks/*.py; do $(BIN)/python $$b || exit 1; done

@@ -1,8 +1,9 @@
-"""Command line: ``python -m mooncake_lab reproduce|doctor``.
+"""Command line: ``python -m mooncake_lab reproduce|doctor|warmup``.
 
 ``reproduce`` prints every headline metric of the course (ours beside the paper's value and its
 source); ``--json FILE`` writes them, ``--only PREFIX`` runs a subset, ``--figures DIR`` saves the
-headline figures as PNG. ``doctor`` checks this machine before class.
+headline figures as PNG. ``doctor`` checks this machine before class. ``warmup`` compiles every
+numba kernel once (``make lab`` runs it after installing).
 """
 from __future__ import annotations
 
@@ -39,6 +40,13 @@ def _doctor(_args) -> int:
     return run_doctor()
 
 
+def _warmup(_args) -> int:
+    from .warmup import warm_up
+
+    warm_up()
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mooncake_lab", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -49,6 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     rep.set_defaults(func=_reproduce)
     doc = sub.add_parser("doctor", help="check versions, numba, widgets and where trace data comes from")
     doc.set_defaults(func=_doctor)
+    warm = sub.add_parser("warmup", help="compile every numba kernel once (cached on disk)")
+    warm.set_defaults(func=_warmup)
     args = parser.parse_args(argv)
     return args.func(args)
 

@@ -59,3 +59,11 @@ def test_doctor_reports_ok():
 def test_module_entry_point_runs():
     res = subprocess.run([sys.executable, "-m", "mooncake_lab", "--help"], capture_output=True, text=True)
     assert res.returncode == 0 and "reproduce" in res.stdout
+
+
+def test_warmup_compiles_every_kernel_family(capsys):
+    assert main(["warmup"]) == 0
+    out = capsys.readouterr().out
+    for lecture in ("lectures 04, 06, 07", "lectures 06, 08", "lecture 08", "lecture 03", "lecture 05"):
+        assert lecture in out
+    assert "numba kernels ready" in out
