@@ -109,7 +109,7 @@ class SchedulingDashboard(Dashboard):
         ttft, slo = plots.PolicyView.completed_ttfts(res), self.view.slo_s
         lim["ttft"] = sticky_decades(lim["ttft"], 0.1, max(float(ttft.max()) if len(ttft) else 0.0, 2 * slo))
         lim["minutes"] = sticky_limit(lim["minutes"], float(queues.index.max()) / 60.0, headroom=1.0)
-        lim["queue"] = sticky_limit(lim["queue"], max(float(queues.to_numpy().max()), slo), headroom=1.05)
+        lim["queue"] = sticky_limit(lim["queue"], max(float(queues.to_numpy().max()), slo), headroom=1.3)
         self.view.update(res, queues, paper_mean=paper, ttft_max=lim["ttft"][1], minutes=lim["minutes"],
                          queue_max=lim["queue"], ttfts=ttft)
 
