@@ -62,7 +62,7 @@ def main() -> None:
                     w.value = v
                     times.append((time.perf_counter() - t0) * 1e3)
             if times:
-                full = f"{dash.n_full_draws - full0}/{len(times)}" if dash.live else "every"
+                full = f"{dash.n_full_draws - full0}/{len(times)}"
                 med = statistics.median(times)
                 print(f"{cls_name:<34}{name:<22}{med:>10.0f}{max(times):>10.0f}{full:>14}")
                 total += 1

@@ -97,12 +97,9 @@ def sticky_decades(current: tuple | None, lo: float, hi: float) -> tuple:
 
 
 class Dashboard:
-    """Base class: subclasses define ``_build_controls() -> dict`` and either
-
-    * ``_setup() -> Figure`` (build the figure and its artists once, marking with :meth:`dynamic` the
-      ones that change) and ``_update()`` (set the current data on them) — the fast way; or
-    * ``_draw() -> Figure`` (a new figure per move: simpler, 3–10× slower; constrained layout runs
-      only for the first figure of each shape, later figures reuse its axes positions).
+    """Base class: subclasses define ``_build_controls() -> dict``, ``_setup() -> Figure`` (build the
+    figure and its artists once, marking with :meth:`dynamic` the ones that change) and ``_update()``
+    (set the current data on them).
 
     Each move renders the figure once to PNG. The image shows whether or not the inline matplotlib
     backend is active.
@@ -111,11 +108,10 @@ class Dashboard:
     title: str = ""
 
     def __init__(self):
-        self._positions: dict = {}
         self.png = b""
         self.figure = None
         self.n_draws = 0
-        self.n_full_draws = 0      # renders that redrew the static background (live dashboards)
+        self.n_full_draws = 0      # renders that redrew the static background
         self._canvas = None
         self._backgrounds: dict = {}   # background key → saved pixels (the latest _MAX_BACKGROUNDS)
         self._laid_out = False
@@ -139,19 +135,12 @@ class Dashboard:
     def _update(self) -> None:
         raise NotImplementedError
 
-    def _draw(self):
-        raise NotImplementedError
-
     def _static_key(self):
         """Anything else (besides axis limits, scales, titles and labels) whose change means the
         background must be redrawn — e.g. the value of a control that relabels ticks."""
         return None
 
     # -- shared ------------------------------------------------------------------------------
-    @property
-    def live(self) -> bool:
-        return type(self)._setup is not Dashboard._setup
-
     def value(self, name: str):
         return self.controls[name].value
 
@@ -166,34 +155,17 @@ class Dashboard:
         self.redraw()
 
     def redraw(self) -> None:
-        if self.live:
-            from ..plots import figure_style
+        from ..plots import figure_style
 
-            if self.figure is None:
-                self.figure = self._setup()
-            with figure_style(self.figure):
-                self._update()
-                self.png = self._render_live()
-        else:
-            self.png = self._render_new(self._draw())
+        if self.figure is None:
+            self.figure = self._setup()
+        with figure_style(self.figure):
+            self._update()
+            self.png = self._render()
         self.n_draws += 1
         self.output.clear_output(wait=True)
         with self.output:
             display(Image(self.png))
-
-    def _render_new(self, fig) -> bytes:
-        key = tuple(tuple(ax.get_subplotspec().get_geometry()) if ax.get_subplotspec() else ()
-                    for ax in fig.axes)
-        frozen = self._positions.get(key)
-        if frozen is not None:
-            fig.set_layout_engine("none")
-            for ax, pos in zip(fig.axes, frozen):
-                ax.set_position(pos)
-        png = render_png(fig)
-        if frozen is None:
-            self._positions[key] = [ax.get_position() for ax in fig.axes]
-        self.figure = fig
-        return png
 
     def _background_key(self) -> str:
         fig = self.figure
@@ -214,7 +186,7 @@ class Dashboard:
                 arts += [a for a in ax.get_children() if a.get_animated()]
         return sorted(arts, key=lambda a: a.get_zorder())
 
-    def _render_live(self, force_background: bool = False) -> bytes:
+    def _render(self, force_background: bool = False) -> bytes:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
 
         fig = self.figure
@@ -244,12 +216,10 @@ class Dashboard:
 
     def background_is_current(self) -> bool:
         """For tests: does the image shown equal a full redraw of the figure as it is now?"""
-        if not self.live:
-            return True
         from ..plots import figure_style
 
         with figure_style(self.figure):
-            return self._render_live(force_background=True) == self.png
+            return self._render(force_background=True) == self.png
 
     def _ipython_display_(self):
         display(self.widget)
