@@ -40,7 +40,7 @@ from .hardware import GPU, Node, get_gpu, get_node
 from .models import ModelConfig, _check_count, get_model
 
 __all__ = [
-    "CostModel", "cost_model", "cm_prefill_time", "cm_decode_step_time", "cm_kv_transfer_time",
+    "CostModel", "cost_model", "cm_prefill_time", "cm_total_prefill_time", "cm_decode_step_time", "cm_kv_transfer_time",
     "prefill_time", "decode_step_time", "kv_transfer_time", "kv_load_time", "decode_kv_capacity_tokens",
     "tp_allreduce_bytes_per_token", "mfu", "arithmetic_intensity", "attainable_flops", "ridge_point",
     "prefill_intensity", "decode_intensity",
@@ -95,6 +95,15 @@ def cm_prefill_time(c, n_new, n_cached):
     compute = c[9] + n * (c[1] + c[2]) + c[3] * n * (cached + 0.5 * n)
     memory = c[4] + c[5] * _experts_touched(c, n) + c[8] * (cached + n)
     return c[0] + max(compute, memory)
+
+
+@njit(cache=True)
+def cm_total_prefill_time(c, n_new):
+    """Σ ``cm_prefill_time(c, n, 0)`` over the array ``n_new`` (s): prefills with nothing cached."""
+    total = 0.0
+    for n in n_new:
+        total += cm_prefill_time(c, n, 0)
+    return total
 
 
 @njit(cache=True)

@@ -5,6 +5,10 @@ else ``../shared/data/mooncake_traces`` next to the repository; tests using it a
 the reason) when neither holds ``conversation_trace.jsonl`` and ``synthetic_trace.jsonl``.
 ``isolated_trace_lookup``: points every trace lookup place (env folder, project data/, user cache)
 at empty temporary folders and disables downloads, so a test sees no real trace unless it puts one.
+
+Dashboards do not compute runs ahead in the background during tests (``MOONCAKE_LAB_PREFETCH=0``,
+also inherited by the notebooks the tests execute): the suite stays lean on 2 cores, and
+``tests/test_dashboards.py`` switches it on where it tests it.
 """
 from __future__ import annotations
 
@@ -12,6 +16,8 @@ import os
 from pathlib import Path
 
 import pytest
+
+os.environ.setdefault("MOONCAKE_LAB_PREFETCH", "0")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_TRACES = REPO_ROOT.parent / "shared" / "data" / "mooncake_traces"

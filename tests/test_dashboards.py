@@ -106,3 +106,52 @@ def test_sticky_decades_by_hand():
     assert sticky_decades(None, 0.3, 40) == (0.1, 100.0)
     assert sticky_decades((0.1, 100.0), 0.5, 60) == (0.1, 100.0)     # still fits: kept
     assert sticky_decades((0.1, 100.0), 0.5, 600) == (0.1, 1000.0)   # grows a decade at the top
+
+
+def _moves_after_prefetch():
+    """(dashboard class, moves): after the runs computed ahead settle, none of these moves simulates
+    (a move named with a leading ``*`` may: one Mooncake run, within the budget without help)."""
+    from mooncake_lab.dashboards import capstone, overload, scheduling
+    from mooncake_lab.experiments import l08_capstone
+
+    speeds = [("speed", round(0.25 * k, 2)) for k in range(12, 0, -1)]
+    return [(capstone.MechanismDashboard, [("speed", x) for x in reversed(l08_capstone.SPEEDS)]
+             + [("trace", "toolagent-like"), ("*kvcentric", False), ("speed", 1.0), ("trace", "conversation")]),
+            (overload.PolicyComparisonDashboard, speeds + [("trace", "toolagent-like"), ("speed", 3.0)]),
+            (overload.OverloadDashboard, [("policy", "baseline"), ("policy", "none"), ("trace", "toolagent-like")]),
+            (scheduling.SchedulingDashboard, [("*n_prefill", 32), ("trace", "toolagent-like"),
+                                              ("*noise", 0.5), ("trace", "conversation")])]
+
+
+@pytest.mark.parametrize("cls,moves", _moves_after_prefetch(), ids=lambda x: x.__name__ if isinstance(x, type) else "")
+def test_runs_computed_ahead_make_the_next_moves_simulation_free(cls, moves, monkeypatch):
+    import threading
+
+    from mooncake_lab.experiments import common
+
+    monkeypatch.setenv("MOONCAKE_LAB_PREFETCH", "1")
+    ran, real = [], common.sim.simulate
+
+    def counted(*a, **k):
+        if threading.current_thread() is threading.main_thread():
+            ran.append(a)
+        return real(*a, **k)
+
+    monkeypatch.setattr(common.sim, "simulate", counted)
+    d = cls()
+    for name, value in moves:
+        assert d.prefetch.wait(300) and not d.prefetch.errors, d.prefetch.errors
+        assert d.prefetch.n_done == len(d.prefetch.jobs) > 0
+        before = len(ran)
+        d.controls[name.lstrip("*")].value = value
+        assert d.background_is_current(), (name, value)
+        assert len(ran) == before or name.startswith("*"), \
+            f"{cls.__name__}: {name} = {value!r} ran a simulation not computed ahead"
+    d.prefetch.cancel()
+
+
+def test_no_runs_ahead_when_switched_off(monkeypatch):
+    from mooncake_lab.dashboards.capstone import MechanismDashboard
+
+    monkeypatch.setenv("MOONCAKE_LAB_PREFETCH", "0")
+    assert MechanismDashboard().prefetch is None

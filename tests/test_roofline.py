@@ -102,6 +102,14 @@ def test_njit_equals_python_path():
     assert rf.cm_kv_transfer_time(cm, 512) == pytest.approx(_py(rf.cm_kv_transfer_time)(cm, 512), rel=1e-14)
 
 
+def test_total_prefill_time_is_the_sum_of_single_prefills():
+    cm = rf.cost_model(LLAMA2_70B, A800_NODE, "calibrated").as_array()
+    lens = np.array([1, 512, 8192, 8192, 100_000], dtype=np.int64)
+    expected = sum(rf.prefill_time(LLAMA2_70B, A800_NODE, int(n), 0, "calibrated") for n in lens)
+    assert rf.cm_total_prefill_time(cm, lens) == pytest.approx(expected, rel=1e-12)
+    assert rf.cm_total_prefill_time(cm, lens[:0]) == 0.0
+
+
 def test_cost_model_array_layout():
     cm = rf.cost_model("llama2-70b", "a800x8", "calibrated")
     arr = cm.as_array()

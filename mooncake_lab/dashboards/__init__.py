@@ -14,11 +14,18 @@ everything else — axes, ticks, labels, legends — is drawn once into a backgr
 move reuses (matplotlib's blitting), and redrawn only when an axis limit, scale, title or label
 changed (the last few backgrounds are kept, so going back to a recent view is fast too). Sticky axis
 limits (:func:`sticky_limit`) keep that rare, and let a student compare moves against a fixed scale.
+
+Simulations that cost more than the budget allows (coupled engines at overload, three policies
+at once, another trace) are computed ahead: a dashboard may list the runs its next moves are likely
+to need (:meth:`Dashboard._prefetch_jobs`); after each move they run one by one in a low-priority
+background thread (:class:`~mooncake_lab.experiments.common.Prefetch`) while the student looks, and
+a move then finds them memoised. ``MOONCAKE_LAB_PREFETCH=0`` in the environment switches this off.
 """
 from __future__ import annotations
 
 import io
 import math
+import os
 import struct
 import zlib
 
@@ -26,7 +33,7 @@ import ipywidgets as widgets
 import numpy as np
 from IPython.display import Image, display
 
-__all__ = ["Dashboard", "render_png", "nice_ceiling", "sticky_limit", "sticky_decades"]
+__all__ = ["Dashboard", "prefetch_enabled", "render_png", "nice_ceiling", "sticky_limit", "sticky_decades"]
 
 #: Backgrounds kept per dashboard (≈ 1–3 MB each): going back to a view or scale seen recently
 #: needs no full redraw.
@@ -96,6 +103,11 @@ def sticky_decades(current: tuple | None, lo: float, hi: float) -> tuple:
     return 10.0 ** math.floor(math.log10(bottom) + 1e-9), 10.0 ** math.ceil(math.log10(top) - 1e-9)
 
 
+def prefetch_enabled() -> bool:
+    """False when the environment variable ``MOONCAKE_LAB_PREFETCH`` is 0 / false / no / off."""
+    return os.environ.get("MOONCAKE_LAB_PREFETCH", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
 class Dashboard:
     """Base class: subclasses define ``_build_controls() -> dict``, ``_setup() -> Figure`` (build the
     figure and its artists once, marking with :meth:`dynamic` the ones that change) and ``_update()``
@@ -123,6 +135,7 @@ class Dashboard:
         header = [widgets.HTML(f"<b>{self.title}</b>")] if self.title else []
         controls = widgets.HBox(list(self.controls.values()), layout=widgets.Layout(flex_flow="row wrap"))
         self.widget = widgets.VBox(header + [controls, self.readout, self.output])
+        self.prefetch = None   # runs computed ahead for the next moves (see the module docstring)
         self.redraw()
 
     # -- to override -------------------------------------------------------------------------
@@ -134,6 +147,22 @@ class Dashboard:
 
     def _update(self) -> None:
         raise NotImplementedError
+
+    def _prefetch_jobs(self, values: dict) -> list:
+        """``(trace, speed, ClusterConfig)`` runs the next moves from control ``values`` (a
+        snapshot: this runs in the background thread) are likely to need, likeliest first."""
+        return []
+
+    def _start_prefetch(self) -> None:
+        """Compute ahead for the current state (after each move), dropping what was queued before."""
+        if type(self)._prefetch_jobs is Dashboard._prefetch_jobs or not prefetch_enabled():
+            return
+        from ..experiments.common import Prefetch
+
+        if self.prefetch is not None:
+            self.prefetch.cancel()
+        values = {k: w.value for k, w in self.controls.items()}
+        self.prefetch = Prefetch(lambda: self._prefetch_jobs(values))
 
     def _static_key(self):
         """Anything else (besides axis limits, scales, titles and labels) whose change means the
@@ -166,6 +195,7 @@ class Dashboard:
         self.output.clear_output(wait=True)
         with self.output:
             display(Image(self.png))
+        self._start_prefetch()
 
     def _background_key(self) -> str:
         fig = self.figure
@@ -174,7 +204,8 @@ class Dashboard:
         key.append(sup.get_text() if sup is not None and not sup.get_animated() else None)
         for ax in fig.axes:
             texts = (ax.title, ax._left_title, ax._right_title, ax.xaxis.label, ax.yaxis.label)  # noqa: SLF001
-            key.append((ax.get_visible(), ax.get_xlim(), ax.get_ylim(), ax.get_xscale(), ax.get_yscale(),
+            key.append((ax.get_visible(), None if ax.xaxis.get_animated() else ax.get_xlim(),
+                        None if ax.yaxis.get_animated() else ax.get_ylim(), ax.get_xscale(), ax.get_yscale(),
                         tuple(t.get_text() for t in texts if not t.get_animated())))
         return repr(key)
 

@@ -13,7 +13,9 @@ _YOURS = "8P+8D, your switches"
 class MechanismDashboard(Dashboard):
     """Outcome shares (met both SLOs / rejected / missed TTFT / missed TBT) of an 8P+8D cluster with
     the chosen mechanisms, beside the coupled cluster with and without chunked prefill, at one
-    replay speed. One simulation per move (memoised; ≈ 0.05–0.2 s), the figure built once."""
+    replay speed. Three simulations per move (memoised), the figure built once. A coupled cluster at
+    high speed takes up to 0.2 s a run, so after each move the other trace and every other speed
+    are computed ahead in the background (≈ 1.5–4 s; see :mod:`mooncake_lab.dashboards`)."""
 
     title = "Mooncake, mechanism by mechanism (16 nodes)"
 
@@ -37,6 +39,24 @@ class MechanismDashboard(Dashboard):
         self.view = OutcomeBars([_YOURS, c.LABELS["coupled"], c.LABELS["coupled_chunked"]], live=True)
         return self.view.figure
 
+    def _prefetch_jobs(self, v: dict) -> list:
+        """The other trace at this speed, then every speed nearest first: yours (these switches) and
+        both coupled clusters."""
+        from ..experiments import l08_capstone as c
+
+        mine = c.config_of("mooncake", **self._switched_off(v))
+        systems = (mine, c.config_of("coupled"), c.config_of("coupled_chunked"))
+        states = [(t, v["speed"]) for t in c.TRACES if t != v["trace"]]
+        states += [(v["trace"], x) for x in sorted(c.SPEEDS, key=lambda x: abs(x - v["speed"])) if x != v["speed"]]
+        return [(t, float(x), cfg) for t, x in states for cfg in systems]
+
+    @staticmethod
+    def _switched_off(v: dict) -> dict:
+        """ClusterConfig overrides of the mechanisms switched off in control values ``v``."""
+        from ..experiments import l08_capstone as c
+
+        return {k: x for m, (_, over) in c.MECHANISMS.items() if not v[m] for k, x in over.items()}
+
     def _update(self):
         from ..experiments import l06_goodput as g
         from ..experiments import l08_capstone as c
@@ -44,7 +64,7 @@ class MechanismDashboard(Dashboard):
 
         trace, speed, x = self.value("trace"), float(self.value("speed")), self.value("tbt_slo_ms")
         off = [m for m in c.MECHANISMS if not self.value(m)]
-        extra = {k: v for m in off for k, v in c.MECHANISMS[m][1].items()}
+        extra = self._switched_off({k: w.value for k, w in self.controls.items()})
         mine, coupled, chunked = simulate_all([(trace, speed, c.config_of("mooncake", **extra)),
                                                (trace, speed, c.config_of("coupled")),
                                                (trace, speed, c.config_of("coupled_chunked"))])

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 
 import ipywidgets as widgets
+import numpy as np
 
 from ..experiments import l07_overload as exp
 from ..plots import overload as plots
@@ -80,10 +81,19 @@ class OverloadDashboard(Dashboard):
             "kv": _kv_slider(kv),
         }
 
-    def _config(self) -> dict:
-        return dict(admission=self.value("policy"), admission_threshold=float(self.value("threshold")),
-                    decode_time_s=float(self.value("t_d")), prediction_horizon=float(self.value("horizon")),
-                    decode_kv_capacity_tokens=float(self.value("kv")))
+    def _config(self, v: dict | None = None) -> dict:
+        """ClusterConfig overrides of control values ``v`` (default: the current ones)."""
+        v = v or {k: w.value for k, w in self.controls.items()}
+        return dict(admission=v["policy"], admission_threshold=float(v["threshold"]),
+                    decode_time_s=float(v["t_d"]), prediction_horizon=float(v["horizon"]),
+                    decode_kv_capacity_tokens=float(v["kv"]))
+
+    def _prefetch_jobs(self, v: dict) -> list:
+        """The other trace with the same settings, and the other admission policies on this one."""
+        cfg = self._config(v)
+        return ([(t, float(v["speed"]), exp._config(**cfg)) for t in TRACE_CHOICES if t != v["trace"]]
+                + [(v["trace"], float(v["speed"]), exp._config(**{**cfg, "admission": p}))
+                   for p in self.controls["policy"].options if p != v["policy"]])
 
     def _setup(self):
         self.view = plots.LoadOverTime(1, live=True)
@@ -138,10 +148,21 @@ class PolicyComparisonDashboard(Dashboard):
         """Table 3's counts, marked at the paper's replay speed only."""
         return exp.PAPER_TABLE3_REJECTED if float(self.value("speed")) == exp.DEFAULT_SPEED else None
 
+    def _static_key(self):
+        return self._paper() is not None   # the legend lists the paper's marks only when shown
+
     def _setup(self):
         self.view = plots.PolicyResults(exp.POLICIES, live=True)
         self._ylims = None
         return self.view.figure
+
+    def _prefetch_jobs(self, v: dict) -> list:
+        """The other trace at this speed, then every speed of the slider nearest first (three runs each)."""
+        w, kv = self.controls["speed"], float(v["kv"])
+        speeds = [float(x) for x in np.round(np.arange(w.min, w.max + w.step / 2, w.step), 6)]
+        states = [(t, float(v["speed"])) for t in TRACE_CHOICES if t != v["trace"]]
+        states += [(v["trace"], x) for x in sorted(speeds, key=lambda x: abs(x - v["speed"])) if x != v["speed"]]
+        return [job for t, x in states for job in exp.policy_jobs(t, x, decode_kv_capacity_tokens=kv)]
 
     def _update(self):
         trace, speed, kv = self.value("trace"), float(self.value("speed")), float(self.value("kv"))

@@ -9,16 +9,19 @@ import math
 import os
 import threading
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from .. import sim
 from ..traces import Trace, as_trace
 
-__all__ = ["as_trace", "simulate_at_speed", "simulate_all"]
+__all__ = ["as_trace", "simulate_at_speed", "simulate_all", "Prefetch"]
 
+#: Memoised runs, least recently used first, kept up to _MEMO_BYTES of per-request arrays in total
+#: (≈ 1.9 MB a run on the conversation trace, 3.7 MB on toolagent-like: ≈ 100 runs).
 _RUNS: "OrderedDict[tuple, tuple]" = OrderedDict()
-_RUNS_MAX = 64  # memoised runs kept (≈ 2 MB each on the conversation trace)
-_LOCK = threading.Lock()  # guards _RUNS (simulate_all's threads)
+_MEMO_BYTES = 256 * 2**20
+_PENDING: dict = {}  # memo key → Future of a run some thread is computing now
+_LOCK = threading.Lock()  # guards _RUNS and _PENDING (simulate_all may run in several threads)
 
 
 def simulate_at_speed(trace: Trace | str, speed: float, config: sim.ClusterConfig) -> sim.SimResult:
@@ -26,40 +29,122 @@ def simulate_at_speed(trace: Trace | str, speed: float, config: sim.ClusterConfi
     return simulate_all([(trace, speed, config)])[0]
 
 
+def _key(tr: Trace, speed: float, config: sim.ClusterConfig) -> tuple:
+    return (id(tr), float(speed), tuple(sorted(config.as_dict().items())))
+
+
+def _remember(key: tuple, tr: Trace, res: sim.SimResult) -> None:
+    """Memoise ``res`` (under _LOCK), dropping the least recently used runs beyond _MEMO_BYTES."""
+    _RUNS[key] = (tr, res, sum(a.nbytes for a in res.arrays.values()))  # the trace keeps its id unique
+    total = sum(entry[2] for entry in _RUNS.values())
+    while total > _MEMO_BYTES and len(_RUNS) > 1:
+        total -= _RUNS.popitem(last=False)[1][2]
+
+
 def simulate_all(jobs, workers: int | None = None) -> list:
     """:func:`simulate_at_speed` of each ``(trace, speed, config)`` in ``jobs``, in order. The runs
-    not memoised go in parallel threads (at most ``workers``, default one per core): the Mooncake
-    kernel releases the GIL, the coupled one does not (its runs take turns). Same results as one by one."""
-    todo: dict = {}  # memo key → (trace, speed, config, positions in jobs)
-    out: list = []
-    for trace, speed, config in jobs:
+    not memoised go in parallel threads (at most ``workers``, default one per core; the kernels
+    release the GIL); a run another thread is already computing (e.g. :func:`prefetch`) is waited
+    for, not repeated. Same results as one by one."""
+    checked = []
+    for trace, speed, config in jobs:  # all checked before any is started
         if not (isinstance(speed, (int, float)) and math.isfinite(speed) and speed > 0):
             raise ValueError(f"speed must be a replay factor > 0 (×), got {speed!r}")
         tr = as_trace(trace)
-        key = (id(tr), float(speed), tuple(sorted(config.as_dict().items())))
-        with _LOCK:
+        checked.append((tr, float(speed), config))
+    todo: dict = {}    # memo key → (trace, speed, config, positions in jobs): run here
+    waits: dict = {}   # memo key → (Future, positions in jobs): run by another thread
+    out: list = [None] * len(checked)
+    with _LOCK:
+        for i, (tr, speed, config) in enumerate(checked):
+            key = _key(tr, speed, config)
             hit = _RUNS.get(key)
             if hit is not None and hit[0] is tr:
                 _RUNS.move_to_end(key)
-        out.append(hit[1] if hit is not None and hit[0] is tr else None)
-        if out[-1] is None:
-            todo.setdefault(key, (tr, float(speed), config, []))[3].append(len(out) - 1)
+                out[i] = hit[1]
+            elif key in todo:
+                todo[key][3].append(i)
+            elif key in _PENDING:
+                waits.setdefault(key, (_PENDING[key], []))[1].append(i)
+            else:
+                _PENDING[key] = Future()
+                todo[key] = (tr, speed, config, [i])
 
-    def one(job):
-        tr, speed, config, _ = job
-        return sim.simulate(tr.replay(speed) if speed != 1 else tr, config)
-
-    n = min(len(todo), workers or os.cpu_count() or 1)
-    if n <= 1:
-        results = [one(job) for job in todo.values()]
-    else:
-        with ThreadPoolExecutor(n) as pool:
-            results = list(pool.map(one, todo.values()))
-    for (key, (tr, _, _, where)), res in zip(todo.items(), results):
+    def one(item):
+        key, (tr, speed, config, where) = item
+        res = sim.simulate(tr.replay(speed) if speed != 1 else tr, config)
         with _LOCK:
-            _RUNS[key] = (tr, res)  # holding the trace keeps its id unique while the entry lives
-            while len(_RUNS) > _RUNS_MAX:
-                _RUNS.popitem(last=False)
+            _remember(key, tr, res)
+            _PENDING.pop(key).set_result(res)
+        for k in where:
+            out[k] = res
+
+    try:
+        n = min(len(todo), workers or os.cpu_count() or 1)
+        if n <= 1:
+            for item in todo.items():
+                one(item)
+        elif todo:
+            with ThreadPoolExecutor(n) as pool:
+                list(pool.map(one, todo.items()))
+    except BaseException as err:  # waiters on the runs not finished here get the error too
+        with _LOCK:
+            for key in todo:
+                fut = _PENDING.pop(key, None)
+                if fut is not None:
+                    fut.set_exception(err)
+        raise
+    for fut, where in waits.values():
+        res = fut.result()
         for k in where:
             out[k] = res
     return out
+
+
+class Prefetch:
+    """Runs :func:`simulate_all` on ``jobs`` (a list of ``(trace, speed, config)``, or a function
+    returning one, called in the background), one at a time, in a background thread at the lowest
+    CPU priority (where the OS allows), so that later moves of a dashboard find them memoised. A
+    move that needs a run in progress waits for it instead of repeating it; :meth:`cancel` stops
+    before the next job; :meth:`wait` blocks until all are done (tests, benchmarks). A job that
+    fails is skipped (its error kept in :attr:`errors`): the move that needs it raises it itself."""
+
+    def __init__(self, jobs):
+        self._jobs = jobs
+        self.jobs: list = []
+        self.n_done = 0
+        self.errors: list = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._work, name="mooncake-lab prefetch", daemon=True)
+        self._thread.start()
+
+    def _work(self) -> None:
+        try:  # Linux: a thread is a task with its own nice value; elsewhere this is a no-op
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+        except (AttributeError, OSError):
+            pass
+        try:
+            self.jobs = list(self._jobs() if callable(self._jobs) else self._jobs)
+        except Exception as err:  # noqa: BLE001 (kept for the caller; nothing to do ahead)
+            self.errors.append(err)
+            return
+        for job in self.jobs:
+            if self._stop.is_set():
+                return
+            try:
+                simulate_all([job], workers=1)
+            except Exception as err:  # noqa: BLE001
+                self.errors.append(err)
+            self.n_done += 1
+
+    @property
+    def done(self) -> bool:
+        return not self._thread.is_alive()
+
+    def cancel(self) -> None:
+        self._stop.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until every job ran (or ``timeout`` s passed); True when done."""
+        self._thread.join(timeout)
+        return self.done

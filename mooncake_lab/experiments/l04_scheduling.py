@@ -22,7 +22,7 @@ import pandas as pd
 from .. import sim
 from ..prefix_cache import block_popularity, replica_counts, simulate_lru
 from ..reproduce import Metric, figure_group, metric_group
-from ..roofline import cm_kv_transfer_time, cm_prefill_time
+from ..roofline import cm_kv_transfer_time, cm_prefill_time, cm_total_prefill_time
 from ..traces import Trace, trace_from_requests
 from .common import as_trace as _trace, simulate_at_speed
 
@@ -74,7 +74,7 @@ def offered_prefill_load(trace: Trace | str, config: sim.ClusterConfig | None = 
         raise ValueError(f"trace must span a positive duration (≥ 2 arrival times), got {len(tr)} requests "
                          f"over {tr.duration_s} s")
     c = cfg.resolve().cost
-    work = sum(float(cm_prefill_time(c, int(L), 0)) for L in tr.input_len)
+    work = float(cm_total_prefill_time(c, tr.input_len))
     return work / (cfg.n_prefill * tr.duration_s / float(speed))
 
 

@@ -28,7 +28,7 @@ from ..reproduce import Metric, figure_group, metric_group
 from ..traces import Trace
 from .common import as_trace as _trace, simulate_all, simulate_at_speed
 
-__all__ = ["overload_comparison", "policy_counts", "PAPER_TABLE3_REJECTED", "DEFAULT_CONFIG", "DEFAULT_SPEED",
+__all__ = ["overload_comparison", "policy_counts", "policy_jobs", "PAPER_TABLE3_REJECTED", "DEFAULT_CONFIG", "DEFAULT_SPEED",
            "POLICIES", "run", "policy_runs", "load_timeseries", "speed_sweep", "SWEEP_SPEEDS", "regime_table",
            "REGIMES",
            "rejection_ordering", "paper_ordering_holds", "crossover_speed", "real_kv_capacity_tokens",
@@ -78,8 +78,15 @@ def policy_runs(trace: Trace | str = "toolagent-like", speed: float = DEFAULT_SP
                 **config) -> dict:
     """``{admission policy: SimResult}`` on the same trace, speed and config (memoised; the runs not
     memoised yet go in parallel threads, :func:`~mooncake_lab.experiments.common.simulate_all`)."""
+    return dict(zip(policies, simulate_all(policy_jobs(trace, speed, policies, **config))))
+
+
+def policy_jobs(trace: Trace | str = "toolagent-like", speed: float = DEFAULT_SPEED, policies=POLICIES,
+                **config) -> list:
+    """The ``(trace, speed, ClusterConfig)`` runs of :func:`policy_runs` (to compute ahead,
+    :class:`~mooncake_lab.experiments.common.Prefetch`)."""
     tr = _trace(trace)
-    return dict(zip(policies, simulate_all([(tr, speed, _config(**config, admission=p)) for p in policies])))
+    return [(tr, speed, _config(**config, admission=p)) for p in policies]
 
 
 def _counts(res: sim.SimResult) -> dict:

@@ -26,7 +26,8 @@ class PolicyResults:
     counts as ×), completed requests, and prefill seconds wasted on requests rejected after it.
     Built once for ``policies`` (bar positions); :meth:`update` sets a table with those rows
     (:func:`~mooncake_lab.experiments.l07_overload.overload_comparison` or ``policy_counts``).
-    ``live=True`` marks the changing artists (bars, numbers on them, paper marks, legend) for a dashboard."""
+    ``live=True`` marks the changing artists (bars, numbers on them, paper marks, y axes) for a dashboard;
+    the legend changes only when the paper's marks appear or go (a dashboard's background key)."""
 
     @styled
     def __init__(self, policies, live: bool = False):
@@ -54,7 +55,7 @@ class PolicyResults:
         self._legend_paper, self._live = None, live
         if live:
             for a in (*(b for bars in (*self.rejected, self.completed, self.wasted) for b in bars),
-                      *(n for row in self.notes for n in row), self.paper):
+                      *(n for row in self.notes for n in row), self.paper, *(ax.yaxis for ax in axes)):
                 a.set_animated(True)
 
     def fitted_ylims(self, table: pd.DataFrame, paper: dict | None = None) -> list:
@@ -92,7 +93,7 @@ class PolicyResults:
         self.paper.set_data([k + 0.3 for k in px], [paper[self.policies[k]] for k in px])
         if bool(px) != self._legend_paper:  # the legend lists the paper's marks only when they are shown
             handles = [bars for bars in self.rejected] + ([self.paper] if px else [])
-            self.axes[0].legend(handles=handles, fontsize=7.5, loc="upper center", ncol=2).set_animated(self._live)
+            self.axes[0].legend(handles=handles, fontsize=7.5, loc="upper center", ncol=2)
             self._legend_paper = bool(px)
         for ax, lim in zip(self.axes, self.fitted_ylims(table, paper) if ylims is None else ylims):
             ax.set_ylim(*lim)
