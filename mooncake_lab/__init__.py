@@ -7,6 +7,10 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+from .kernel_cache import drop_stale as _drop_stale_kernels  # noqa: E402
+
+_drop_stale_kernels()  # before any kernel loads: cached machine code must match today's source
+
 from .exercises import check  # noqa: E402
 
 

@@ -111,7 +111,7 @@ def test_sticky_decades_by_hand():
 def _moves_after_prefetch():
     """(dashboard class, moves): after the runs computed ahead settle, none of these moves simulates
     (a move named with a leading ``*`` may: one Mooncake run, within the budget without help)."""
-    from mooncake_lab.dashboards import capstone, overload, scheduling
+    from mooncake_lab.dashboards import capstone, overload, scheduling, traces
     from mooncake_lab.experiments import l08_capstone
 
     speeds = [("speed", round(0.25 * k, 2)) for k in range(12, 0, -1)]
@@ -119,6 +119,7 @@ def _moves_after_prefetch():
              + [("trace", "toolagent-like"), ("*kvcentric", False), ("speed", 1.0), ("trace", "conversation")]),
             (overload.PolicyComparisonDashboard, speeds + [("trace", "toolagent-like"), ("speed", 3.0)]),
             (overload.OverloadDashboard, [("policy", "baseline"), ("policy", "none"), ("trace", "toolagent-like")]),
+            (traces.TraceDashboard, [("trace", "toolagent-like"), ("trace", "conversation")]),
             (scheduling.SchedulingDashboard, [("*n_prefill", 32), ("trace", "toolagent-like"),
                                               ("*noise", 0.5), ("trace", "conversation")])]
 
@@ -127,17 +128,21 @@ def _moves_after_prefetch():
 def test_runs_computed_ahead_make_the_next_moves_simulation_free(cls, moves, monkeypatch):
     import threading
 
+    from mooncake_lab import synthetic, traces
     from mooncake_lab.experiments import common
 
     monkeypatch.setenv("MOONCAKE_LAB_PREFETCH", "1")
-    ran, real = [], common.sim.simulate
+    ran = []   # simulations run, traces loaded or generated — by the thread a move runs in
 
-    def counted(*a, **k):
-        if threading.current_thread() is threading.main_thread():
-            ran.append(a)
-        return real(*a, **k)
+    def counting(f):
+        def counted(*a, **k):
+            if threading.current_thread() is threading.main_thread():
+                ran.append(f.__name__)
+            return f(*a, **k)
+        return counted
 
-    monkeypatch.setattr(common.sim, "simulate", counted)
+    for module, name in ((common.sim, "simulate"), (traces, "load_trace_or_synthetic"), (synthetic, "synthetic_trace")):
+        monkeypatch.setattr(module, name, counting(getattr(module, name)))
     d = cls()
     for name, value in moves:
         assert d.prefetch.wait(300) and not d.prefetch.errors, d.prefetch.errors
@@ -146,7 +151,7 @@ def test_runs_computed_ahead_make_the_next_moves_simulation_free(cls, moves, mon
         d.controls[name.lstrip("*")].value = value
         assert d.background_is_current(), (name, value)
         assert len(ran) == before or name.startswith("*"), \
-            f"{cls.__name__}: {name} = {value!r} ran a simulation not computed ahead"
+            f"{cls.__name__}: {name} = {value!r} ran {ran[before:]} in the foreground, not computed ahead"
     d.prefetch.cancel()
 
 

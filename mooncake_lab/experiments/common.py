@@ -102,8 +102,9 @@ def simulate_all(jobs, workers: int | None = None) -> list:
 
 
 class Prefetch:
-    """Runs :func:`simulate_all` on ``jobs`` (a list of ``(trace, speed, config)``, or a function
-    returning one, called in the background), one at a time, in a background thread at the lowest
+    """Runs :func:`simulate_all` on ``jobs`` (a list of ``(trace, speed, config)`` — or of functions
+    without arguments, e.g. loading a trace — or a function returning such a list, called in the
+    background), one at a time, in a background thread at the lowest
     CPU priority (where the OS allows), so that later moves of a dashboard find them memoised. A
     move that needs a run in progress waits for it instead of repeating it; :meth:`cancel` stops
     before the next job; :meth:`wait` blocks until all are done (tests, benchmarks). A job that
@@ -132,7 +133,7 @@ class Prefetch:
             if self._stop.is_set():
                 return
             try:
-                simulate_all([job], workers=1)
+                job() if callable(job) else simulate_all([job], workers=1)
             except Exception as err:  # noqa: BLE001
                 self.errors.append(err)
             self.n_done += 1

@@ -5,7 +5,7 @@ import time
 
 import numpy as np
 
-from ..prefix_cache import new_cache_state
+from ..prefix_cache import pooled_cache_state
 from ..traces import Trace
 from .config import ClusterConfig
 from .conductor_view import new_view
@@ -70,41 +70,41 @@ def simulate(trace: Trace, config: ClusterConfig | None = None, engine: str = "n
     student = compile_policy(config.prefill_policy) if callable(config.prefill_policy) else None
     t0 = time.perf_counter()
     if config.coupled and engine == "numba":
-        st = new_cache_state(config.n_coupled, trace.n_blocks, rc.cache_capacity_blocks)
-        _coupled_kernel(trace.arrival_s, trace.input_len, trace.output_len, trace.block_offsets, trace.block_ids,
-                        int(trace.block_tokens), rc.cost, int(config.n_coupled), int(rc.policy),
-                        float(config.estimator_noise), u, z, float(rc.decode_kv_capacity),
-                        bool(config.chunked_prefill), int(config.prefill_chunk),
-                        st.last_use, st.q_block, st.q_stamp, st.meta, tail_slots(trace.output_len),
-                        out["prefill_inst"], out["decode_inst"], out["outcome"], out["cached_tok"],
-                        out["fetched_tok"], out["computed_tok"], out["queue_wait"], out["fetch_time"],
-                        out["prefill_start"], out["prefill_time"], out["prefill_end"], out["ready"],
-                        out["decode_admit"], out["finish"], out["tbt_mean"], out["tbt_tail"], max_kv, diag)
+        with pooled_cache_state(config.n_coupled, trace.n_blocks, rc.cache_capacity_blocks) as st:
+            _coupled_kernel(trace.arrival_s, trace.input_len, trace.output_len, trace.block_offsets, trace.block_ids,
+                            int(trace.block_tokens), rc.cost, int(config.n_coupled), int(rc.policy),
+                            float(config.estimator_noise), u, z, float(rc.decode_kv_capacity),
+                            bool(config.chunked_prefill), int(config.prefill_chunk),
+                            st.last_use, st.q_block, st.q_stamp, st.meta, tail_slots(trace.output_len),
+                            out["prefill_inst"], out["decode_inst"], out["outcome"], out["cached_tok"],
+                            out["fetched_tok"], out["computed_tok"], out["queue_wait"], out["fetch_time"],
+                            out["prefill_start"], out["prefill_time"], out["prefill_end"], out["ready"],
+                            out["decode_admit"], out["finish"], out["tbt_mean"], out["tbt_tail"], max_kv, diag)
     elif config.coupled:
         run_coupled_reference(trace, config, rc, u, z, out, max_kv, diag)
     elif engine == "numba":
-        st = new_cache_state(n_route, trace.n_blocks, rc.cache_capacity_blocks)
-        args = (trace.arrival_s, trace.input_len, trace.output_len, trace.block_offsets, trace.block_ids,
-                int(trace.block_tokens), rc.cost, int(n_route), int(config.n_decode), int(rc.policy),
-                float(config.kvcache_balancing_threshold), float(config.estimator_noise), u, z,
-                bool(config.layerwise_kv_transfer), int(rc.n_layers), float(rc.decode_kv_capacity),
-                int(rc.admission), int(rc.cpp_group_size), int(rc.cpp_chunk), float(rc.cpp_act_bytes),
-                float(rc.cpp_bandwidth), bool(rc.cpp_overlap), float(config.ttft_slo_s), float(config.tbt_slo_s),
-                float(config.admission_threshold), float(config.decode_time_s),
-                float(config.prediction_horizon), st.last_use, st.q_block, st.q_stamp, st.meta,
-                out["prefill_inst"], out["decode_inst"], out["outcome"], out["fetch_src"],
-                out["cached_tok"], out["fetched_tok"], out["computed_tok"],
-                out["queue_wait"], out["fetch_time"], out["prefill_start"], out["prefill_time"],
-                out["prefill_end"], out["ready"], out["decode_admit"], out["finish"],
-                out["tbt_mean"], out["tbt_tail"], out["prefill_load"], out["decode_load"], max_kv, diag)
-        if student is None:
-            _kernel(*args)
-        else:
-            view = new_view(n_route)
-            kernel, fn = student_kernel(args, view), student.kernel_function()  # compiled / loaded here
-            t0 = time.perf_counter()  # wall_s: the run, not the compile
-            with student.errors(diag, trace, view):  # so only the policy's own faults are its errors
-                kernel(*args, fn, view)
+        with pooled_cache_state(n_route, trace.n_blocks, rc.cache_capacity_blocks) as st:
+            args = (trace.arrival_s, trace.input_len, trace.output_len, trace.block_offsets, trace.block_ids,
+                    int(trace.block_tokens), rc.cost, int(n_route), int(config.n_decode), int(rc.policy),
+                    float(config.kvcache_balancing_threshold), float(config.estimator_noise), u, z,
+                    bool(config.layerwise_kv_transfer), int(rc.n_layers), float(rc.decode_kv_capacity),
+                    int(rc.admission), int(rc.cpp_group_size), int(rc.cpp_chunk), float(rc.cpp_act_bytes),
+                    float(rc.cpp_bandwidth), bool(rc.cpp_overlap), float(config.ttft_slo_s), float(config.tbt_slo_s),
+                    float(config.admission_threshold), float(config.decode_time_s),
+                    float(config.prediction_horizon), st.last_use, st.q_block, st.q_stamp, st.meta,
+                    out["prefill_inst"], out["decode_inst"], out["outcome"], out["fetch_src"],
+                    out["cached_tok"], out["fetched_tok"], out["computed_tok"],
+                    out["queue_wait"], out["fetch_time"], out["prefill_start"], out["prefill_time"],
+                    out["prefill_end"], out["ready"], out["decode_admit"], out["finish"],
+                    out["tbt_mean"], out["tbt_tail"], out["prefill_load"], out["decode_load"], max_kv, diag)
+            if student is None:
+                _kernel(*args)
+            else:
+                view = new_view(n_route)
+                kernel, fn = student_kernel(args, view), student.kernel_function()  # compiled / loaded here
+                t0 = time.perf_counter()  # wall_s: the run, not the compile
+                with student.errors(diag, trace, view):  # so only the policy's own faults are its errors
+                    kernel(*args, fn, view)
     elif student is not None:
         with student.errors(diag, trace, new_view(n_route)):
             run_reference(trace, config, rc, u, z, out, max_kv, diag, student)
