@@ -3,8 +3,8 @@
 Numba checks a cached kernel against the file the kernel is written in, and only that file. The
 simulator's kernels call helpers from other files (``prefix_cache``, ``roofline``, ``cpp``…), so
 after a change to a helper alone — a ``git pull`` of the course, or an edit — numba would load the
-old machine code and silently give old results. On import, :func:`drop_stale` hashes every ``.py``
-file of the package; when the hash differs from the one stored beside the cache, it deletes the
+old machine code and silently give old results. On import, :func:`drop_stale` hashes the package's
+``.py`` files that use numba; when the hash differs from the one stored beside the cache, it deletes the
 package's cached kernels (``*.nbi``, ``*.nbc``) so that they compile again from the current
 source (≈ 40 s, as on first use; ``python -m mooncake_lab warmup`` does it ahead).
 """
@@ -21,11 +21,15 @@ STAMP = "mooncake_lab_sources.sha256"
 
 
 def source_hash(package: Path = PACKAGE) -> str:
-    """sha256 over the relative path and bytes of every ``.py`` file under ``package``."""
+    """sha256 over the relative path and bytes of every ``.py`` file under ``package`` that
+    mentions numba (``njit`` or ``numba``): the files compiled code can come from. Editing a plot
+    or a notebook helper keeps the compiled kernels."""
     h = hashlib.sha256()
     for f in sorted(package.rglob("*.py")):
-        h.update(str(f.relative_to(package)).encode())
-        h.update(f.read_bytes())
+        data = f.read_bytes()
+        if b"njit" in data or b"numba" in data:
+            h.update(str(f.relative_to(package)).encode())
+            h.update(data)
     return h.hexdigest()
 
 

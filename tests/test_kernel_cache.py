@@ -11,8 +11,9 @@ def _package(tmp_path) -> Path:
     pkg = tmp_path / "pkg"
     (pkg / "sub" / "__pycache__").mkdir(parents=True)
     (pkg / "__pycache__").mkdir()
-    (pkg / "a.py").write_text("x = 1\n")
-    (pkg / "sub" / "b.py").write_text("y = 2\n")
+    (pkg / "a.py").write_text("from numba import njit\n")
+    (pkg / "sub" / "b.py").write_text("from ..jit import helper_njit\ny = 2\n")
+    (pkg / "sub" / "plots.py").write_text("import matplotlib\n")
     return pkg
 
 
@@ -31,7 +32,9 @@ def test_kernels_are_dropped_when_any_source_file_changes(tmp_path, monkeypatch)
     _cache_files(pkg)
     assert kc.drop_stale(pkg) == 0            # same source: kept
     assert (pkg / "sub" / "__pycache__" / "k.nbi").is_file()
-    (pkg / "sub" / "b.py").write_text("y = 3\n")   # a helper in another folder changed
+    (pkg / "sub" / "plots.py").write_text("import matplotlib  # edited\n")   # no compiled code there
+    assert kc.drop_stale(pkg) == 0
+    (pkg / "sub" / "b.py").write_text("from ..jit import helper_njit\ny = 3\n")   # a helper in another folder
     assert kc.drop_stale(pkg) == 4
     assert not list(pkg.rglob("*.nb[ic]")) and len(list(pkg.rglob("*.pyc"))) == 2   # bytecode untouched
 
