@@ -111,7 +111,7 @@ def test_sticky_decades_by_hand():
 def _moves_after_prefetch():
     """(dashboard class, moves): after the runs computed ahead settle, none of these moves simulates
     (a move named with a leading ``*`` may: one Mooncake run, within the budget without help)."""
-    from mooncake_lab.dashboards import capstone, overload, scheduling, traces
+    from mooncake_lab.dashboards import cache, capstone, overload, scheduling, traces
     from mooncake_lab.experiments import l08_capstone
 
     speeds = [("speed", round(0.25 * k, 2)) for k in range(12, 0, -1)]
@@ -119,7 +119,8 @@ def _moves_after_prefetch():
              + [("trace", "toolagent-like"), ("*kvcentric", False), ("speed", 1.0), ("trace", "conversation")]),
             (overload.PolicyComparisonDashboard, speeds + [("trace", "toolagent-like"), ("speed", 3.0)]),
             (overload.OverloadDashboard, [("policy", "baseline"), ("policy", "none"), ("trace", "toolagent-like")]),
-            (traces.TraceDashboard, [("trace", "toolagent-like"), ("trace", "conversation")]),
+            (traces.TraceDashboard, [("view", "popularity"), ("trace", "toolagent-like"), ("trace", "conversation")]),
+            (cache.CapacityDashboard, [("trace", "toolagent-like"), ("trace", "conversation")]),
             (scheduling.SchedulingDashboard, [("*n_prefill", 32), ("trace", "toolagent-like"),
                                               ("*noise", 0.5), ("trace", "conversation")])]
 
@@ -129,10 +130,10 @@ def test_runs_computed_ahead_make_the_next_moves_simulation_free(cls, moves, mon
     import threading
 
     from mooncake_lab import synthetic, traces
-    from mooncake_lab.experiments import common
+    from mooncake_lab.experiments import common, l03_cache
 
     monkeypatch.setenv("MOONCAKE_LAB_PREFETCH", "1")
-    ran = []   # simulations run, traces loaded or generated — by the thread a move runs in
+    ran = []   # simulations, trace loads, per-trace tables — computed by the thread a move runs in
 
     def counting(f):
         def counted(*a, **k):
@@ -141,7 +142,8 @@ def test_runs_computed_ahead_make_the_next_moves_simulation_free(cls, moves, mon
             return f(*a, **k)
         return counted
 
-    for module, name in ((common.sim, "simulate"), (traces, "load_trace_or_synthetic"), (synthetic, "synthetic_trace")):
+    for module, name in ((common.sim, "simulate"), (traces, "load_trace_or_synthetic"), (synthetic, "synthetic_trace"),
+                         (l03_cache, "block_popularity_table"), (l03_cache, "hit_ratio_vs_capacity")):
         monkeypatch.setattr(module, name, counting(getattr(module, name)))
     d = cls()
     for name, value in moves:

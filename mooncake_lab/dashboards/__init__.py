@@ -33,7 +33,7 @@ import ipywidgets as widgets
 import numpy as np
 from IPython.display import Image, display
 
-__all__ = ["Dashboard", "prefetch_enabled", "render_png", "nice_ceiling", "sticky_limit", "sticky_decades"]
+__all__ = ["Dashboard", "on_this_machine", "prefetch_enabled", "render_png", "nice_ceiling", "sticky_limit", "sticky_decades"]
 
 #: Backgrounds kept per dashboard (≈ 1–3 MB each): going back to a view or scale seen recently
 #: needs no full redraw.
@@ -101,6 +101,14 @@ def sticky_decades(current: tuple | None, lo: float, hi: float) -> tuple:
     top = sticky_limit(cur_hi, hi, headroom=1.0, shrink_below=0.05)
     bottom = 1.0 / sticky_limit(None if cur_lo is None else 1.0 / cur_lo, 1.0 / lo, headroom=1.0, shrink_below=0.05)
     return 10.0 ** math.floor(math.log10(bottom) + 1e-9), 10.0 ** math.ceil(math.log10(top) - 1e-9)
+
+
+def on_this_machine(trace_name: str) -> bool:
+    """Whether trace ``trace_name`` loads without a download: a synthetic preset, or a released
+    trace found locally (what a dashboard may load ahead in the background)."""
+    from .. import synthetic, trace_data
+
+    return trace_name in synthetic.PRESETS or trace_data.find_local(trace_name) is not None
 
 
 def prefetch_enabled() -> bool:

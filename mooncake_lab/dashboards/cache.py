@@ -7,12 +7,14 @@ or, for local caches, one LRU replay of the trace (≈ 20–30 ms on the convers
 """
 from __future__ import annotations
 
+from functools import partial
+
 import ipywidgets as widgets
 
 from ..experiments import l03_cache as exp
 from ..traces import as_trace
 from ..plots import cache as plots
-from . import Dashboard, sticky_limit
+from . import Dashboard, on_this_machine, sticky_limit
 
 __all__ = ["CapacityDashboard", "PoolDashboard", "TRACE_CHOICES", "FastRedraw"]
 
@@ -68,17 +70,29 @@ class CapacityDashboard(Dashboard):
     def _static_key(self):
         return self.view.static_state
 
+    def _prefetch_jobs(self, v: dict) -> list:
+        """The other traces on this machine: load each and compute its hit-ratio curve (≈ 0.1 s each)."""
+        return [partial(self._curve_of, t) for t in self.controls["trace"].options
+                if t != v["trace"] and on_this_machine(t)]
+
+    def _curve_of(self, name: str):
+        """Hit ratio vs capacity of trace ``name``, computed once."""
+        t = as_trace(name)
+        if t not in self._curves:
+            self._curves[t] = exp.hit_ratio_vs_capacity(t, exp.curve_capacities())
+            exp.hit_curve(t)   # memoised there: the readout's point
+        return self._curves[t]
+
     def _update(self):
         t = as_trace(self.value("trace"))
         cap = _blocks(self.value("capacity"))
         weight = self.value("weight")
-        if t not in self._curves:
-            self._curves[t] = exp.hit_ratio_vs_capacity(t, exp.curve_capacities())
+        curve = self._curve_of(self.value("trace"))
         h = float(exp.hit_curve(t).hit_ratio([cap], weight)[0])
         self.readout.value = (f"{_size_text(cap, t.block_tokens)} → <b>{h:.1%}</b> {weight}-weighted hit ratio "
                               f"on <code>{t.name}</code>")
         # a hit ratio is a fraction: one 0…1 scale for every trace and weighting
-        self.view.update(self._curves[t], capacity=cap, trace_name=t.name, weight=weight, ylim=(0, 1))
+        self.view.update(curve, capacity=cap, trace_name=t.name, weight=weight, ylim=(0, 1))
 
 
 class PoolDashboard(Dashboard):
