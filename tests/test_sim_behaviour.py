@@ -137,6 +137,22 @@ def test_summary_and_timeseries_are_consistent():
     assert (ts.decode_kv_fraction <= 1.0).all() and (ts.prefill_queue_s >= 0).all()
     with pytest.raises(ValueError, match="dt"):
         res.timeseries(dt=0)
+    q = res.prefill_queues(dt=5.0)   # the prefill-only path a dashboard uses: same numbers
+    np.testing.assert_array_equal(q.to_numpy(), ts[[f"prefill_queue_s[{p}]" for p in range(2)]].to_numpy())
+    np.testing.assert_array_equal(q.index, ts.index)
+    with pytest.raises(ValueError, match="dt"):
+        res.prefill_queues(dt=float("nan"))
+
+
+def test_prefill_queues_by_hand_with_idle_instances():
+    """One request of 2 blocks on 3 instances (load policy → instance 0): its queue is the prefill
+    time left, falling by 1 s per s to 0; the two idle instances stay at 0."""
+    tr = trace_from_requests([0.0], [1024], [4], [2], [0, 1])
+    res = sim.simulate(tr, sim.ClusterConfig(n_prefill=3, n_decode=1, prefill_policy="load"))
+    p = float(res.requests.prefill_s.iloc[0])
+    q = res.prefill_queues(dt=p / 4)
+    assert list(q.columns) == [0, 1, 2] and (q[[1, 2]].to_numpy() == 0).all()
+    np.testing.assert_allclose(q[0].to_numpy()[:5], [p, 0.75 * p, 0.5 * p, 0.25 * p, 0.0], atol=1e-12)
 
 
 def test_policy_order_on_the_real_conversation_trace(real_trace_dir, monkeypatch):

@@ -155,43 +155,9 @@ def speed_sweep(trace: Trace | str = "conversation", speeds=SWEEP_SPEEDS, polici
 
 
 def instance_queues(result: sim.SimResult, dt: float = 10.0) -> pd.DataFrame:
-    """Queued prefill work (s) per instance over time: index ``time_s``, one column per instance."""
-    n = result.config.n_prefill_instances  # nodes, or CPP groups of cpp_group_size nodes
-    idle = np.bincount(result.arrays["prefill_inst"][result.arrays["prefill_inst"] >= 0], minlength=n) == 0
-    if idle.any():
-        # SimResult.timeseries fails on an instance that received no request (IndexError; reported to
-        # the simulator's owner). Until fixed: such an instance's queue is 0 throughout, so relabel the
-        # used instances 0..k-1, sample those, and put zero columns back for the idle ones.
-        return _queues_with_idle(result, dt, idle)
-    ts = result.timeseries(dt, per_instance=True)
-    cols = [f"prefill_queue_s[{p}]" for p in range(n)]
-    out = ts[cols].copy()
-    out.columns = pd.Index(range(n), name="instance")
-    return out
-
-
-def _queues_with_idle(result: sim.SimResult, dt: float, idle: np.ndarray) -> pd.DataFrame:
-    from dataclasses import replace
-
-    n = len(idle)
-    used = np.flatnonzero(~idle)
-    if len(used) == 0:
-        return instance_queues_zero(result, dt, n)
-    remap = np.full(n, -1, dtype=np.int64)
-    remap[used] = np.arange(len(used))
-    arrays = dict(result.arrays)
-    pi = arrays["prefill_inst"]
-    arrays["prefill_inst"] = np.where(pi >= 0, remap[np.maximum(pi, 0)], -1)
-    dense = replace(result, arrays=arrays, config=result.config.replace(n_prefill=len(used) * result.config.cpp_group_size), _frame=None)
-    sub = instance_queues(dense, dt)
-    out = pd.DataFrame(0.0, index=sub.index, columns=pd.Index(range(n), name="instance"))
-    out[list(used)] = sub.to_numpy()
-    return out
-
-
-def instance_queues_zero(result: sim.SimResult, dt: float, n: int) -> pd.DataFrame:
-    t = np.arange(0.0, result.trace.duration_s + dt, dt)
-    return pd.DataFrame(0.0, index=pd.Index(t, name="time_s"), columns=pd.Index(range(n), name="instance"))
+    """Queued prefill work (s) per instance over time: index ``time_s``, one column per instance
+    (nodes, or CPP groups of ``cpp_group_size`` nodes; :meth:`~mooncake_lab.sim.SimResult.prefill_queues`)."""
+    return result.prefill_queues(dt)
 
 
 def hot_block_replicas(result: sim.SimResult, top: int = 100) -> pd.DataFrame:

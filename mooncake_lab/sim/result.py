@@ -144,20 +144,13 @@ class SimResult:
         K KV tokens reserved or needed). ``per_instance=True`` adds ``prefill_queue_s[p]`` and
         ``decode_running[d]``.
         """
-        if not (isinstance(dt, (int, float)) and np.isfinite(dt) and dt > 0):
-            raise ValueError(f"dt must be a finite number of seconds > 0, got {dt!r}")
         a, tr, cfg = self.arrays, self.trace, self.config
-        end = np.nanmax(a["finish"]) if np.isfinite(a["finish"]).any() else 0.0
-        t = np.arange(0.0, end + dt, dt)
+        t = self._grid(dt)
         cols: dict = {}
         # coupled: each instance is both a "prefill" and a "decode" instance; CPP: one per group
         P = cfg.n_prefill_instances
         D = cfg.n_coupled if cfg.coupled else cfg.n_decode
-        queues = np.zeros((len(t), P))
-        for p in range(P):
-            on = np.flatnonzero(a["prefill_inst"] == p)  # in arrival order; prefill ends increase (FIFO)
-            busy = _latest(tr.arrival_s[on], a["prefill_end"][on], t)  # an idle instance: 0
-            queues[:, p] = np.maximum(0.0, busy - t)
+        queues = self._queues(t)
         cols["prefill_queue_s"] = queues.mean(axis=1)
         cols["prefill_queue_max_s"] = queues.max(axis=1)
         running = np.zeros((len(t), D))
@@ -187,6 +180,31 @@ class SimResult:
                 cols[f"decode_running[{d}]"] = running[:, d]
         df = pd.DataFrame(cols, index=pd.Index(t, name="time_s"))
         return df
+
+    def prefill_queues(self, dt: float = 10.0) -> pd.DataFrame:
+        """Queued prefill work (s) per prefill instance (one column each, 0 … P − 1; an instance
+        that got no request: 0), sampled every ``dt`` s like :meth:`timeseries` — without its
+        decode-side columns (what a dashboard draws per move)."""
+        t = self._grid(dt)
+        return pd.DataFrame(self._queues(t), index=pd.Index(t, name="time_s"),
+                            columns=pd.Index(range(self.config.n_prefill_instances), name="instance"))
+
+    def _grid(self, dt) -> np.ndarray:
+        """Sample times (s): every ``dt`` from 0 to the last finish."""
+        if not (isinstance(dt, (int, float)) and np.isfinite(dt) and dt > 0):
+            raise ValueError(f"dt must be a finite number of seconds > 0, got {dt!r}")
+        fin = self.arrays["finish"]
+        return np.arange(0.0, (np.nanmax(fin) if np.isfinite(fin).any() else 0.0) + dt, dt)
+
+    def _queues(self, t: np.ndarray) -> np.ndarray:
+        """``[len(t), P]``: work queued on each prefill instance just after each time (s)."""
+        a, tr = self.arrays, self.trace
+        queues = np.zeros((len(t), self.config.n_prefill_instances))
+        for p in range(queues.shape[1]):
+            on = np.flatnonzero(a["prefill_inst"] == p)  # in arrival order; prefill ends increase (FIFO)
+            busy = _latest(tr.arrival_s[on], a["prefill_end"][on], t)  # an idle instance: 0
+            queues[:, p] = np.maximum(0.0, busy - t)
+        return queues
 
     def load_correlation(self, dt: float = 10.0) -> float:
         """Pearson correlation of the sampled prefill and decode loads (:meth:`timeseries`) while
