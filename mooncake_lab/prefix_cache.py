@@ -232,12 +232,17 @@ def pooled_cache_state(n_instances: int, n_blocks: int, capacity):
         fits = [b for b in _POOL if b.size >= need]
         buf = min(fits, key=lambda b: b.size) if fits else None
         _POOL[:] = [b for b in _POOL if b is not buf]
+    if buf is None and need > 0:
+        # room for 4× the instances: only the part a run fills is ever touched (np.empty reserves
+        # address space, not memory), so a student raising the instance count reuses it
+        buf = np.empty(4 * need, dtype=np.int64)
     st = new_cache_state(n_instances, n_blocks, capacity, buffer=buf)
     try:
         yield st
     finally:
         with _POOL_LOCK:
-            _POOL.append(st.last_use if buf is None else buf)
+            if buf is not None:
+                _POOL.append(buf)
             _POOL.sort(key=lambda b: b.size)
             del _POOL[:-_POOL_MAX]
 
