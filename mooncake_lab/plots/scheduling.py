@@ -204,7 +204,7 @@ class PolicyView:
         a1.set_xlabel("TTFT (s, log scale)")
         a1.set_ylabel("fraction of requests")
         a1.yaxis.set_major_locator(MaxNLocator(4))
-        a2.axhline(slo_s, color=SLO_COLOR, ls="--", lw=1)
+        self.slo_line = a2.axhline(slo_s, color=SLO_COLOR, ls="--", lw=1)
         a2.set_xlabel("time (min)")
         a2.set_ylabel("queued prefill work (s)")
         a2.xaxis.set_major_locator(MaxNLocator(5))
@@ -213,8 +213,8 @@ class PolicyView:
             ax.set_title(" ", y=1.0)
         self.queues: list = []  # one line per instance, added as needed (extras hidden)
         self.slo_s = float(slo_s)
-        if live:
-            for a in (self.cdf, self.mean_line, self.paper_line, a1.title, a2.title):
+        if live:  # the queue scale changes with most moves: its axis is drawn per move, not redrawn whole
+            for a in (self.cdf, self.mean_line, self.paper_line, a1.title, a2.title, a2.yaxis, self.slo_line):
                 a.set_animated(True)
 
     @staticmethod
