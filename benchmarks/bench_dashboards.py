@@ -50,9 +50,21 @@ def _other_values(w, k=4):
     return []
 
 
+def _reference_run_ms() -> float:
+    """Best of 5 of one simulation (conversation, 8P+8D, kvcentric, 0.4x): this machine's speed right
+    now. A shared VM swings ≈ 1.8x (26 … 47 ms seen): compare dashboards measured at similar values."""
+    from mooncake_lab.experiments import l04_scheduling as exp
+    from mooncake_lab.experiments.common import as_trace
+    from mooncake_lab import sim
+
+    tr, cfg = as_trace("conversation").replay(exp.DEFAULT_REPLAY_SPEED), sim.ClusterConfig()
+    return min(sim.simulate(tr, cfg).wall_s for _ in range(6)) * 1e3
+
+
 def main() -> None:
     import os
-    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores (times scale with it)")
+    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores (times scale with it); "
+          f"reference run {_reference_run_ms():.0f} ms (see _reference_run_ms)")
     print(f"{'dashboard':<34}{'control':<22}{'median ms':>10}{'worst ms':>10}{'full redraws':>14}")
     over, total = [], 0
     for mod_name, cls_name in DASHBOARDS:
@@ -85,6 +97,7 @@ def main() -> None:
                 if med > 150:
                     over.append(f"{cls_name}.{name}")
     print(f"{total - len(over)} of {total} controls within the 150 ms budget (median); over: {', '.join(over) or 'none'}")
+    print(f"reference run at the end: {_reference_run_ms():.0f} ms")
 
 
 if __name__ == "__main__":
