@@ -33,7 +33,8 @@ import ipywidgets as widgets
 import numpy as np
 from IPython.display import Image, display
 
-__all__ = ["Dashboard", "on_this_machine", "prefetch_enabled", "render_png", "nice_ceiling", "sticky_limit", "sticky_decades"]
+__all__ = ["Dashboard", "on_this_machine", "prefetch_enabled", "render_png", "nice_ceiling", "sticky_limit",
+           "sticky_decades"]
 
 #: Backgrounds kept per dashboard (≈ 1–3 MB each): going back to a view or scale seen recently
 #: needs no full redraw.
@@ -157,8 +158,9 @@ class Dashboard:
         raise NotImplementedError
 
     def _prefetch_jobs(self, values: dict) -> list:
-        """``(trace, speed, ClusterConfig)`` runs the next moves from control ``values`` (a
-        snapshot: this runs in the background thread) are likely to need, likeliest first."""
+        """The runs the next moves from control ``values`` (a snapshot: this runs in the background
+        thread) are likely to need, likeliest first: ``(trace, speed, ClusterConfig)`` tuples, or
+        functions without arguments (e.g. loading a trace and a table of it)."""
         return []
 
     def _start_prefetch(self) -> None:

@@ -44,7 +44,7 @@ def _remember(key: tuple, tr: Trace, res: sim.SimResult) -> None:
 def simulate_all(jobs, workers: int | None = None) -> list:
     """:func:`simulate_at_speed` of each ``(trace, speed, config)`` in ``jobs``, in order. The runs
     not memoised go in parallel threads (at most ``workers``, default one per core; the kernels
-    release the GIL); a run another thread is already computing (e.g. :func:`prefetch`) is waited
+    release the GIL); a run another thread is already computing (e.g. a :class:`Prefetch`) is waited
     for, not repeated. Same results as one by one."""
     checked = []
     for trace, speed, config in jobs:  # all checked before any is started
