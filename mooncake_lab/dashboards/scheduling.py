@@ -167,4 +167,4 @@ class AlgorithmOneDashboard(Dashboard):
             f"{int(k['computed_tokens']):,})")
         longest = max(float(t[f"{p}_s"].max()) for p, t in tables.items())
         self._xmax = sticky_limit(self._xmax, longest * 1.6, headroom=1.25)  # 1.6: room for the notes
-        self.view.update(tables, xmax=self._xmax)
+        self.view.update(tables, xmax=self._xmax, threshold=float(v["threshold"]))

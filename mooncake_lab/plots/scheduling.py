@@ -300,12 +300,16 @@ class EstimateBars:
                            ncol=3, frameon=False)
         if live:
             for pol in policies:
-                for a in [p for bars in self.bars[pol] for p in bars] + self.notes[pol]:
+                for a in [p for bars in self.bars[pol] for p in bars] + self.notes[pol] + [self.axes[pol].title]:
                     a.set_animated(True)
 
-    def update(self, tables: dict, xmax: float | None = None):
+    def update(self, tables: dict, xmax: float | None = None, threshold: float | None = None):
         """Show ``tables`` (``{policy: estimate_table}``, the policies and instances built for); ``xmax``
-        (s) fixes the shared x axis (default: 1.6 × the longest estimate, room for the notes)."""
+        (s) fixes the shared x axis (default: 1.6 × the longest estimate, room for the notes);
+        ``threshold``: the balancing threshold, stated in the KVCache-centric panel's title."""
+        if threshold is not None and "kvcentric" in self.axes:
+            self.axes["kvcentric"].set_title(f"{POLICY_LABELS['kvcentric']}: fetch if best ≥ {threshold:g} × local",
+                                             y=1.0)
         longest = 0.0
         for pol, t in tables.items():
             if tuple(t.index) != self.instances:
