@@ -28,6 +28,10 @@ DASHBOARDS = [
 ]
 
 
+#: Seconds between moves (env ``BENCH_PAUSE_S``), as a student looks at each picture.
+PAUSE_S = float(__import__("os").environ.get("BENCH_PAUSE_S", "0"))
+
+
 def _other_values(w, k=4):
     """Up to ``k`` valid values for control ``w`` other than its current one, spread over its whole
     range and including its far end (where simulations cost most: the fastest replay, the most
@@ -85,6 +89,7 @@ def main() -> None:
             for v in _other_values(w):
                 if dash.prefetch is not None:
                     dash.prefetch.wait()
+                time.sleep(PAUSE_S)
                 with contextlib.redirect_stdout(io.StringIO()):
                     t0 = time.perf_counter()
                     w.value = v
