@@ -187,12 +187,12 @@ class CacheState(NamedTuple):
         return self.meta[:, 1].copy()
 
 
-def new_cache_state(n_instances: int, n_blocks: int, capacity, *, buffer: np.ndarray | None = None) -> CacheState:
+def new_cache_state(n_instances: int, n_blocks: int, capacity, *, alloc=None) -> CacheState:
     """Empty LRU caches: ``n_instances`` caches over block ids ``0..n_blocks-1``.
 
-    ``capacity`` (blocks) is one number for all instances or one per instance. ``buffer``: an int64
-    array of at least ``n_instances × n_blocks`` elements to hold ``last_use`` (overwritten), else a
-    new one (see :func:`pooled_cache_state`).
+    ``capacity`` (blocks) is one number for all instances or one per instance. ``alloc(k)``: where
+    the arrays live — a flat int64 array of at least ``k`` elements, overwritten (default: new
+    arrays; see :func:`pooled_cache_state`).
     """
     n_instances = _check_positive_int(n_instances, "n_instances")
     if isinstance(n_blocks, bool) or not isinstance(n_blocks, numbers.Integral) or n_blocks < 0:
@@ -205,44 +205,49 @@ def new_cache_state(n_instances: int, n_blocks: int, capacity, *, buffer: np.nda
     qcap = 2 * int(min(caps.max(), n_blocks)) + 64
     meta = np.zeros((n_instances, 5), dtype=np.int64)
     meta[:, 0] = caps
-    if buffer is not None and buffer.dtype == np.int64 and buffer.size >= n_instances * n_blocks:
-        last_use = buffer.ravel()[:n_instances * n_blocks].reshape(n_instances, n_blocks)
-        last_use.fill(-1)
-    else:
-        last_use = np.full((n_instances, n_blocks), -1, dtype=np.int64)
-    return CacheState(last_use=last_use,
-                      q_block=np.zeros((n_instances, qcap), dtype=np.int64),
-                      q_stamp=np.zeros((n_instances, qcap), dtype=np.int64),
-                      meta=meta)
+    if alloc is None:
+        return CacheState(last_use=np.full((n_instances, n_blocks), -1, dtype=np.int64),
+                          q_block=np.zeros((n_instances, qcap), dtype=np.int64),
+                          q_stamp=np.zeros((n_instances, qcap), dtype=np.int64),
+                          meta=meta)
+    last_use = alloc(n_instances * n_blocks)[:n_instances * n_blocks].reshape(n_instances, n_blocks)
+    last_use.fill(-1)
+    qs = alloc(2 * n_instances * qcap)[:2 * n_instances * qcap].reshape(2, n_instances, qcap)
+    return CacheState(last_use=last_use, q_block=qs[0], q_stamp=qs[1], meta=meta)  # queues: read only once written
 
 
-_POOL: list = []            # last_use buffers free for reuse (at most _POOL_MAX, largest kept)
-_POOL_MAX = 2
+_POOL: list = []            # flat int64 buffers free for reuse (at most _POOL_MAX, largest kept)
+_POOL_MAX = 4               # two runs in parallel (simulate_all), two buffers each
 _POOL_LOCK = threading.Lock()
 
 
-@contextmanager
-def pooled_cache_state(n_instances: int, n_blocks: int, capacity):
-    """:func:`new_cache_state` for one simulation, its ``last_use`` taken from (and given back to)
-    a small pool of buffers: a fresh 32 × 183k array (47 MB, the conversation trace at 32
-    instances) costs 10–50 ms of page faults, refilling a used one 2–7 ms. Thread-safe; do not
-    keep the state past the ``with`` block."""
-    need = int(n_instances) * int(n_blocks) if isinstance(n_blocks, numbers.Integral) else 0
+def _take(need: int) -> np.ndarray:
+    """A pooled buffer of ≥ ``need`` elements, else a new one with room for 4× as many (np.empty
+    reserves address space, not memory: only the part a run fills is ever touched)."""
     with _POOL_LOCK:
         fits = [b for b in _POOL if b.size >= need]
         buf = min(fits, key=lambda b: b.size) if fits else None
         _POOL[:] = [b for b in _POOL if b is not buf]
-    if buf is None and need > 0:
-        # room for 4× the instances: only the part a run fills is ever touched (np.empty reserves
-        # address space, not memory), so a student raising the instance count reuses it
-        buf = np.empty(4 * need, dtype=np.int64)
-    st = new_cache_state(n_instances, n_blocks, capacity, buffer=buf)
+    return buf if buf is not None else np.empty(max(4 * need, 1), dtype=np.int64)
+
+
+@contextmanager
+def pooled_cache_state(n_instances: int, n_blocks: int, capacity):
+    """:func:`new_cache_state` for one simulation, its arrays taken from (and given back to) a small
+    pool of buffers: a fresh ``last_use`` of 32 × 183k (47 MB, the conversation trace at 32
+    instances) costs 10–50 ms of page faults, refilling a used one 2–7 ms, and the queues need no
+    clearing at all. Thread-safe; do not keep the state past the ``with`` block."""
+    taken: list = []
+
+    def alloc(k: int) -> np.ndarray:
+        taken.append(_take(k))
+        return taken[-1]
+
     try:
-        yield st
+        yield new_cache_state(n_instances, n_blocks, capacity, alloc=alloc)
     finally:
         with _POOL_LOCK:
-            if buf is not None:
-                _POOL.append(buf)
+            _POOL.extend(taken)
             _POOL.sort(key=lambda b: b.size)
             del _POOL[:-_POOL_MAX]
 

@@ -323,16 +323,27 @@ def test_cache_metrics_say_when_on_stand_in(monkeypatch):
     assert all("stand-in" in m.source for m in ms)
 
 
-def test_pooled_cache_state_reuses_a_buffer_and_starts_empty_each_time(monkeypatch):
+def test_pooled_cache_state_reuses_its_buffers_and_behaves_like_a_fresh_state(monkeypatch):
+    """Pooled arrays start empty (last_use all −1) and a simulation on them matches fresh arrays,
+    even though the queues are not cleared between runs."""
     monkeypatch.setattr(pc, "_POOL", [])
+    t = _trace([[0, 1, 2], [0, 1, 3], [4], [0, 1, 2], [5, 6], [0, 5]] * 5)
+    assign = pc.route_requests(len(t), 3, "random", 1)
+    fresh = pc.new_cache_state(3, t.n_blocks, 2)
+    want = pc._lru_kernel(t.block_offsets, t.block_ids, assign, *fresh)
     first = None
-    for n_inst, n_blocks in ((4, 50), (3, 40), (12, 50), (4, 50)):   # up to 4× the first run's size
-        with pc.pooled_cache_state(n_inst, n_blocks, 10) as st:
-            assert st.last_use.shape == (n_inst, n_blocks) and (st.last_use == -1).all()
-            fresh = pc.new_cache_state(n_inst, n_blocks, 10)
-            for a, b in zip(st, fresh):
-                np.testing.assert_array_equal(a, b)
-            st.last_use[:] = 7   # a run writes into it; the next one must not see this
+    for n_inst, cap in ((3, 2), (2, 1), (3, 2), (8, 3), (3, 2)):   # up to 4× the first run's size
+        with pc.pooled_cache_state(n_inst, t.n_blocks, cap) as st:
+            assert st.last_use.shape == (n_inst, t.n_blocks) and (st.last_use == -1).all()
+            assert (st.meta[:, 1:] == 0).all() and st.q_block.shape[0] == n_inst
             first = st.last_use if first is None else first
             assert np.shares_memory(st.last_use, first)   # one buffer, reused
-    assert len(pc._POOL) == 1
+            if (n_inst, cap) == (3, 2):
+                assert pc._lru_kernel(t.block_offsets, t.block_ids, assign, *st).tolist() == want.tolist()
+                assert np.array_equal(st.meta, fresh.meta) and np.array_equal(st.last_use, fresh.last_use)
+            else:
+                pc._lru_kernel(t.block_offsets, t.block_ids, assign % n_inst, *st)   # leaves its marks
+    assert len(pc._POOL) == 2
+    with pytest.raises(ValueError, match="n_instances"):
+        with pc.pooled_cache_state(0, 5, 1):
+            pass
