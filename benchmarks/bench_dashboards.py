@@ -46,12 +46,12 @@ def _other_values(w, k=4):
     if isinstance(w, widgets.Checkbox):
         return [not w.value, w.value]
     if hasattr(w, "min") and hasattr(w, "max"):
-        lo, hi = w.min, w.max
-        fractions = (0.25, 0.5, 0.75, 1.0)[:k]
+        lo, hi, step = w.min, w.max, getattr(w, "step", None) or 1
+        # on the slider's grid, as a browser sends them (a log slider's step is in the exponent)
+        grid = [min(hi, lo + round((hi - lo) * f / step) * step) for f in (0.25, 0.5, 0.75, 1.0)[:k]]
         if isinstance(w, widgets.FloatLogSlider):
-            return [w.base ** (lo + (hi - lo) * f) for f in fractions]
-        vals = [lo + (hi - lo) * f for f in fractions]
-        return [type(w.value)(round(v) if isinstance(w.value, int) else v) for v in vals]
+            return [w.base ** g for g in grid]
+        return [type(w.value)(round(g, 10)) for g in grid]
     return []
 
 
