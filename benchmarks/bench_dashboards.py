@@ -96,11 +96,11 @@ def main() -> None:
                     t0 = time.perf_counter()
                     w.value = v
                     times.append((time.perf_counter() - t0) * 1e3)
+            full = f"{dash.n_full_draws - full0}/{len(times)}"
             if name != "trace":
                 with contextlib.redirect_stdout(io.StringIO()):
                     w.value = start
             if times:
-                full = f"{dash.n_full_draws - full0}/{len(times)}"
                 med = statistics.median(times)
                 print(f"{cls_name:<34}{name:<22}{med:>10.0f}{max(times):>10.0f}{full:>14}")
                 total += 1
