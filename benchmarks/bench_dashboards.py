@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import io
+import os
 import statistics
 import time
 
@@ -30,7 +31,7 @@ DASHBOARDS = [
 
 
 #: Seconds between moves (env ``BENCH_PAUSE_S``), as a student looks at each picture.
-PAUSE_S = float(__import__("os").environ.get("BENCH_PAUSE_S", "0"))
+PAUSE_S = float(os.environ.get("BENCH_PAUSE_S", "0"))
 
 
 def _other_values(w, k=4):
@@ -67,7 +68,6 @@ def _reference_run_ms() -> float:
 
 
 def main() -> None:
-    import os
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores (times scale with it); "
           f"reference run {_reference_run_ms():.0f} ms (see _reference_run_ms)")
     print(f"{'dashboard':<34}{'control':<22}{'median ms':>10}{'worst ms':>10}{'full redraws':>14}")
