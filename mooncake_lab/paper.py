@@ -1,0 +1,32 @@
+"""The Mooncake papers' numbers that the course quotes — one place, each with its source.
+
+Sources: **arXiv** 2407.00079 ("Mooncake: A KVCache-centric Disaggregated Architecture for LLM Serving";
+figure and table numbers of v3 unless noted) and **FAST'25** ("Mooncake: Trading More Storage for Less
+Computation — A KVCache-centric Architecture for Serving LLM Chatbot"). Values "read from the rendered
+figure" are approximate (stated so). ``../shared/reference/mooncake_paper.md`` lists the same facts in prose.
+
+Lectures, plots, exercises and claims import these constants; none retypes a paper number, so a quote
+and its plot cannot disagree. Sections follow the lectures that first use a number.
+"""
+from __future__ import annotations
+
+ARXIV = "arXiv 2407.00079 v3"
+FAST25 = "FAST'25"
+
+# ---- 00 welcome ------------------------------------------------------------------------------
+
+# ---- 01 roofline -----------------------------------------------------------------------------
+
+# ---- 02 storage for computation --------------------------------------------------------------
+
+# ---- 03 trace and prefix cache ---------------------------------------------------------------
+
+# ---- 04 KVCache-centric scheduling -----------------------------------------------------------
+
+# ---- 05 long-context prefill -----------------------------------------------------------------
+
+# ---- 06 decode, SLOs and goodput -------------------------------------------------------------
+
+# ---- 07 overload-oriented scheduling ---------------------------------------------------------
+
+# ---- 08 capstone -----------------------------------------------------------------------------
