@@ -1,0 +1,266 @@
+"""The Mooncake Store lab: measurements on the real store, live or as recorded.
+
+:func:`run_all` starts the real store (:class:`~mooncake_lab.store_lab.StoreLab`, isolated) three
+times — once for transfer, replication and failure, once per lease TTL for eviction — and returns
+one JSON-serialisable dict. :func:`results` returns that dict live where the store can run here,
+else the committed recording (``mooncake_lab/data/store_lab_recorded.json``, with package version,
+date and machine) and one sentence saying why. Sizes are bytes, times seconds, rates GB/s (10^9 B/s).
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import platform
+import time
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from .. import prefix_cache as pc
+from .. import validate as v
+from ..models import get_model
+from ..traces import trace_from_requests
+
+__all__ = ["KV_LAYER_BYTES", "KV_BLOCK_BYTES", "FAST25_RDMA_GBPS", "TRANSFER_SIZES", "LEASES",
+           "EVICTION_SIZES", "POOL_MIB", "zipf_stream", "exact_lru_hits", "measure_transfer",
+           "measure_eviction", "measure_replication_failure", "run_all", "results", "record",
+           "RECORDED", "load_recorded", "hits_array"]
+
+MiB = 1 << 20
+KiB = 1 << 10
+_MODEL = get_model("llama2-70b")
+#: One 512-token block of LLaMA2-70B KV (BF16): 512 × 327,680 B = 160 MiB; one of its 80 layers: 2 MiB.
+KV_BLOCK_BYTES = int(512 * _MODEL.kv_bytes_per_token())
+KV_LAYER_BYTES = KV_BLOCK_BYTES // _MODEL.n_layers
+#: FAST'25 (Mooncake, §5 / Fig. "Transfer Engine"): Transfer Engine bandwidth over 4×200 Gbps and
+#: 8×400 Gbps RoCE, GB/s.
+FAST25_RDMA_GBPS = {"4×200 Gbps RDMA": 87.0, "8×400 Gbps RDMA": 190.0}
+
+TRANSFER_SIZES = (64 * KiB, 512 * KiB, 2 * MiB)   # value sizes; 2 MiB = KV_LAYER_BYTES
+TRANSFER_BYTES = 24 * MiB                         # bytes moved per (size, API) point
+PUT_APIS = ("put", "put_batch", "batch_put_from")
+GET_APIS = ("get", "get_batch", "batch_get_into")
+LEASES = ("1ms", "10s")                            # default_kv_lease_ttl; 10 s is the master's default
+POOL_MIB = 32                                      # 2 memory nodes × 16 MiB (the store's minimum segment)
+EVICTION_SIZES = (64 * KiB, 128 * KiB, 256 * KiB)  # → 512, 256, 128 blocks of capacity
+N_KEYS, N_ACCESSES, ZIPF_A = 2000, 2000, 1.0       # the replayed stream
+
+RECORDED = "store_lab_recorded.json"
+
+
+# ---------------------------------------------------------------------------------------- eviction
+def zipf_stream(n_accesses: int = N_ACCESSES, n_keys: int = N_KEYS, a: float = ZIPF_A,
+                seed: int = 0) -> np.ndarray:
+    """Key ids (0..n_keys−1) drawn Zipf(a) by rank; halfway the popularity ranks are reshuffled."""
+    n_accesses = v.integer(n_accesses, "n_accesses", lo=2, hi=10**6)
+    n_keys = v.integer(n_keys, "n_keys", lo=1, hi=10**7)
+    a = v.real(a, "a", lo=0, hi=5)
+    rng = np.random.default_rng(seed)
+    p = 1.0 / np.arange(1, n_keys + 1) ** a
+    ranks = rng.choice(n_keys, size=n_accesses, p=p / p.sum())
+    first, second = rng.permutation(n_keys), rng.permutation(n_keys)
+    half = n_accesses // 2
+    return np.concatenate([first[ranks[:half]], second[ranks[half:]]]).astype(np.int64)
+
+
+def exact_lru_hits(stream, capacity: int) -> np.ndarray:
+    """Per access: hit in the course's exact LRU of ``capacity`` blocks (``prefix_cache``)."""
+    ids = v.int_array(stream, "stream", lo=0)
+    n = len(ids)
+    tr = trace_from_requests(np.zeros(n), np.full(n, 512), np.ones(n, dtype=np.int64),
+                             np.ones(n, dtype=np.int64), ids, name="key stream")
+    return pc.stack_distances(tr) < v.integer(capacity, "capacity", lo=1)
+
+
+def measure_eviction(lease: str, sizes=EVICTION_SIZES, stream=None, pins: int = 4) -> list[dict]:
+    """Replay ``stream`` with ``is_exist``-before-``put`` through a 32 MiB pool at each value size."""
+    from ..store_lab import StoreLab
+
+    stream = zipf_stream() if stream is None else np.asarray(stream)
+    half = len(stream) // 2
+    out = []
+    with StoreLab(nodes=2, segment_mib=POOL_MIB // 2, clients=("writer",), buffer_mib=16,
+                  master_flags={"default_kv_lease_ttl": lease}) as lab:
+        for size in sizes:
+            cap = POOL_MIB * MiB // size
+            pinned = [f"pin{i}" for i in range(pins)]
+            lab.put(pinned, size, hard_pin=True)
+            r = lab.replay([f"k{int(k)}" for k in stream], size)
+            store = r["hits"]
+            lru = exact_lru_hits(stream, cap)
+            out.append({
+                "lease": lease, "value_bytes": int(size), "capacity_blocks": int(cap),
+                "store_hit": float(store.mean()), "lru_hit": float(lru.mean()),
+                "agreement": float((store == lru).mean()),
+                "store_hit_first_half": float(store[:half].mean()), "lru_hit_first_half": float(lru[:half].mean()),
+                "store_hit_second_half": float(store[half:].mean()), "lru_hit_second_half": float(lru[half:].mean()),
+                "put_failures": r["put_failures"], "replay_s": r["seconds"],
+                "pins_kept": int(sum(lab.is_exist(pinned, who="writer"))), "pins": pins,
+                "store_hits": "".join("01"[int(h)] for h in store), "lru_hits": "".join("01"[int(h)] for h in lru),
+            })
+            lab.call("writer", "remove_all")
+    return out
+
+
+# ---------------------------------------------------------------------------------------- transfer
+def measure_transfer(lab, sizes=TRANSFER_SIZES, total_bytes: int = TRANSFER_BYTES) -> list[dict]:
+    """GB/s of each put API (writer → memory nodes) and get API (memory nodes → reader), checksummed."""
+    rows = []
+    for size in sizes:
+        n = max(1, total_bytes // size)
+        for put_api, get_api in zip(PUT_APIS, GET_APIS):
+            keys = [f"t{size}-{put_api}-{i}" for i in range(n)]
+            p = lab.put(keys, size, api=put_api)
+            g = lab.get(keys, size, api=get_api)
+            rows.append({"value_bytes": int(size), "n": n, "put_api": put_api, "get_api": get_api,
+                         "put_gbps": n * size / p["seconds"] / 1e9, "get_gbps": n * size / g["seconds"] / 1e9,
+                         "put_ok": int(sum(rc == 0 for rc in p["rc"])), "get_ok": int(sum(g["ok"]))})
+            lab.call("writer", "remove_all")
+    return rows
+
+
+# -------------------------------------------------------------------------- replication and failure
+def _n_replicas(lab, key):
+    return len(lab.replica_desc(key, who="writer"))
+
+
+def measure_replication_failure(lab, value_bytes: int = MiB, hot_reads: int = 200, n_two: int = 12,
+                                n_one: int = 4, client_ttl_s: float = 2.0) -> dict:
+    """Replica placement, hot-spot replication, and what a SIGKILLed memory node takes with it."""
+    segs = lab.segments
+    n0, n1 = segs["node0"], segs["node1"]
+    out: dict = {"segments": dict(segs), "client_ttl_s": client_ttl_s}
+    lab.put(["two"], value_bytes, replica_num=2)
+    out["two_replica_segments"] = sorted(d["segment"] for d in lab.replica_desc("two", who="writer"))
+    # hot-spot replication: read one key repeatedly, note when a second replica appears
+    lab.put(["hot", "cold"], value_bytes, replica_num=1, preferred_segment=n0)
+    t0, seen = time.perf_counter(), None
+    for i in range(hot_reads):
+        lab.get(["hot"], value_bytes, check=False)
+        if i % 10 == 9 and seen is None and _n_replicas(lab, "hot") > 1:
+            seen = {"reads": i + 1, "seconds": time.perf_counter() - t0}
+            break
+        time.sleep(0.005)
+    out["hot_replicated_after"] = seen
+    out["hot_replicas"] = _n_replicas(lab, "hot")
+    out["cold_replicas"] = len(json.loads(lab.http("/query_key?key=cold"))["data"])
+    # failure: single-replica keys on node0, two-replica keys, then SIGKILL node0
+    ones = [f"one{i}" for i in range(n_one)]
+    twos = [f"two{i}" for i in range(n_two)]
+    lab.put(ones, value_bytes, replica_num=1, preferred_segment=n0)
+    lab.put(twos, value_bytes, replica_num=2)
+    first_on_dead = {k: lab.replica_desc(k, who="writer")[0]["segment"] == n0 for k in twos}
+    out["two_first_on_killed"] = int(sum(first_on_dead.values()))
+    before = {k: lab.get_rc(k, value_bytes) for k in ones + twos}
+    lab.kill("node0")
+    t_kill = time.perf_counter()
+    timeline = []
+
+    def probe(phase):
+        t = time.perf_counter() - t_kill
+        rc_one = [lab.get_rc(k, value_bytes) for k in ones[:2]]
+        rc_two_dead = [lab.get_rc(k, value_bytes) for k in twos if first_on_dead[k]][:2]
+        rc_two_live = [lab.get_rc(k, value_bytes) for k in twos if not first_on_dead[k]][:2]
+        listed = lab.http("/get_all_segments").split()
+        timeline.append({"t_s": t, "phase": phase, "one": rc_one, "two_first_on_killed": rc_two_dead,
+                         "two_first_on_survivor": rc_two_live, "segments": listed,
+                         "exist_one": lab.is_exist(ones[:1], who="writer")[0]})
+
+    probe("before client_ttl")
+    deadline = t_kill + client_ttl_s + 6
+    while time.perf_counter() < deadline:  # wait (bounded) for the master to drop node0
+        if n0 not in lab.http("/get_all_segments").split():
+            break
+        time.sleep(0.2)
+    out["node_dropped_after_s"] = time.perf_counter() - t_kill
+    probe("after client_ttl")
+    out["timeline"] = timeline
+    out["before_kill_ok"] = int(sum(r == value_bytes for r in before.values()))
+    out["two_replicas_after"] = sorted({_n_replicas(lab, k) for k in twos})
+    out["codes"] = {"-800": "transfer failed (the segment's node is gone)", "-704": "object not found"}
+    return out
+
+
+# ------------------------------------------------------------------------------------------- runs
+def run_all(leases=LEASES) -> dict:
+    """Every measurement of the lab on the real store (≈ 30 s here). Raises StoreLabError if it cannot run."""
+    from ..store_lab import StoreLab, store_status
+
+    t0 = time.perf_counter()
+    ok, version = store_status()
+    res: dict = {"package": "mooncake-transfer-engine-non-cuda", "version": version,
+                 "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                 "machine": f"{platform.system()} {platform.machine()}, {platform.python_implementation()} "
+                            f"{platform.python_version()}, {_cpu_count()} CPUs",
+                 "kv_layer_bytes": KV_LAYER_BYTES, "kv_block_bytes": KV_BLOCK_BYTES}
+    with StoreLab(nodes=2, segment_mib=64, buffer_mib=32,
+                  master_flags={"client_ttl": 2, "dynamic_replication_mode": "enforce"}) as lab:
+        res["isolated"] = lab.isolated
+        res["start_s"] = time.perf_counter() - t0
+        res["transfer"] = measure_transfer(lab)
+        res["replication"] = measure_replication_failure(lab, client_ttl_s=2.0)
+    res["eviction"] = [row for lease in leases for row in measure_eviction(lease)]
+    res["run_s"] = time.perf_counter() - t0
+    return res
+
+
+def _cpu_count():
+    import os
+
+    return os.cpu_count()
+
+
+def hits_array(bits: str) -> np.ndarray:
+    """A recorded hit string ("0110…", one character per access) as a bool array."""
+    return np.frombuffer(bits.encode(), dtype=np.uint8) == ord("1")
+
+
+def load_recorded(path=None) -> dict:
+    """The committed recording of :func:`run_all` (or the JSON at ``path``)."""
+    if path is None:
+        text = resources.files("mooncake_lab").joinpath("data", RECORDED).read_text()
+    else:
+        text = Path(path).read_text()
+    data = json.loads(text)
+    for field in ("version", "date", "machine", "transfer", "eviction", "replication"):
+        if field not in data:
+            raise ValueError(f"{path or RECORDED}: missing field {field!r}")
+    return data
+
+
+def results(live: bool | None = None) -> tuple[dict, str]:
+    """(results, where they come from). ``live=None``: run the store if it can run here, else the recording."""
+    from ..store_lab import StoreLabError, isolation, store_status, HOST_NETWORK_ENV
+    import os
+
+    if live is not False:
+        ok, why = store_status()
+        if ok and isolation()[0] is None and os.environ.get(HOST_NETWORK_ENV) != "1":
+            ok, why = False, f"no private network namespace can be made here ({isolation()[1]})"
+        if ok:
+            try:
+                return run_all(), f"live: the real Mooncake Store {why}, run just now on this machine"
+            except StoreLabError as err:
+                if live:
+                    raise
+                why = f"the store failed to run here ({err})"
+        elif live:
+            raise StoreLabError(why)
+    data = load_recorded()
+    return data, (f"recorded: {why}, so these are the results of a real run "
+                  f"({data['package']} {data['version']}, {data['date']}, {data['machine']})")
+
+
+def record(path=None) -> Path:
+    """Run the store and write the results as the committed recording (``python -m ... record``)."""
+    data = run_all()
+    path = Path(path) if path else Path(__file__).resolve().parents[1] / "data" / RECORDED
+    path.write_text(json.dumps(data, indent=1) + "\n")
+    return path
+
+
+if __name__ == "__main__":
+    import sys
+
+    print(record(sys.argv[1] if len(sys.argv) > 1 else None))
