@@ -151,7 +151,7 @@ def measure_replication_failure(lab, value_bytes: int = MiB, hot_reads: int = 20
     lab.put(ones, value_bytes, replica_num=1, preferred_segment=n0)
     lab.put(twos, value_bytes, replica_num=2)
     first_on_dead = {k: lab.replica_desc(k, who="writer")[0]["segment"] == n0 for k in twos}
-    out["two_first_on_killed"] = int(sum(first_on_dead.values()))
+    out["two_first_on_killed"], out["n_two"] = int(sum(first_on_dead.values())), n_two
     before = {k: lab.get_rc(k, value_bytes) for k in ones + twos}
     lab.kill("node0")
     t_kill = time.perf_counter()
