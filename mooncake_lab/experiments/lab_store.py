@@ -25,7 +25,9 @@ from ..traces import trace_from_requests
 __all__ = ["KV_LAYER_BYTES", "KV_BLOCK_BYTES", "FAST25_RDMA_GBPS", "TRANSFER_SIZES", "LEASES",
            "EVICTION_SIZES", "POOL_MIB", "zipf_stream", "exact_lru_hits", "measure_transfer",
            "measure_eviction", "measure_replication_failure", "run_all", "results", "record",
-           "RECORDED", "load_recorded", "hits_array"]
+           "RECORDED", "load_recorded", "hits_array", "NO_AVAILABLE_HANDLE", "OBJECT_NOT_FOUND",
+           "TRANSFER_FAIL", "lease_agreement", "MAIN_LAB", "can_run_live", "header",
+           "recorded_note", "eviction_lab", "start_labs"]
 
 MiB = 1 << 20
 KiB = 1 << 10
@@ -33,12 +35,12 @@ _MODEL = get_model("llama2-70b")
 #: One 512-token block of LLaMA2-70B KV (BF16): 512 × 327,680 B = 160 MiB; one of its 80 layers: 2 MiB.
 KV_BLOCK_BYTES = int(512 * _MODEL.kv_bytes_per_token())
 KV_LAYER_BYTES = KV_BLOCK_BYTES // _MODEL.n_layers
-#: FAST'25 (Mooncake, §5 / Fig. "Transfer Engine"): Transfer Engine bandwidth over 4×200 Gbps and
+#: FAST'25 §5.4.1 (reference/mooncake_paper.md): Transfer Engine bandwidth over 4×200 Gbps and
 #: 8×400 Gbps RoCE, GB/s.
 FAST25_RDMA_GBPS = {"4×200 Gbps RDMA": 87.0, "8×400 Gbps RDMA": 190.0}
 
 TRANSFER_SIZES = (64 * KiB, 512 * KiB, 2 * MiB)   # value sizes; 2 MiB = KV_LAYER_BYTES
-TRANSFER_BYTES = 24 * MiB                         # bytes moved per (size, API) point
+TRANSFER_BYTES = 16 * MiB                         # bytes moved per (size, API) point
 PUT_APIS = ("put", "put_batch", "batch_put_from")
 GET_APIS = ("get", "get_batch", "batch_get_into")
 LEASES = ("1ms", "10s")                            # default_kv_lease_ttl; 10 s is the master's default
@@ -47,6 +49,8 @@ EVICTION_SIZES = (64 * KiB, 128 * KiB, 256 * KiB)  # → 512, 256, 128 blocks of
 N_KEYS, N_ACCESSES, ZIPF_A = 2000, 2000, 1.0       # the replayed stream
 
 RECORDED = "store_lab_recorded.json"
+#: The store's return codes met in the lab (mooncake-store/include/types.h, ErrorCode).
+NO_AVAILABLE_HANDLE, OBJECT_NOT_FOUND, TRANSFER_FAIL = -200, -704, -800
 
 
 # ---------------------------------------------------------------------------------------- eviction
@@ -73,50 +77,66 @@ def exact_lru_hits(stream, capacity: int) -> np.ndarray:
     return pc.stack_distances(tr) < v.integer(capacity, "capacity", lo=1)
 
 
-def measure_eviction(lease: str, sizes=EVICTION_SIZES, stream=None, pins: int = 4) -> list[dict]:
-    """Replay ``stream`` with ``is_exist``-before-``put`` through a 32 MiB pool at each value size."""
+def eviction_lab(lease: str):
+    """A (not yet started) store for the eviction replay: a 32 MiB pool, one writer, lease TTL ``lease``."""
     from ..store_lab import StoreLab
 
+    return StoreLab(nodes=2, segment_mib=POOL_MIB // 2, clients=("writer",), buffer_mib=16,
+                    master_flags={"default_kv_lease_ttl": lease})
+
+
+def measure_eviction(lab, lease: str, sizes=EVICTION_SIZES, stream=None, pins: int = 4) -> list[dict]:
+    """Replay ``stream`` with ``is_exist``-before-``put`` through ``lab``'s pool (from
+    :func:`eviction_lab`) at each value size, beside the course's exact LRU at the same capacity."""
     stream = zipf_stream() if stream is None else np.asarray(stream)
     half = len(stream) // 2
     out = []
-    with StoreLab(nodes=2, segment_mib=POOL_MIB // 2, clients=("writer",), buffer_mib=16,
-                  master_flags={"default_kv_lease_ttl": lease}) as lab:
-        for size in sizes:
-            cap = POOL_MIB * MiB // size
-            pinned = [f"pin{i}" for i in range(pins)]
-            lab.put(pinned, size, hard_pin=True)
-            r = lab.replay([f"k{int(k)}" for k in stream], size)
-            store = r["hits"]
-            lru = exact_lru_hits(stream, cap)
-            out.append({
-                "lease": lease, "value_bytes": int(size), "capacity_blocks": int(cap),
-                "store_hit": float(store.mean()), "lru_hit": float(lru.mean()),
-                "agreement": float((store == lru).mean()),
-                "store_hit_first_half": float(store[:half].mean()), "lru_hit_first_half": float(lru[:half].mean()),
-                "store_hit_second_half": float(store[half:].mean()), "lru_hit_second_half": float(lru[half:].mean()),
-                "put_failures": r["put_failures"], "replay_s": r["seconds"],
-                "pins_kept": int(sum(lab.is_exist(pinned, who="writer"))), "pins": pins,
-                "store_hits": "".join("01"[int(h)] for h in store), "lru_hits": "".join("01"[int(h)] for h in lru),
-            })
-            lab.call("writer", "remove_all")
+    pool = len(lab.nodes) * lab.segment_mib * MiB
+    for size in sizes:
+        cap = pool // size
+        pinned = [f"pin{size}-{i}" for i in range(pins)]
+        lab.put(pinned, size, hard_pin=True)
+        r = lab.replay([f"k{int(k)}" for k in stream], size)
+        store = r["hits"]
+        lru = exact_lru_hits(stream, cap)
+        out.append({
+            "lease": lease, "value_bytes": int(size), "capacity_blocks": int(cap),
+            "store_hit": float(store.mean()), "lru_hit": float(lru.mean()),
+            "agreement": float((store == lru).mean()),
+            "store_hit_first_half": float(store[:half].mean()), "lru_hit_first_half": float(lru[:half].mean()),
+            "store_hit_second_half": float(store[half:].mean()), "lru_hit_second_half": float(lru[half:].mean()),
+            "put_failures": r["put_failures"], "replay_s": r["seconds"],
+            "first_put_failures": {str(k): n for k, n in r["first_put_failures"].items()},
+            "pins_kept": int(sum(lab.is_exist(pinned, who="writer"))), "pins": pins,
+            "store_hits": "".join("01"[int(h)] for h in store), "lru_hits": "".join("01"[int(h)] for h in lru),
+        })
+        lab.call("writer", "remove_all")
     return out
 
 
 # ---------------------------------------------------------------------------------------- transfer
-def measure_transfer(lab, sizes=TRANSFER_SIZES, total_bytes: int = TRANSFER_BYTES) -> list[dict]:
-    """GB/s of each put API (writer → memory nodes) and get API (memory nodes → reader), checksummed."""
+def measure_transfer(lab, sizes=TRANSFER_SIZES, total_bytes: int = TRANSFER_BYTES, rounds: int = 2) -> list[dict]:
+    """GB/s of each put API (writer → memory nodes) and get API (memory nodes → reader), checksummed.
+
+    Each point moves ``total_bytes`` in ``rounds`` rounds and reports the fastest round (the least
+    disturbed by other work on the machine)."""
     rows = []
     for size in sizes:
-        n = max(1, total_bytes // size)
+        n = max(1, total_bytes // rounds // size)
         for put_api, get_api in zip(PUT_APIS, GET_APIS):
-            keys = [f"t{size}-{put_api}-{i}" for i in range(n)]
-            p = lab.put(keys, size, api=put_api)
-            g = lab.get(keys, size, api=get_api)
-            rows.append({"value_bytes": int(size), "n": n, "put_api": put_api, "get_api": get_api,
-                         "put_gbps": n * size / p["seconds"] / 1e9, "get_gbps": n * size / g["seconds"] / 1e9,
-                         "put_ok": int(sum(rc == 0 for rc in p["rc"])), "get_ok": int(sum(g["ok"]))})
-            lab.call("writer", "remove_all")
+            put_s, get_s, put_ok, get_ok = [], [], 0, 0
+            for k in range(rounds):
+                keys = [f"t{size}-{put_api}-{k}-{i}" for i in range(n)]
+                p = lab.put(keys, size, api=put_api)
+                g = lab.get(keys, size, api=get_api)
+                put_s.append(p["seconds"])
+                get_s.append(g["seconds"])
+                put_ok += sum(rc == 0 for rc in p["rc"])
+                get_ok += sum(g["ok"])
+                lab.call("writer", "remove_all")
+            rows.append({"value_bytes": int(size), "n": n * rounds, "put_api": put_api, "get_api": get_api,
+                         "put_gbps": n * size / min(put_s) / 1e9, "get_gbps": n * size / min(get_s) / 1e9,
+                         "put_ok": int(put_ok), "get_ok": int(get_ok)})
     return rows
 
 
@@ -126,7 +146,7 @@ def _n_replicas(lab, key):
 
 
 def measure_replication_failure(lab, value_bytes: int = MiB, hot_reads: int = 200, n_two: int = 12,
-                                n_one: int = 4, client_ttl_s: float = 2.0) -> dict:
+                                n_one: int = 4, client_ttl_s: float = 2.0, polls: int = 20) -> dict:
     """Replica placement, hot-spot replication, and what a SIGKILLed memory node takes with it."""
     segs = lab.segments
     n0, n1 = segs["node0"], segs["node1"]
@@ -145,6 +165,16 @@ def measure_replication_failure(lab, value_bytes: int = MiB, hot_reads: int = 20
     out["hot_replicated_after"] = seen
     out["hot_replicas"] = _n_replicas(lab, "hot")
     out["cold_replicas"] = len(json.loads(lab.http("/query_key?key=cold"))["data"])
+    # observing is reading: poll the replica list of a key nobody reads
+    lab.put(["polled"], value_bytes, replica_num=1, preferred_segment=n0)
+    for _ in range(polls):
+        lab.replica_desc("polled", who="writer")
+        time.sleep(0.03)
+    t1, n_polled = time.perf_counter(), 1
+    while time.perf_counter() - t1 < 1.5 and n_polled < 2:
+        n_polled = len(json.loads(lab.http("/query_key?key=polled"))["data"])
+        time.sleep(0.25)
+    out["polled"] = {"polls": polls, "replicas": n_polled}
     # failure: single-replica keys on node0, two-replica keys, then SIGKILL node0
     ones = [f"one{i}" for i in range(n_one)]
     twos = [f"two{i}" for i in range(n_two)]
@@ -159,9 +189,9 @@ def measure_replication_failure(lab, value_bytes: int = MiB, hot_reads: int = 20
 
     def probe(phase):
         t = time.perf_counter() - t_kill
-        rc_one = [lab.get_rc(k, value_bytes) for k in ones[:2]]
-        rc_two_dead = [lab.get_rc(k, value_bytes) for k in twos if first_on_dead[k]][:2]
-        rc_two_live = [lab.get_rc(k, value_bytes) for k in twos if not first_on_dead[k]][:2]
+        rc_one = [lab.get_rc(k, value_bytes) for k in ones[:1]]  # a failing read takes ≈ 0.5 s: probe few
+        rc_two_dead = [lab.get_rc(k, value_bytes) for k in [k for k in twos if first_on_dead[k]][:1]]
+        rc_two_live = [lab.get_rc(k, value_bytes) for k in [k for k in twos if not first_on_dead[k]][:1]]
         listed = lab.http("/get_all_segments").split()
         timeline.append({"t_s": t, "phase": phase, "one": rc_one, "two_first_on_killed": rc_two_dead,
                          "two_first_on_survivor": rc_two_live, "segments": listed,
@@ -178,29 +208,66 @@ def measure_replication_failure(lab, value_bytes: int = MiB, hot_reads: int = 20
     out["timeline"] = timeline
     out["before_kill_ok"] = int(sum(r == value_bytes for r in before.values()))
     out["two_replicas_after"] = sorted({_n_replicas(lab, k) for k in twos})
-    out["codes"] = {"-800": "transfer failed (the segment's node is gone)", "-704": "object not found"}
+    out["codes"] = {str(TRANSFER_FAIL): "TRANSFER_FAIL", str(OBJECT_NOT_FOUND): "OBJECT_NOT_FOUND"}
     return out
 
 
 # ------------------------------------------------------------------------------------------- runs
-def run_all(leases=LEASES) -> dict:
-    """Every measurement of the lab on the real store (≈ 30 s here). Raises StoreLabError if it cannot run."""
-    from ..store_lab import StoreLab, store_status
+#: The lab of sections 1 and 3: 2 memory nodes × 64 MiB, a writer and a reader; nodes declared dead
+#: 2 s after their last heartbeat (default 10 s); hot keys replicated (default "off").
+MAIN_LAB = {"nodes": 2, "segment_mib": 64, "buffer_mib": 32,
+            "master_flags": {"client_ttl": 2, "dynamic_replication_mode": "enforce"}}
 
+
+def can_run_live() -> tuple[bool, str]:
+    """(True, package version) where the real store can run isolated here, else (False, one sentence why)."""
+    import os
+
+    from ..store_lab import HOST_NETWORK_ENV, isolation, store_status
+
+    ok, why = store_status()
+    if ok and isolation()[0] is None and os.environ.get(HOST_NETWORK_ENV) != "1":
+        return False, f"no private network namespace can be made here ({isolation()[1]})"
+    return ok, why
+
+
+def header(lab=None) -> dict:
+    """What a result set records about its run: package, version, date (UTC), machine."""
+    from ..store_lab import PACKAGE, store_status
+
+    return {"package": PACKAGE, "version": store_status()[1],
+            "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "machine": f"{platform.system()} {platform.machine()}, {platform.python_implementation()} "
+                       f"{platform.python_version()}, {_cpu_count()} CPUs",
+            "kv_layer_bytes": KV_LAYER_BYTES, "kv_block_bytes": KV_BLOCK_BYTES,
+            "isolated": None if lab is None else lab.isolated}
+
+
+def start_labs(leases=LEASES) -> tuple:
+    """Start the main lab and one eviction lab per lease, all at once: ``(main, {lease: lab})``."""
+    from ..store_lab import StoreLab, start_all
+
+    main, evs = StoreLab(**MAIN_LAB), {lease: eviction_lab(lease) for lease in leases}
+    start_all([main, *evs.values()])
+    return main, evs
+
+
+def run_all(leases=LEASES) -> dict:
+    """Every measurement of the lab on the real store (≈ 40 s here). Raises StoreLabError if it cannot run."""
     t0 = time.perf_counter()
-    ok, version = store_status()
-    res: dict = {"package": "mooncake-transfer-engine-non-cuda", "version": version,
-                 "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-                 "machine": f"{platform.system()} {platform.machine()}, {platform.python_implementation()} "
-                            f"{platform.python_version()}, {_cpu_count()} CPUs",
-                 "kv_layer_bytes": KV_LAYER_BYTES, "kv_block_bytes": KV_BLOCK_BYTES}
-    with StoreLab(nodes=2, segment_mib=64, buffer_mib=32,
-                  master_flags={"client_ttl": 2, "dynamic_replication_mode": "enforce"}) as lab:
-        res["isolated"] = lab.isolated
+    main, evs = start_labs(leases)
+    try:
+        res = header(main)
         res["start_s"] = time.perf_counter() - t0
-        res["transfer"] = measure_transfer(lab)
-        res["replication"] = measure_replication_failure(lab, client_ttl_s=2.0)
-    res["eviction"] = [row for lease in leases for row in measure_eviction(lease)]
+        res["transfer"] = measure_transfer(main)
+        res["eviction"] = []
+        for lease, lab in evs.items():
+            res["eviction"] += measure_eviction(lab, lease)
+            lab.close()
+        res["replication"] = measure_replication_failure(main, client_ttl_s=MAIN_LAB["master_flags"]["client_ttl"])
+    finally:
+        for lab in (main, *evs.values()):
+            lab.close()
     res["run_s"] = time.perf_counter() - t0
     return res
 
@@ -214,6 +281,14 @@ def _cpu_count():
 def hits_array(bits: str) -> np.ndarray:
     """A recorded hit string ("0110…", one character per access) as a bool array."""
     return np.frombuffer(bits.encode(), dtype=np.uint8) == ord("1")
+
+
+def lease_agreement(res: dict) -> dict[str, float]:
+    """Mean share of accesses on which the store and exact LRU agree (hit/miss), per lease TTL."""
+    out: dict[str, list] = {}
+    for r in res["eviction"]:
+        out.setdefault(r["lease"], []).append(r["agreement"])
+    return {k: float(np.mean(a)) for k, a in out.items()}
 
 
 def load_recorded(path=None) -> dict:
@@ -231,25 +306,26 @@ def load_recorded(path=None) -> dict:
 
 def results(live: bool | None = None) -> tuple[dict, str]:
     """(results, where they come from). ``live=None``: run the store if it can run here, else the recording."""
-    from ..store_lab import StoreLabError, isolation, store_status, HOST_NETWORK_ENV
-    import os
+    from ..store_lab import StoreLabError
 
-    if live is not False:
-        ok, why = store_status()
-        if ok and isolation()[0] is None and os.environ.get(HOST_NETWORK_ENV) != "1":
-            ok, why = False, f"no private network namespace can be made here ({isolation()[1]})"
-        if ok:
-            try:
-                return run_all(), f"live: the real Mooncake Store {why}, run just now on this machine"
-            except StoreLabError as err:
-                if live:
-                    raise
-                why = f"the store failed to run here ({err})"
-        elif live:
-            raise StoreLabError(why)
+    ok, why = can_run_live() if live is not False else (False, "live=False was asked for")
+    if ok:
+        try:
+            return run_all(), f"live: the real Mooncake Store {why}, run just now on this machine"
+        except StoreLabError as err:
+            if live:
+                raise
+            why = f"the store failed to run here ({err})"
+    elif live:
+        raise StoreLabError(why)
+    return load_recorded(), recorded_note(why)
+
+
+def recorded_note(why: str) -> str:
+    """The one sentence a notebook shows when it falls back to the recording."""
     data = load_recorded()
-    return data, (f"recorded: {why}, so these are the results of a real run "
-                  f"({data['package']} {data['version']}, {data['date']}, {data['machine']})")
+    return (f"Recorded results: {why}, so these are the results of a real run "
+            f"({data['package']} {data['version']}, {data['date']}, {data['machine']}).")
 
 
 def record(path=None) -> Path:

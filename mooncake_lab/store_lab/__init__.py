@@ -27,7 +27,7 @@ from functools import lru_cache
 from .. import validate as v
 from ._proto import StoreLabError, ask, conn, stop_pids
 
-__all__ = ["StoreLab", "StoreLabError", "store_status", "isolation", "HOST_NETWORK_ENV", "PACKAGE"]
+__all__ = ["StoreLab", "StoreLabError", "start_all", "store_status", "isolation", "HOST_NETWORK_ENV", "PACKAGE"]
 
 PACKAGE = "mooncake-transfer-engine-non-cuda"
 HOST_NETWORK_ENV = "MOONCAKE_LAB_STORE_HOST_NETWORK"
@@ -121,9 +121,16 @@ class StoreLab:
 
     # --- life cycle ------------------------------------------------------------------------
     def start(self) -> "StoreLab":
+        """Start the supervisor, the master and every node and client; returns ``self``."""
+        start_all([self])
+        return self
+
+    def _spawn(self) -> None:
         ok, why = store_status()
         if not ok:
             raise StoreLabError(why)
+        if self._proc is not None:
+            raise StoreLabError("this StoreLab is already started")
         prefix, how = isolation()
         if prefix is None:
             if not self.allow_host_network:
@@ -137,32 +144,28 @@ class StoreLab:
         r2, w2 = os.pipe()  # supervisor -> kernel
         cmd = prefix + [sys.executable, "-m", "mooncake_lab.store_lab._supervisor", str(r1), str(w2),
                         "1" if prefix else "0"]
+        # Started from this (the calling) thread: PR_SET_PDEATHSIG fires when the creating thread exits.
         self._proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, pass_fds=(r1, w2),
                                       preexec_fn=_die_with_parent)
         os.close(r1)
         os.close(w2)
         self._rx, self._tx = conn(r2, w1)
         _OPEN.add(self)
+
+    def _recv(self, what: str):
+        if not self._rx.poll(self.timeout_s):
+            raise StoreLabError(f"{what}: no answer within {self.timeout_s:g} s")
         try:
-            if not self._rx.poll(self.timeout_s):
-                raise StoreLabError(f"the supervisor did not start within {self.timeout_s:g} s")
             status, value = self._rx.recv()
-            if status != "ok":
-                raise StoreLabError(value)
-            self.pids["supervisor"] = value["pid"]
-            self.ports = self._ask("start_master", flags=self.master_flags)
-            self.pids["master"] = self.ports.pop("pid")
-            for n in self.nodes:
-                info = self._ask("start_worker", name=n, segment_bytes=self.segment_mib * MiB,
-                                 buffer_bytes=self.buffer_mib * MiB)
-                self.pids[n], self.segments[n] = info["pid"], info["segment"]
-            for c in self.clients:
-                info = self._ask("start_worker", name=c, segment_bytes=0, buffer_bytes=self.buffer_mib * MiB)
-                self.pids[c] = info["pid"]
-        except BaseException:
-            self.close()
-            raise
-        return self
+        except (EOFError, OSError) as err:
+            raise StoreLabError(f"{what}: the supervisor is gone ({err})") from None
+        if status != "ok":
+            raise StoreLabError(f"{what}: {value}")
+        return value
+
+    def _specs(self) -> list:
+        return [(n, self.segment_mib * MiB, self.buffer_mib * MiB) for n in self.nodes] + \
+            [(c, 0, self.buffer_mib * MiB) for c in self.clients]
 
     def __enter__(self) -> "StoreLab":
         return self.start() if self._proc is None else self
@@ -247,6 +250,33 @@ class StoreLab:
     def listening(self) -> list[tuple[str, int]]:
         """Listening TCP sockets (address, port) inside the lab's network namespace."""
         return [tuple(x) for x in self._ask("listening")]
+
+
+def start_all(labs) -> list:
+    """Start several labs at once (their processes start in parallel); on any error all are closed."""
+    labs = list(labs)
+    try:
+        for lab in labs:
+            lab._spawn()
+        for lab in labs:
+            lab.pids["supervisor"] = lab._recv("supervisor start")["pid"]
+        for lab in labs:
+            lab._tx.send(("start_master", {"flags": lab.master_flags}))
+        for lab in labs:
+            lab.ports = lab._recv("start_master")
+            lab.pids["master"] = lab.ports.pop("pid")
+        for lab in labs:
+            lab._tx.send(("start_workers", {"specs": lab._specs()}))
+        for lab in labs:
+            for name, info in lab._recv("start_workers").items():
+                lab.pids[name] = info["pid"]
+                if name in lab.nodes:
+                    lab.segments[name] = info["segment"]
+    except BaseException:
+        for lab in labs:
+            lab.close()
+        raise
+    return labs
 
 
 @atexit.register

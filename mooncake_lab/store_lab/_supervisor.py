@@ -104,27 +104,39 @@ class Supervisor:
             time.sleep(0.05)
         raise StoreLabError(f"mooncake_master did not listen within {timeout_s:g} s: {self.log_tail('master')}")
 
-    def start_worker(self, name: str, segment_bytes: int, buffer_bytes: int, timeout_s: float = 30.0):
-        if name in self.workers:
-            raise StoreLabError(f"worker {name!r} already exists")
-        r1, w1 = os.pipe()  # supervisor -> worker
-        r2, w2 = os.pipe()  # worker -> supervisor
-        log = open(self.logdir / f"{name}.log", "wb")
-        p = subprocess.Popen([sys.executable, "-m", "mooncake_lab.store_lab._worker", str(r1), str(w2)],
-                             stdin=subprocess.DEVNULL, stdout=log, stderr=log, pass_fds=(r1, w2),
-                             preexec_fn=die_with_parent, env=dict(os.environ, **WORKER_ENV))
-        os.close(r1)
-        os.close(w2)
-        rx, tx = conn(r2, w1)
-        self.workers[name] = (p, rx, tx)
-        try:
-            host = ask(rx, tx, "setup", timeout_s, hostname="127.0.0.1",
-                       metadata_server=f"http://127.0.0.1:{self.ports['metadata']}/metadata",
-                       master=f"127.0.0.1:{self.ports['rpc']}", segment_bytes=segment_bytes,
-                       buffer_bytes=buffer_bytes)
-        except StoreLabError as err:
-            raise StoreLabError(f"worker {name!r}: {err}; log: {self.log_tail(name)}") from None
-        return {"pid": p.pid, "segment": host}
+    def start_workers(self, specs: list, timeout_s: float = 30.0):
+        """Start one worker per ``(name, segment_bytes, buffer_bytes)`` — all at once — and set each up."""
+        for name, _, _ in specs:
+            if name in self.workers:
+                raise StoreLabError(f"worker {name!r} already exists")
+        for name, _, _ in specs:
+            r1, w1 = os.pipe()  # supervisor -> worker
+            r2, w2 = os.pipe()  # worker -> supervisor
+            log = open(self.logdir / f"{name}.log", "wb")
+            p = subprocess.Popen([sys.executable, "-m", "mooncake_lab.store_lab._worker", str(r1), str(w2)],
+                                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, pass_fds=(r1, w2),
+                                 preexec_fn=die_with_parent, env=dict(os.environ, **WORKER_ENV))
+            os.close(r1)
+            os.close(w2)
+            rx, tx = conn(r2, w1)
+            self.workers[name] = (p, rx, tx)
+        common = {"hostname": "127.0.0.1", "metadata_server": f"http://127.0.0.1:{self.ports['metadata']}/metadata",
+                  "master": f"127.0.0.1:{self.ports['rpc']}"}
+        for name, seg, buf in specs:  # segments first, in order: node names map to segments
+            self.workers[name][2].send(("setup", dict(common, segment_bytes=seg, buffer_bytes=buf)))
+        out, deadline = {}, time.monotonic() + timeout_s
+        for name, _, _ in specs:
+            p, rx, _ = self.workers[name]
+            try:
+                if not rx.poll(max(0.0, deadline - time.monotonic())):
+                    raise StoreLabError(f"setup: no answer within {timeout_s:g} s")
+                status, value = rx.recv()
+            except (EOFError, OSError) as err:
+                raise StoreLabError(f"worker {name!r} died during setup ({err}); log: {self.log_tail(name)}") from None
+            if status != "ok":
+                raise StoreLabError(f"worker {name!r}: {value}; log: {self.log_tail(name)}")
+            out[name] = {"pid": p.pid, "segment": value}
+        return out
 
     def call(self, name: str, method: str, kwargs: dict, call_timeout_s: float = 30.0):
         if name not in self.workers:
@@ -164,19 +176,14 @@ class Supervisor:
             return ""
 
     def stop(self):
-        for p, rx, tx in self.workers.values():
-            try:
-                tx.close()  # EOF: the worker closes its store and exits
-            except OSError:
-                pass
-        procs = [w[0] for w in self.workers.values()]
-        deadline = time.monotonic() + 3
-        for p in procs:
-            try:
-                p.wait(timeout=max(0.01, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                pass
-        stop_pids(procs + ([self.master] if self.master else []))
+        """Stop every child by PID: SIGTERM, SIGKILL after 1 s; reap them."""
+        stop_pids([w[0] for w in self.workers.values()] + ([self.master] if self.master else []), grace_s=1.0)
+        for _, rx, tx in self.workers.values():
+            for c in (rx, tx):
+                try:
+                    c.close()
+                except OSError:
+                    pass
         self.workers.clear()
         self.master = None
 

@@ -134,7 +134,7 @@ class Worker:
         """Replay a key stream with ``is_exist``-before-``put``; returns hit (1) / miss (0) and put rcs."""
         config = self._config(**cfg)
         hits = np.zeros(len(keys), dtype=np.int8)
-        fails = 0
+        fails, first_fail = 0, {}
         value = np.zeros(size, dtype=np.uint8)
         t0 = time.perf_counter()
         for i, k in enumerate(keys):
@@ -142,13 +142,16 @@ class Worker:
                 hits[i] = 1
                 continue
             rc = self.store.put(k, value, config)
+            if rc != 0:
+                first_fail[int(rc)] = first_fail.get(int(rc), 0) + 1
             for _ in range(retries):  # a put into a full pool fails at once until eviction makes room
                 if rc == 0:
                     break
                 time.sleep(0.002)
                 rc = self.store.put(k, value, config)
             fails += rc != 0
-        return {"hits": hits.tobytes(), "put_failures": int(fails), "seconds": time.perf_counter() - t0}
+        return {"hits": hits.tobytes(), "put_failures": int(fails), "first_put_failures": first_fail,
+                "seconds": time.perf_counter() - t0}
 
     def remove_all(self):
         return int(self.store.remove_all(True))
