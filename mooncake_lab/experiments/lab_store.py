@@ -27,7 +27,7 @@ __all__ = ["KV_LAYER_BYTES", "KV_BLOCK_BYTES", "FAST25_RDMA_GBPS", "TRANSFER_SIZ
            "measure_eviction", "measure_replication_failure", "run_all", "results", "record",
            "RECORDED", "load_recorded", "hits_array", "NO_AVAILABLE_HANDLE", "OBJECT_NOT_FOUND",
            "TRANSFER_FAIL", "lease_agreement", "MAIN_LAB", "can_run_live", "header",
-           "recorded_note", "eviction_lab", "start_labs"]
+           "recorded_note", "eviction_lab", "start_labs", "MODE_ENV"]
 
 MiB = 1 << 20
 KiB = 1 << 10
@@ -49,6 +49,8 @@ EVICTION_SIZES = (64 * KiB, 128 * KiB, 256 * KiB)  # → 512, 256, 128 blocks of
 N_KEYS, N_ACCESSES, ZIPF_A = 2000, 2000, 1.0       # the replayed stream
 
 RECORDED = "store_lab_recorded.json"
+#: ``MOONCAKE_LAB_STORE=recorded`` makes the lab show the recording even where the store could run.
+MODE_ENV = "MOONCAKE_LAB_STORE"
 #: The store's return codes met in the lab (mooncake-store/include/types.h, ErrorCode).
 NO_AVAILABLE_HANDLE, OBJECT_NOT_FOUND, TRANSFER_FAIL = -200, -704, -800
 
@@ -225,6 +227,8 @@ def can_run_live() -> tuple[bool, str]:
 
     from ..store_lab import HOST_NETWORK_ENV, isolation, store_status
 
+    if os.environ.get(MODE_ENV, "").strip().lower() == "recorded":
+        return False, f"{MODE_ENV}=recorded asks for the recorded results"
     ok, why = store_status()
     if ok and isolation()[0] is None and os.environ.get(HOST_NETWORK_ENV) != "1":
         return False, f"no private network namespace can be made here ({isolation()[1]})"
