@@ -47,6 +47,8 @@ def store_status() -> tuple[bool, str]:
                            text=True, timeout=60, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         return False, "importing mooncake.store took over 60 s"
+    except OSError as err:
+        return False, f"could not start {sys.executable} to import mooncake.store ({err})"
     if r.returncode != 0:
         last = (r.stderr.strip().splitlines() or ["?"])[-1]
         hint = (" (install Debian's libibverbs1 libnuma1 libcurl4)" if ".so" in last else
@@ -72,6 +74,9 @@ def isolation() -> tuple[list[str] | None, str]:
                                stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
             errors.append(f"{' '.join(cmd)}: timed out")
+            continue
+        except OSError as err:
+            errors.append(f"{' '.join(cmd[1:])}: {err}")
             continue
         if r.returncode == 0:
             return cmd, " ".join(cmd[1:])
