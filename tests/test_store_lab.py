@@ -165,6 +165,24 @@ def test_bad_inputs_of_the_experiments_are_named():
         plots.failure_outcomes(L.load_recorded(), 1, "tomorrow")
     with pytest.raises(StoreLabError, match="not running"):
         StoreLab().put(["k"], 10)
+    for kwargs, name in [({"keys": [], "size": 10}, "keys"), ({"keys": [""], "size": 10}, "keys"),
+                         ({"keys": [3], "size": 10}, "keys"), ({"keys": ["k"], "size": 0}, "size"),
+                         ({"keys": ["k"], "size": 2**31}, "size"), ({"keys": ["k"], "size": 1, "api": "x"}, "api")]:
+        with pytest.raises(InputError, match=name):
+            StoreLab().put(**kwargs)
+
+
+def test_can_run_live_gives_the_reason(monkeypatch):
+    monkeypatch.delenv(L.MODE_ENV, raising=False)
+    monkeypatch.delenv(store_lab.HOST_NETWORK_ENV, raising=False)
+    monkeypatch.setattr(store_lab, "store_status", lambda: (False, "import mooncake.store failed: no module"))
+    assert L.can_run_live() == (False, "import mooncake.store failed: no module")
+    monkeypatch.setattr(store_lab, "store_status", lambda: (True, "0.3.13.post1"))
+    monkeypatch.setattr(store_lab, "isolation", lambda: (None, "unshare: Operation not permitted"))
+    ok, why = L.can_run_live()
+    assert not ok and "no private network namespace" in why and "Operation not permitted" in why
+    monkeypatch.setenv(store_lab.HOST_NETWORK_ENV, "1")
+    assert L.can_run_live() == (True, "0.3.13.post1")
 
 
 def test_exact_lru_hits_is_lru():
@@ -256,7 +274,7 @@ def test_put_get_round_trip_with_checksums(lab):
     assert lab.get_rc("never-put", 1024) == L.OBJECT_NOT_FOUND
     lab.put(["two"], 1 << 20, replica_num=2)
     assert sorted(d["segment"] for d in lab.replica_desc("two")) == sorted(lab.segments.values())
-    with pytest.raises(StoreLabError, match="allowed put"):
+    with pytest.raises(InputError, match="api"):
         lab.put(["x"], 10, api="nope")
 
 

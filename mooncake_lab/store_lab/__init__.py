@@ -89,6 +89,17 @@ EXPOSURE = ("the master's RPC port, its HTTP metadata server (bound to 0.0.0.0 w
             "in 12300–17000): an unauthenticated KV store anyone on your network could read and write")
 
 
+def _keys(keys) -> list[str]:
+    keys = [keys] if isinstance(keys, str) else list(keys)
+    if not keys or not all(isinstance(k, str) and k for k in keys):
+        raise v.fail("keys", keys, "a non-empty list of non-empty strings")
+    return keys
+
+
+def _size(size) -> int:
+    return v.integer(size, "size", lo=1, hi=1 << 30)  # bytes per value
+
+
 def _die_with_parent():
     from ._proto import die_with_parent
 
@@ -218,24 +229,30 @@ class StoreLab:
         return self._ask("call", timeout_s=t + 5, name=who, method=method, kwargs=kwargs, call_timeout_s=t)
 
     def put(self, keys, size, who="writer", api="put", **cfg):
-        return self.call(who, "put", keys=list(keys), size=int(size), api=api, **cfg)
+        """Put each key's value (``size`` bytes, derived from the key) from client ``who``: rc per key, seconds."""
+        return self.call(who, "put", keys=_keys(keys), size=_size(size),
+                         api=v.choice(api, "api", ("put", "put_batch", "batch_put_from")), **cfg)
 
     def get(self, keys, size, who="reader", api="get", check=True):
-        return self.call(who, "get", keys=list(keys), size=int(size), api=api, check=check)
+        """Read keys on client ``who``; ``ok`` per key says the content matched its checksum."""
+        return self.call(who, "get", keys=_keys(keys), size=_size(size),
+                         api=v.choice(api, "api", ("get", "get_batch", "batch_get_into")), check=v.flag(check, "check"))
 
     def get_rc(self, key, size, who="reader"):
-        return self.call(who, "get_rc", key=key, size=int(size))
+        """One ``get_into``: the bytes read, or the store's negative error code."""
+        return self.call(who, "get_rc", key=_keys([key])[0], size=_size(size))
 
     def is_exist(self, keys, who="reader"):
-        return self.call(who, "is_exist", keys=list(keys))
+        return self.call(who, "is_exist", keys=_keys(keys))
 
     def replica_desc(self, key, who="reader"):
-        return self.call(who, "replica_desc", key=key)
+        return self.call(who, "replica_desc", key=_keys([key])[0])
 
     def replay(self, keys, size, who="writer", **cfg):
+        """``is_exist``-before-``put`` over ``keys`` in order; ``hits`` is a bool array."""
         import numpy as np
 
-        r = self.call(who, "replay", keys=list(keys), size=int(size), **cfg)
+        r = self.call(who, "replay", keys=_keys(keys), size=_size(size), **cfg)
         r["hits"] = np.frombuffer(r["hits"], dtype=np.int8).astype(bool)
         return r
 
