@@ -57,8 +57,9 @@ class FailureDashboard(Dashboard):
 
     def _build_controls(self) -> dict:
         return {"replicas": widgets.ToggleButtons(options=[1, 2], value=2, description="replicas", style=_STYLE),
-                "phase": widgets.ToggleButtons(options=list(plots._PHASES), value=plots._PHASES[1],
-                                               description="node0", style=_STYLE)}
+                "phase": widgets.Dropdown(options=list(plots._PHASES), value=plots._PHASES[1],
+                                          description="node0", style=_STYLE,
+                                          layout=widgets.Layout(width="360px"))}
 
     def _setup(self):
         self.view = plots.FailureChart(live=True)
