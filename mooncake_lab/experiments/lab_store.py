@@ -148,7 +148,7 @@ def _n_replicas(lab, key):
 
 
 def measure_replication_failure(lab, value_bytes: int = MiB, hot_reads: int = 200, n_two: int = 12,
-                                n_one: int = 4, client_ttl_s: float = 2.0, polls: int = 20) -> dict:
+                                n_one: int = 4, client_ttl_s: float = 3.0, polls: int = 20) -> dict:
     """Replica placement, hot-spot replication, and what a SIGKILLed memory node takes with it."""
     segs = lab.segments
     n0, n1 = segs["node0"], segs["node1"]
@@ -191,13 +191,14 @@ def measure_replication_failure(lab, value_bytes: int = MiB, hot_reads: int = 20
 
     def probe(phase):
         t = time.perf_counter() - t_kill
-        rc_one = [lab.get_rc(k, value_bytes) for k in ones[:1]]  # a failing read takes ≈ 0.5 s: probe few
-        rc_two_dead = [lab.get_rc(k, value_bytes) for k in [k for k in twos if first_on_dead[k]][:1]]
-        rc_two_live = [lab.get_rc(k, value_bytes) for k in [k for k in twos if not first_on_dead[k]][:1]]
         listed = lab.http("/get_all_segments").split()
+        exist_one = lab.is_exist(ones[:1], who="writer")[0]
+        rc_two_live = [lab.get_rc(k, value_bytes) for k in [k for k in twos if not first_on_dead[k]][:1]]
+        rc_one = [lab.get_rc(k, value_bytes) for k in ones[:1]]  # a failing read takes 0.5–1 s: probe few
+        rc_two_dead = [lab.get_rc(k, value_bytes) for k in [k for k in twos if first_on_dead[k]][:1]]
         timeline.append({"t_s": t, "phase": phase, "one": rc_one, "two_first_on_killed": rc_two_dead,
-                         "two_first_on_survivor": rc_two_live, "segments": listed,
-                         "exist_one": lab.is_exist(ones[:1], who="writer")[0]})
+                         "two_first_on_survivor": rc_two_live, "segments": listed, "exist_one": exist_one,
+                         "still_listed_after": n0 in lab.http("/get_all_segments").split()})
 
     probe("before client_ttl")
     deadline = t_kill + client_ttl_s + 6
@@ -216,9 +217,10 @@ def measure_replication_failure(lab, value_bytes: int = MiB, hot_reads: int = 20
 
 # ------------------------------------------------------------------------------------------- runs
 #: The lab of sections 1 and 3: 2 memory nodes × 64 MiB, a writer and a reader; nodes declared dead
-#: 2 s after their last heartbeat (default 10 s); hot keys replicated (default "off").
+#: 3 s after their last heartbeat (default 10 s; long enough for two failing reads); hot keys
+#: replicated (default "off").
 MAIN_LAB = {"nodes": 2, "segment_mib": 64, "buffer_mib": 32,
-            "master_flags": {"client_ttl": 2, "dynamic_replication_mode": "enforce"}}
+            "master_flags": {"client_ttl": 3, "dynamic_replication_mode": "enforce"}}
 
 
 def can_run_live() -> tuple[bool, str]:

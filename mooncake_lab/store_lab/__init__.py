@@ -111,7 +111,7 @@ class StoreLab:
 
     ``nodes`` memory nodes each contribute ``segment_mib`` MiB of DRAM; ``clients`` own no segment,
     so every byte they put or get crosses the Transfer Engine (TCP). ``master_flags`` are passed to
-    ``mooncake_master`` (e.g. ``default_kv_lease_ttl="1ms"``, ``client_ttl=2``).
+    ``mooncake_master`` (e.g. ``default_kv_lease_ttl="1ms"``, ``client_ttl=3``).
     """
 
     def __init__(self, nodes: int = 2, segment_mib: int = 64, clients=("writer", "reader"),
