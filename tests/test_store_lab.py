@@ -146,6 +146,8 @@ def test_refuses_the_host_network_without_an_explicit_opt_in(monkeypatch):
     {"nodes": 0}, {"nodes": 9}, {"nodes": 1.5}, {"segment_mib": 0}, {"segment_mib": "64"},
     {"buffer_mib": -1}, {"clients": ("a", "a")}, {"clients": ("node0",)}, {"clients": ("not a name",)},
     {"timeout_s": 0}, {"timeout_s": float("nan")}, {"allow_host_network": "yes"},
+    {"master_flags": {"Client-TTL": 3}}, {"master_flags": {"client_ttl": "3 --rpc_port=1"}},
+    {"master_flags": {"client_ttl": None}},
 ])
 def test_bad_lab_settings_are_named(kwargs):
     with pytest.raises(InputError) as err:

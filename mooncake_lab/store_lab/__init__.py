@@ -125,6 +125,11 @@ class StoreLab:
                 not all(c.isidentifier() for c in self.clients):
             raise v.fail("clients", clients, "distinct names (identifiers), none of them 'nodeN'")
         self.master_flags = dict(master_flags or {})
+        for k, val in self.master_flags.items():
+            if not (isinstance(k, str) and k.isidentifier() and k.islower()):
+                raise v.fail("master_flags", k, "mooncake_master flag names (e.g. 'client_ttl')")
+            if not isinstance(val, (str, int, float, bool)) or any(ch.isspace() for ch in str(val)) or str(val) == "":
+                raise v.fail(f"master_flags[{k!r}]", val, "a number, a bool or a string without spaces")
         self.timeout_s = v.real(timeout_s, "timeout_s", lo=1, hi=600)
         if allow_host_network is None:
             allow_host_network = os.environ.get(HOST_NETWORK_ENV, "") == "1"
@@ -199,12 +204,10 @@ class StoreLab:
                 self._rx.poll(8)
             except (OSError, EOFError):
                 pass
+        # The supervisor stops its children by PID before it exits; were it killed instead, they get
+        # SIGKILL from the kernel (PR_SET_PDEATHSIG). Their PIDs are not signalled from here: once
+        # they are gone, those numbers may belong to someone else's processes.
         stop_pids([self._proc], grace_s=5)
-        for pid in self.pids.values():  # the children, should any have outlived the supervisor
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
         for c in (self._rx, self._tx):
             try:
                 c.close()

@@ -18,11 +18,6 @@ class StoreLabError(RuntimeError):
     """The store (or a process of the lab) failed or did not answer in time."""
 
 
-def pipe_pair() -> tuple[int, int]:
-    r, w = os.pipe()
-    return r, w
-
-
 def conn(read_fd: int, write_fd: int) -> tuple[Connection, Connection]:
     return Connection(read_fd, writable=False), Connection(write_fd, readable=False)
 

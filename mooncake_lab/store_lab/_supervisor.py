@@ -150,6 +150,8 @@ class Supervisor:
         p = self.master if name == "master" else self.workers.get(name, (None,))[0]
         if p is None:
             raise StoreLabError(f"no process {name!r}")
+        if p.poll() is not None:  # reaped: its PID may be someone else's now
+            raise StoreLabError(f"{name!r} has already stopped (exit {p.returncode})")
         os.kill(p.pid, sig)
         p.wait(timeout=10)
         return p.returncode
