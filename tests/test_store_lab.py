@@ -315,6 +315,8 @@ def test_replication_and_a_killed_memory_node():
     with StoreLab(**L.MAIN_LAB) as lab:
         rep = L.measure_replication_failure(lab, client_ttl_s=L.MAIN_LAB["master_flags"]["client_ttl"])
         assert "node0" not in lab.live_pids()
+        with pytest.raises(StoreLabError, match="already stopped|no process"):
+            lab.kill("node0")
     assert rep["two_replica_segments"] == sorted(rep["segments"].values())
     assert rep["before_kill_ok"] == 16 and rep["hot_replicas"] == 2 and rep["cold_replicas"] == 1
     before, after = rep["timeline"]
