@@ -6,13 +6,16 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# On Linux also the real Mooncake Store for the store lab (notebooks/lab_mooncake_store.ipynb).
+comma  := ,
+EXTRAS := $(if $(filter Linux,$(shell uname -s)),test$(comma)store,test)
 
 .PHONY: lab test test-browser setup course reproduce doctor warmup bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[test]"
+	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
 	$(BIN)/python -m mooncake_lab warmup   # compile the numba kernels once (~40 s), so no lecture waits
 	touch $(STAMP)
 

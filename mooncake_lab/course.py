@@ -23,9 +23,13 @@ CELL_TIMEOUT_S = 180
 
 
 def course_notebooks(notebooks_dir: str | Path = ROOT / "notebooks") -> list[Path]:
-    """Lecture notebooks ``NN_*.ipynb`` in order, then ``solutions/NN_*.ipynb`` in order."""
+    """Lecture notebooks ``NN_*.ipynb`` and labs ``lab_*.ipynb`` in order, then their solutions in order."""
     d = Path(notebooks_dir)
-    return sorted(d.glob("[0-9][0-9]_*.ipynb")) + sorted((d / "solutions").glob("[0-9][0-9]_*.ipynb"))
+
+    def of(folder: Path) -> list[Path]:
+        return sorted(folder.glob("[0-9][0-9]_*.ipynb")) + sorted(folder.glob("lab_*.ipynb"))
+
+    return of(d) + of(d / "solutions")
 
 
 def notebook_title(nb) -> str:

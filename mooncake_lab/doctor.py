@@ -62,6 +62,14 @@ def run_doctor(out=sys.stdout) -> int:
     ok, msg = _numba_check()
     problems += not ok
     print(f"  {'ok ' if ok else 'FAIL'} numba       {msg}", file=out)
+    from .experiments.lab_store import can_run_live
+    from .store_lab import isolation
+
+    live, why = can_run_live()   # optional: the store lab shows a recorded run where this says no
+    where = "isolated in a private network namespace" if isolation()[0] else "ON THE HOST NETWORK (opted in)"
+    print(f"  {'ok ' if live else 'note'} store lab   "
+          f"{f'the real Mooncake Store {why} runs, {where}' if live else why + ' → the lab shows a recorded run'}",
+          file=out)
     print("trace data (first match wins):", file=out)
     for line in _trace_sources():
         print(f"  {line}", file=out)

@@ -73,6 +73,13 @@ TERMS: list[tuple[str, str, str, str]] = [
     ("cost per million requests", "每百万请求成本", "USD of GPUs (and network) per hour ÷ requests served per hour × 10⁶", "08"),
     ("break-even network price", "网络盈亏平衡价格", "price of moving KV (USD per GB) at which a heterogeneous fleet stops saving money", "08"),
     ("fleet fragmentation", "集群碎片化", "capacity lost because two node types cannot stand in for each other and each pool rounds up", "08"),
+    ("Mooncake Store", "Mooncake Store（KVCache 池）", "the open-source distributed KV-cache pool: one master (metadata) + clients that contribute DRAM segments", "lab"),
+    ("Transfer Engine", "传输引擎", "Mooncake's data mover between segments, over RDMA or TCP; the master never touches the bytes", "lab"),
+    ("segment", "内存段", "DRAM a client contributes to the pool; every replica of an object lives in one segment", "lab"),
+    ("lease (default_kv_lease_ttl)", "租约", "after a read an object cannot be evicted for the lease TTL (10 s by default)", "lab"),
+    ("replica (replica_num)", "副本", "a copy of an object in another segment: asked for at put, or added by hot-spot replication", "lab"),
+    ("hard pin", "硬固定", "an object put with_hard_pin is never evicted", "lab"),
+    ("network namespace", "网络命名空间", "a private network stack; the lab's has only loopback, so nothing in it is reachable from outside", "lab"),
 ]
 
 

@@ -29,7 +29,7 @@ import pytest
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[1]
-LECTURES = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+LECTURES = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")) + sorted((ROOT / "notebooks").glob("lab_*.ipynb"))
 SCREENSHOTS = ROOT / "build" / "screenshots"
 CHROMIUM = Path(os.environ.get("MOONCAKE_LAB_CHROMIUM", "/usr/bin/chromium"))
 # Flags for a sandboxed, offline machine: without the background-networking ones Chromium keeps

@@ -9,11 +9,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from mooncake_lab.course import notebook_client
+from mooncake_lab.course import course_notebooks, notebook_client
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")) + \
-    sorted((ROOT / "notebooks" / "solutions").glob("[0-9][0-9]_*.ipynb"))
+NOTEBOOKS = course_notebooks(ROOT / "notebooks")   # lectures NN_*, labs lab_*, then their solutions
 
 
 def _text_of(output) -> str:

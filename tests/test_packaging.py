@@ -34,7 +34,11 @@ def _environment_requirements() -> dict[str, str]:
         if line.startswith("dependencies:"):
             in_deps = True
             continue
-        if in_deps and re.match(r"^  - [A-Za-z]", line):  # top-level conda entries only (not the pip: list)
+        if in_deps and re.match(r"^      - [A-Za-z]", line):  # a PyPI-only package in the pip: list
+            name, spec = _split(line.strip()[2:])
+            out[name] = spec
+            continue
+        if in_deps and re.match(r"^  - [A-Za-z]", line):  # top-level conda entries
             item = line[4:].strip()
             if item.startswith("pip") and item.rstrip(":") == "pip":
                 continue

@@ -1,0 +1,348 @@
+"""The Mooncake Store lab: measurements on the real store, live or as recorded.
+
+:func:`run_all` starts the real store (:class:`~mooncake_lab.store_lab.StoreLab`, isolated) three
+times — once for transfer, replication and failure, once per lease TTL for eviction — and returns
+one JSON-serialisable dict. :func:`results` returns that dict live where the store can run here,
+else the committed recording (``mooncake_lab/data/store_lab_recorded.json``, with package version,
+date and machine) and one sentence saying why. Sizes are bytes, times seconds, rates GB/s (10^9 B/s).
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import platform
+import time
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from .. import prefix_cache as pc
+from .. import validate as v
+from ..models import get_model
+from ..traces import trace_from_requests
+
+__all__ = ["KV_LAYER_BYTES", "KV_BLOCK_BYTES", "FAST25_RDMA_GBPS", "TRANSFER_SIZES", "LEASES",
+           "EVICTION_SIZES", "POOL_MIB", "zipf_stream", "exact_lru_hits", "measure_transfer",
+           "measure_eviction", "measure_replication_failure", "run_all", "results", "record",
+           "RECORDED", "load_recorded", "hits_array", "NO_AVAILABLE_HANDLE", "OBJECT_NOT_FOUND",
+           "TRANSFER_FAIL", "lease_agreement", "MAIN_LAB", "can_run_live", "header",
+           "recorded_note", "eviction_lab", "start_labs", "MODE_ENV"]
+
+MiB = 1 << 20
+KiB = 1 << 10
+_MODEL = get_model("llama2-70b")
+#: One 512-token block of LLaMA2-70B KV (BF16): 512 × 327,680 B = 160 MiB; one of its 80 layers: 2 MiB.
+KV_BLOCK_BYTES = int(512 * _MODEL.kv_bytes_per_token())
+KV_LAYER_BYTES = KV_BLOCK_BYTES // _MODEL.n_layers
+#: FAST'25 §5.4.1 (reference/mooncake_paper.md): Transfer Engine bandwidth over 4×200 Gbps and
+#: 8×400 Gbps RoCE, GB/s.
+FAST25_RDMA_GBPS = {"4×200 Gbps RDMA": 87.0, "8×400 Gbps RDMA": 190.0}
+
+TRANSFER_SIZES = (64 * KiB, 512 * KiB, 2 * MiB)   # value sizes; 2 MiB = KV_LAYER_BYTES
+TRANSFER_BYTES = 16 * MiB                         # bytes moved per (size, API) point
+PUT_APIS = ("put", "put_batch", "batch_put_from")
+GET_APIS = ("get", "get_batch", "batch_get_into")
+LEASES = ("1ms", "10s")                            # default_kv_lease_ttl; 10 s is the master's default
+POOL_MIB = 32                                      # 2 memory nodes × 16 MiB (the store's minimum segment)
+EVICTION_SIZES = (64 * KiB, 128 * KiB, 256 * KiB)  # → 512, 256, 128 blocks of capacity
+N_KEYS, N_ACCESSES, ZIPF_A = 2000, 2000, 1.0       # the replayed stream
+
+RECORDED = "store_lab_recorded.json"
+#: ``MOONCAKE_LAB_STORE=recorded`` makes the lab show the recording even where the store could run.
+MODE_ENV = "MOONCAKE_LAB_STORE"
+#: The store's return codes met in the lab (mooncake-store/include/types.h, ErrorCode).
+NO_AVAILABLE_HANDLE, OBJECT_NOT_FOUND, TRANSFER_FAIL = -200, -704, -800
+
+
+# ---------------------------------------------------------------------------------------- eviction
+def zipf_stream(n_accesses: int = N_ACCESSES, n_keys: int = N_KEYS, a: float = ZIPF_A,
+                seed: int = 0) -> np.ndarray:
+    """Key ids (0..n_keys−1) drawn Zipf(a) by rank; halfway the popularity ranks are reshuffled."""
+    n_accesses = v.integer(n_accesses, "n_accesses", lo=2, hi=10**6)
+    n_keys = v.integer(n_keys, "n_keys", lo=1, hi=10**7)
+    a = v.real(a, "a", lo=0, hi=5)
+    rng = np.random.default_rng(seed)
+    p = 1.0 / np.arange(1, n_keys + 1) ** a
+    ranks = rng.choice(n_keys, size=n_accesses, p=p / p.sum())
+    first, second = rng.permutation(n_keys), rng.permutation(n_keys)
+    half = n_accesses // 2
+    return np.concatenate([first[ranks[:half]], second[ranks[half:]]]).astype(np.int64)
+
+
+def exact_lru_hits(stream, capacity: int) -> np.ndarray:
+    """Per access: hit in the course's exact LRU of ``capacity`` blocks (``prefix_cache``)."""
+    ids = v.int_array(stream, "stream", lo=0)
+    n = len(ids)
+    tr = trace_from_requests(np.zeros(n), np.full(n, 512), np.ones(n, dtype=np.int64),
+                             np.ones(n, dtype=np.int64), ids, name="key stream")
+    return pc.stack_distances(tr) < v.integer(capacity, "capacity", lo=1)
+
+
+def eviction_lab(lease: str):
+    """A (not yet started) store for the eviction replay: a 32 MiB pool, one writer, lease TTL ``lease``."""
+    from ..store_lab import StoreLab
+
+    return StoreLab(nodes=2, segment_mib=POOL_MIB // 2, clients=("writer",), buffer_mib=16,
+                    master_flags={"default_kv_lease_ttl": lease})
+
+
+def measure_eviction(lab, lease: str, sizes=EVICTION_SIZES, stream=None, pins: int = 4) -> list[dict]:
+    """Replay ``stream`` with ``is_exist``-before-``put`` through ``lab``'s pool (from
+    :func:`eviction_lab`) at each value size, beside the course's exact LRU at the same capacity."""
+    stream = zipf_stream() if stream is None else np.asarray(stream)
+    half = len(stream) // 2
+    out = []
+    pool = len(lab.nodes) * lab.segment_mib * MiB
+    for size in sizes:
+        cap = pool // size
+        pinned = [f"pin{size}-{i}" for i in range(pins)]
+        lab.put(pinned, size, hard_pin=True)
+        r = lab.replay([f"k{int(k)}" for k in stream], size)
+        store = r["hits"]
+        lru = exact_lru_hits(stream, cap)
+        out.append({
+            "lease": lease, "value_bytes": int(size), "capacity_blocks": int(cap),
+            "store_hit": float(store.mean()), "lru_hit": float(lru.mean()),
+            "agreement": float((store == lru).mean()),
+            "store_hit_first_half": float(store[:half].mean()), "lru_hit_first_half": float(lru[:half].mean()),
+            "store_hit_second_half": float(store[half:].mean()), "lru_hit_second_half": float(lru[half:].mean()),
+            "put_failures": r["put_failures"], "replay_s": r["seconds"],
+            "first_put_failures": {str(k): n for k, n in r["first_put_failures"].items()},
+            "pins_kept": int(sum(lab.is_exist(pinned, who="writer"))), "pins": pins,
+            "store_hits": "".join("01"[int(h)] for h in store), "lru_hits": "".join("01"[int(h)] for h in lru),
+        })
+        lab.call("writer", "remove_all")
+    return out
+
+
+# ---------------------------------------------------------------------------------------- transfer
+def measure_transfer(lab, sizes=TRANSFER_SIZES, total_bytes: int = TRANSFER_BYTES, rounds: int = 2) -> list[dict]:
+    """GB/s of each put API (writer → memory nodes) and get API (memory nodes → reader), checksummed.
+
+    Each point moves ``total_bytes`` in ``rounds`` rounds and reports the fastest round (the least
+    disturbed by other work on the machine)."""
+    rows = []
+    for size in sizes:
+        n = max(1, total_bytes // rounds // size)
+        for put_api, get_api in zip(PUT_APIS, GET_APIS):
+            put_s, get_s, put_ok, get_ok = [], [], 0, 0
+            for k in range(rounds):
+                keys = [f"t{size}-{put_api}-{k}-{i}" for i in range(n)]
+                p = lab.put(keys, size, api=put_api)
+                g = lab.get(keys, size, api=get_api)
+                put_s.append(p["seconds"])
+                get_s.append(g["seconds"])
+                put_ok += sum(rc == 0 for rc in p["rc"])
+                get_ok += sum(g["ok"])
+                lab.call("writer", "remove_all")
+            rows.append({"value_bytes": int(size), "n": n * rounds, "put_api": put_api, "get_api": get_api,
+                         "put_gbps": n * size / min(put_s) / 1e9, "get_gbps": n * size / min(get_s) / 1e9,
+                         "put_ok": int(put_ok), "get_ok": int(get_ok)})
+    return rows
+
+
+# -------------------------------------------------------------------------- replication and failure
+def _n_replicas(lab, key):
+    return len(lab.replica_desc(key, who="writer"))
+
+
+def measure_replication_failure(lab, value_bytes: int = MiB, hot_reads: int = 200, n_two: int = 12,
+                                n_one: int = 4, client_ttl_s: float = 3.0, polls: int = 20) -> dict:
+    """Replica placement, hot-spot replication, and what a SIGKILLed memory node takes with it."""
+    segs = lab.segments
+    n0, n1 = segs["node0"], segs["node1"]
+    out: dict = {"segments": dict(segs), "client_ttl_s": client_ttl_s}
+    lab.put(["two"], value_bytes, replica_num=2)
+    out["two_replica_segments"] = sorted(d["segment"] for d in lab.replica_desc("two", who="writer"))
+    # hot-spot replication: read one key repeatedly, note when a second replica appears
+    lab.put(["hot", "cold"], value_bytes, replica_num=1, preferred_segment=n0)
+    t0, seen = time.perf_counter(), None
+    for i in range(hot_reads):
+        lab.get(["hot"], value_bytes, check=False)
+        if i % 10 == 9 and seen is None and _n_replicas(lab, "hot") > 1:
+            seen = {"reads": i + 1, "seconds": time.perf_counter() - t0}
+            break
+        time.sleep(0.005)
+    out["hot_replicated_after"] = seen
+    out["hot_replicas"] = _n_replicas(lab, "hot")
+    out["cold_replicas"] = len(json.loads(lab.http("/query_key?key=cold"))["data"])
+    # observing is reading: poll the replica list of a key nobody reads
+    lab.put(["polled"], value_bytes, replica_num=1, preferred_segment=n0)
+    for _ in range(polls):
+        lab.replica_desc("polled", who="writer")
+        time.sleep(0.03)
+    t1, n_polled = time.perf_counter(), 1
+    while time.perf_counter() - t1 < 1.5 and n_polled < 2:
+        n_polled = len(json.loads(lab.http("/query_key?key=polled"))["data"])
+        time.sleep(0.25)
+    out["polled"] = {"polls": polls, "replicas": n_polled}
+    # failure: single-replica keys on node0, two-replica keys, then SIGKILL node0
+    ones = [f"one{i}" for i in range(n_one)]
+    twos = [f"two{i}" for i in range(n_two)]
+    lab.put(ones, value_bytes, replica_num=1, preferred_segment=n0)
+    lab.put(twos, value_bytes, replica_num=2)
+    first_on_dead = {k: lab.replica_desc(k, who="writer")[0]["segment"] == n0 for k in twos}
+    out["two_first_on_killed"], out["n_two"] = int(sum(first_on_dead.values())), n_two
+    before = {k: lab.get_rc(k, value_bytes) for k in ones + twos}
+    lab.kill("node0")
+    t_kill = time.perf_counter()
+    timeline = []
+
+    def probe(phase):
+        t = time.perf_counter() - t_kill
+        listed = lab.http("/get_all_segments").split()
+        exist_one = lab.is_exist(ones[:1], who="writer")[0]
+        rc_two_live = [lab.get_rc(k, value_bytes) for k in [k for k in twos if not first_on_dead[k]][:1]]
+        rc_one = [lab.get_rc(k, value_bytes) for k in ones[:1]]  # a failing read takes 0.5–1 s: probe few
+        rc_two_dead = [lab.get_rc(k, value_bytes) for k in [k for k in twos if first_on_dead[k]][:1]]
+        timeline.append({"t_s": t, "phase": phase, "one": rc_one, "two_first_on_killed": rc_two_dead,
+                         "two_first_on_survivor": rc_two_live, "segments": listed, "exist_one": exist_one,
+                         "still_listed_after": n0 in lab.http("/get_all_segments").split()})
+
+    probe("before client_ttl")
+    deadline = t_kill + client_ttl_s + 6
+    while time.perf_counter() < deadline:  # wait (bounded) for the master to drop node0
+        if n0 not in lab.http("/get_all_segments").split():
+            break
+        time.sleep(0.2)
+    out["node_dropped_after_s"] = time.perf_counter() - t_kill
+    probe("after client_ttl")
+    out["timeline"] = timeline
+    out["before_kill_ok"] = int(sum(r == value_bytes for r in before.values()))
+    out["two_replicas_after"] = sorted({_n_replicas(lab, k) for k in twos})
+    out["codes"] = {str(TRANSFER_FAIL): "TRANSFER_FAIL", str(OBJECT_NOT_FOUND): "OBJECT_NOT_FOUND"}
+    return out
+
+
+# ------------------------------------------------------------------------------------------- runs
+#: The lab of sections 1 and 3: 2 memory nodes × 64 MiB, a writer and a reader; nodes declared dead
+#: 3 s after their last heartbeat (default 10 s; long enough for two failing reads); hot keys
+#: replicated (default "off").
+MAIN_LAB = {"nodes": 2, "segment_mib": 64, "buffer_mib": 32,
+            "master_flags": {"client_ttl": 3, "dynamic_replication_mode": "enforce"}}
+
+
+def can_run_live() -> tuple[bool, str]:
+    """(True, package version) where the real store can run isolated here, else (False, one sentence why)."""
+    import os
+
+    from ..store_lab import HOST_NETWORK_ENV, isolation, store_status
+
+    if os.environ.get(MODE_ENV, "").strip().lower() == "recorded":
+        return False, f"{MODE_ENV}=recorded asks for the recorded results"
+    ok, why = store_status()
+    if ok and isolation()[0] is None and os.environ.get(HOST_NETWORK_ENV) != "1":
+        return False, f"no private network namespace can be made here ({isolation()[1]})"
+    return ok, why
+
+
+def header(lab=None) -> dict:
+    """What a result set records about its run: package, version, date (UTC), machine."""
+    from ..store_lab import PACKAGE, store_status
+
+    return {"package": PACKAGE, "version": store_status()[1],
+            "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "machine": f"{platform.system()} {platform.machine()}, {platform.python_implementation()} "
+                       f"{platform.python_version()}, {_cpu_count()} CPUs",
+            "kv_layer_bytes": KV_LAYER_BYTES, "kv_block_bytes": KV_BLOCK_BYTES,
+            "isolated": None if lab is None else lab.isolated}
+
+
+def start_labs(leases=LEASES) -> tuple:
+    """Start the main lab and one eviction lab per lease, all at once: ``(main, {lease: lab})``."""
+    from ..store_lab import StoreLab, start_all
+
+    main, evs = StoreLab(**MAIN_LAB), {lease: eviction_lab(lease) for lease in leases}
+    start_all([main, *evs.values()])
+    return main, evs
+
+
+def run_all(leases=LEASES) -> dict:
+    """Every measurement of the lab on the real store (≈ 40 s here). Raises StoreLabError if it cannot run."""
+    t0 = time.perf_counter()
+    main, evs = start_labs(leases)
+    try:
+        res = header(main)
+        res["start_s"] = time.perf_counter() - t0
+        res["transfer"] = measure_transfer(main)
+        res["eviction"] = []
+        for lease, lab in evs.items():
+            res["eviction"] += measure_eviction(lab, lease)
+            lab.close()
+        res["replication"] = measure_replication_failure(main, client_ttl_s=MAIN_LAB["master_flags"]["client_ttl"])
+    finally:
+        for lab in (main, *evs.values()):
+            lab.close()
+    res["run_s"] = time.perf_counter() - t0
+    return res
+
+
+def _cpu_count():
+    import os
+
+    return os.cpu_count()
+
+
+def hits_array(bits: str) -> np.ndarray:
+    """A recorded hit string ("0110…", one character per access) as a bool array."""
+    return np.frombuffer(bits.encode(), dtype=np.uint8) == ord("1")
+
+
+def lease_agreement(res: dict) -> dict[str, float]:
+    """Mean share of accesses on which the store and exact LRU agree (hit/miss), per lease TTL."""
+    out: dict[str, list] = {}
+    for r in res["eviction"]:
+        out.setdefault(r["lease"], []).append(r["agreement"])
+    return {k: float(np.mean(a)) for k, a in out.items()}
+
+
+def load_recorded(path=None) -> dict:
+    """The committed recording of :func:`run_all` (or the JSON at ``path``)."""
+    if path is None:
+        text = resources.files("mooncake_lab").joinpath("data", RECORDED).read_text()
+    else:
+        text = Path(path).read_text()
+    data = json.loads(text)
+    for field in ("version", "date", "machine", "transfer", "eviction", "replication"):
+        if field not in data:
+            raise ValueError(f"{path or RECORDED}: missing field {field!r}")
+    return data
+
+
+def results(live: bool | None = None) -> tuple[dict, str]:
+    """(results, where they come from). ``live=None``: run the store if it can run here, else the recording."""
+    from ..store_lab import StoreLabError
+
+    ok, why = can_run_live() if live is not False else (False, "live=False was asked for")
+    if ok:
+        try:
+            return run_all(), f"live: the real Mooncake Store {why}, run just now on this machine"
+        except StoreLabError as err:
+            if live:
+                raise
+            why = f"the store failed to run here ({err})"
+    elif live:
+        raise StoreLabError(why)
+    return load_recorded(), recorded_note(why)
+
+
+def recorded_note(why: str) -> str:
+    """The one sentence a notebook shows when it falls back to the recording."""
+    data = load_recorded()
+    return (f"Recorded results: {why}, so these are the results of a real run "
+            f"({data['package']} {data['version']}, {data['date']}, {data['machine']}).")
+
+
+def record(path=None) -> Path:
+    """Run the store and write the results as the committed recording (``python -m ... record``)."""
+    data = run_all()
+    path = Path(path) if path else Path(__file__).resolve().parents[1] / "data" / RECORDED
+    path.write_text(json.dumps(data, indent=1) + "\n")
+    return path
+
+
+if __name__ == "__main__":
+    import sys
+
+    print(record(sys.argv[1] if len(sys.argv) > 1 else None))

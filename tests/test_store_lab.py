@@ -1,0 +1,347 @@
+"""The Mooncake Store lab: isolation, cleanup, the real store's behaviour, and the recorded fallback.
+
+The live tests run the real store (PyPI mooncake-transfer-engine-non-cuda) and skip, saying why, where
+it cannot run isolated here. The recorded path runs everywhere.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import OrderedDict
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import mooncake_lab.store_lab as store_lab
+from mooncake_lab import check
+from mooncake_lab.exercises import list_exercises
+from mooncake_lab.experiments import lab_store as L
+from mooncake_lab.store_lab import StoreLab, StoreLabError
+from mooncake_lab.validate import InputError
+
+ROOT = Path(__file__).resolve().parents[1]
+LIVE, WHY = L.can_run_live()
+live = pytest.mark.skipif(not LIVE, reason=f"the real Mooncake Store cannot run isolated here: {WHY}")
+
+
+# ---------------------------------------------------------------------------------------- helpers
+def _alive(pid: int) -> bool:
+    """Running (not a zombie) — a process reparented to an init that does not reap stays as Z."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in ("Z", "X")
+
+
+def _wait_dead(pids, timeout_s=10.0) -> list[int]:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        left = [p for p in pids if _alive(p)]
+        if not left:
+            return []
+        time.sleep(0.1)
+    return [p for p in pids if _alive(p)]
+
+
+def _socket_inodes(pid: int) -> set[str]:
+    out = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            link = os.readlink(fd)
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            out.add(link[8:-1])
+    return out
+
+
+def _listening(proc_net: Path) -> list[tuple[str, str]]:
+    """(local address hex, inode) of LISTEN sockets in one /proc/…/net directory."""
+    out = []
+    for name in ("tcp", "tcp6"):
+        for line in (proc_net / name).read_text().splitlines()[1:]:
+            f = line.split()
+            if f[3] == "0A":
+                out.append((f[1], f[9]))
+    return out
+
+
+# ---------------------------------------------------------------------------- recorded (always)
+def test_recorded_run_has_provenance_and_the_documented_behaviour():
+    res = L.load_recorded()
+    assert res["package"] == "mooncake-transfer-engine-non-cuda" and res["version"] == "0.3.13.post1"
+    assert res["date"].endswith("UTC") and "Linux x86_64" in res["machine"] and res["isolated"] is True
+    assert all(r["put_ok"] == r["n"] and r["get_ok"] == r["n"] for r in res["transfer"])
+    assert {r["value_bytes"] for r in res["transfer"]} == set(L.TRANSFER_SIZES)
+    agree = L.lease_agreement(res)
+    assert agree["1ms"] > 0.97 and agree["1ms"] > agree["10s"]
+    rep = res["replication"]
+    before, after = rep["timeline"]
+    assert before["one"][0] == L.TRANSFER_FAIL and after["one"][0] == L.OBJECT_NOT_FOUND
+    assert all(rc > 0 for rc in after["two_first_on_killed"] + after["two_first_on_survivor"])
+    assert rep["two_replicas_after"] == [1]
+    for r in res["eviction"]:
+        s = L.hits_array(r["store_hits"])
+        assert len(s) == L.N_ACCESSES and s.mean() == pytest.approx(r["store_hit"])
+        assert np.array_equal(L.hits_array(r["lru_hits"]), L.exact_lru_hits(L.zipf_stream(), r["capacity_blocks"]))
+
+
+def test_recorded_results_draw_and_dashboards_move():
+    from mooncake_lab.dashboards.store_lab import EvictionDashboard, FailureDashboard
+    from mooncake_lab.plots import store_lab as plots
+
+    res = L.load_recorded()
+    fig = plots.transfer_chart(res, L.FAST25_RDMA_GBPS)
+    assert all(ax.get_ylabel() or ax.get_xlabel() for ax in fig.axes)
+    ev = EvictionDashboard(res)
+    png = ev.png
+    ev.controls["lease"].value = "10s"
+    assert ev.png != png and "store" in ev.readout.value
+    fd = FailureDashboard(res)
+    png = fd.png
+    fd.controls["phase"].value = "after client_ttl"
+    assert fd.png != png
+    assert plots.failure_outcomes(res, 1, "after client_ttl")["-704 not found"] == 1.0
+    assert plots.failure_outcomes(res, 1, "after the kill, before client_ttl")["-800 transfer failed"] == 1.0
+
+
+def test_results_fall_back_to_the_recording_with_one_sentence(monkeypatch):
+    monkeypatch.setenv(L.MODE_ENV, "recorded")
+    res, note = L.results()
+    assert res == L.load_recorded()
+    assert note.startswith("Recorded results:") and "MOONCAKE_LAB_STORE=recorded" in note
+    assert res["version"] in note and res["date"] in note
+
+
+def test_store_status_says_why_the_store_cannot_load(monkeypatch):
+    fake = subprocess.CompletedProcess([], 1, "", "ImportError: libibverbs.so.1: cannot open shared object file")
+    monkeypatch.setattr(store_lab.subprocess, "run", lambda *a, **k: fake)
+    ok, why = store_lab.store_status.__wrapped__()
+    assert not ok and "libibverbs.so.1" in why and "libibverbs1 libnuma1 libcurl4" in why
+    monkeypatch.setattr(store_lab.sys, "platform", "darwin")
+    ok, why = store_lab.store_status.__wrapped__()
+    assert not ok and "Linux x86_64 only" in why
+
+
+def test_refuses_the_host_network_without_an_explicit_opt_in(monkeypatch):
+    monkeypatch.delenv(store_lab.HOST_NETWORK_ENV, raising=False)
+    monkeypatch.setattr(store_lab, "store_status", lambda: (True, "0.3.13.post1"))
+    monkeypatch.setattr(store_lab, "isolation", lambda: (None, "unshare: Operation not permitted"))
+    lab = StoreLab()
+    with pytest.raises(StoreLabError) as err:
+        lab.start()
+    msg = str(err.value)
+    assert "Operation not permitted" in msg and "0.0.0.0" in msg and "Refusing" in msg
+    assert "allow_host_network=True" in msg and store_lab.HOST_NETWORK_ENV in msg
+    assert lab._proc is None and not lab.running
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"nodes": 0}, {"nodes": 9}, {"nodes": 1.5}, {"segment_mib": 0}, {"segment_mib": "64"},
+    {"buffer_mib": -1}, {"clients": ("a", "a")}, {"clients": ("node0",)}, {"clients": ("not a name",)},
+    {"timeout_s": 0}, {"timeout_s": float("nan")}, {"allow_host_network": "yes"},
+    {"master_flags": {"Client-TTL": 3}}, {"master_flags": {"client_ttl": "3 --rpc_port=1"}},
+    {"master_flags": {"client_ttl": None}},
+])
+def test_bad_lab_settings_are_named(kwargs):
+    with pytest.raises(InputError) as err:
+        StoreLab(**kwargs)
+    assert next(iter(kwargs)) in str(err.value)
+
+
+def test_bad_inputs_of_the_experiments_are_named():
+    for call, name in [(lambda: L.zipf_stream(n_accesses=1), "n_accesses"), (lambda: L.zipf_stream(a=-1), "a"),
+                       (lambda: L.exact_lru_hits([1, 2], 0), "capacity"),
+                       (lambda: L.exact_lru_hits([1, -2], 3), "stream")]:
+        with pytest.raises(InputError, match=name):
+            call()
+    from mooncake_lab.plots import store_lab as plots
+
+    with pytest.raises(ValueError, match="phase"):
+        plots.failure_outcomes(L.load_recorded(), 1, "tomorrow")
+    with pytest.raises(StoreLabError, match="not running"):
+        StoreLab().put(["k"], 10)
+    for kwargs, name in [({"keys": [], "size": 10}, "keys"), ({"keys": [""], "size": 10}, "keys"),
+                         ({"keys": [3], "size": 10}, "keys"), ({"keys": ["k"], "size": 0}, "size"),
+                         ({"keys": ["k"], "size": 2**31}, "size"), ({"keys": ["k"], "size": 1, "api": "x"}, "api")]:
+        with pytest.raises(InputError, match=name):
+            StoreLab().put(**kwargs)
+
+
+def test_can_run_live_gives_the_reason(monkeypatch):
+    monkeypatch.delenv(L.MODE_ENV, raising=False)
+    monkeypatch.delenv(store_lab.HOST_NETWORK_ENV, raising=False)
+    monkeypatch.setattr(store_lab, "store_status", lambda: (False, "import mooncake.store failed: no module"))
+    assert L.can_run_live() == (False, "import mooncake.store failed: no module")
+    monkeypatch.setattr(store_lab, "store_status", lambda: (True, "0.3.13.post1"))
+    monkeypatch.setattr(store_lab, "isolation", lambda: (None, "unshare: Operation not permitted"))
+    ok, why = L.can_run_live()
+    assert not ok and "no private network namespace" in why and "Operation not permitted" in why
+    monkeypatch.setenv(store_lab.HOST_NETWORK_ENV, "1")
+    assert L.can_run_live() == (True, "0.3.13.post1")
+
+
+def test_exact_lru_hits_is_lru():
+    stream = L.zipf_stream(3000, 500, 0.8, seed=3)
+    for cap in (1, 7, 64, 400):
+        od, want = OrderedDict(), []
+        for k in stream:
+            want.append(k in od)
+            od[k] = None
+            od.move_to_end(k)
+            if len(od) > cap:
+                od.popitem(last=False)
+        assert np.array_equal(L.exact_lru_hits(stream, cap), want)
+
+
+def test_lab_exercises_tell_right_from_wrong():
+    exs = list_exercises("lab.")
+    assert len(exs) >= 3
+    assert list_exercises("lab.layer_mib")[0].answer() == 2.0   # 512 × 2 × 8 × 128 × 2 B
+    for ex in exs:
+        right = ex.answer()
+        assert check(ex.id, right) and not check(ex.id, ...)
+        wrong = next(c for c in ex.choices if c != right) if ex.choices else right * 1.5 + 1
+        assert not check(ex.id, wrong)
+    assert (ROOT / "notebooks" / "solutions" / "lab_mooncake_store.ipynb").exists()
+
+
+def test_the_notebook_shows_the_recording_where_the_store_cannot_run(monkeypatch):
+    import nbformat
+
+    from mooncake_lab.course import notebook_client
+
+    monkeypatch.setenv(L.MODE_ENV, "recorded")
+    path = ROOT / "notebooks" / "lab_mooncake_store.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    notebook_client(nb, path).execute()
+    texts = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            assert out.get("output_type") != "error", out.get("evalue")
+            texts.append(out.get("text", "") + out.get("data", {}).get("text/markdown", ""))
+    assert any("Recorded results:" in t and "0.3.13.post1" in t for t in texts)
+    assert sum("image/png" in o.get("data", {}) for c in nb.cells for o in c.get("outputs", [])) >= 1
+
+
+# ------------------------------------------------------------------------------- live: the store
+@pytest.fixture(scope="module")
+def lab():
+    with StoreLab(**L.MAIN_LAB) as lab:
+        yield lab
+
+
+@live
+def test_nothing_the_lab_starts_listens_outside_loopback(lab):
+    pids = lab.live_pids()
+    assert set(pids) == {"supervisor", "master", "node0", "node1", "writer", "reader"}
+    assert lab.isolated or os.environ.get(store_lab.HOST_NETWORK_ENV) == "1"
+    if not lab.isolated:
+        pytest.skip("running on the host network by explicit opt-in")
+    ours = os.readlink("/proc/self/ns/net")
+    theirs = {os.readlink(f"/proc/{p}/ns/net") for p in pids.values()}
+    assert len(theirs) == 1 and ours not in theirs, "every process of the lab shares one private namespace"
+    sup = pids["supervisor"]
+    ifaces = {line.split(":")[0].strip() for line in Path(f"/proc/{sup}/net/dev").read_text().splitlines()[2:]}
+    assert ifaces == {"lo"}, f"the lab's namespace has interfaces {ifaces}: reachable from outside"
+    # inside: the store does listen on wildcard addresses (why it needs the namespace) …
+    inside = lab.listening()
+    assert {lab.ports["rpc"], lab.ports["metadata"], lab.ports["metrics"]} <= {p for _, p in inside}
+    assert any(a in ("0.0.0.0", "::") for a, _ in inside)
+    # … and in this (the host's) namespace no listening socket belongs to any process of the lab
+    lab_inodes = set().union(*(_socket_inodes(p) for p in pids.values()))
+    host = _listening(Path("/proc/self/net"))
+    assert not [a for a, ino in host if ino in lab_inodes]
+    assert set(_listening(Path(f"/proc/{sup}/net"))).isdisjoint(host)
+
+
+@live
+def test_put_get_round_trip_with_checksums(lab):
+    from mooncake_lab.store_lab._worker import value_bytes
+
+    assert not np.array_equal(value_bytes("a", 1024), value_bytes("b", 1024))  # the check can fail
+    for size, (put_api, get_api) in [(L.KV_LAYER_BYTES, ("put", "get")), (64 * 1024, ("put_batch", "get_batch")),
+                                     (512 * 1024, ("batch_put_from", "batch_get_into"))]:
+        keys = [f"rt-{put_api}-{i}" for i in range(6)]
+        assert lab.put(keys, size, api=put_api)["rc"] == [0] * 6
+        got = lab.get(keys, size, api=get_api)
+        assert got["ok"] == [True] * 6, (put_api, got)
+        assert lab.is_exist(keys + ["never-put"]) == [1] * 6 + [0]
+    assert lab.get_rc("never-put", 1024) == L.OBJECT_NOT_FOUND
+    lab.put(["two"], 1 << 20, replica_num=2)
+    assert sorted(d["segment"] for d in lab.replica_desc("two")) == sorted(lab.segments.values())
+    with pytest.raises(InputError, match="api"):
+        lab.put(["x"], 10, api="nope")
+
+
+@live
+def test_close_stops_every_process_by_pid():
+    lab = StoreLab(nodes=1, segment_mib=16, clients=("writer",)).start()
+    pids = list(lab.live_pids().values())
+    assert len(pids) == 4 and all(_alive(p) for p in pids)
+    lab.close()
+    assert _wait_dead(pids, 5) == []
+    lab.close()  # idempotent
+
+
+@live
+def test_a_killed_kernel_takes_the_store_down():
+    code = ("import json, sys, time\nfrom mooncake_lab.store_lab import StoreLab\n"
+            "lab = StoreLab(nodes=1, segment_mib=16, clients=('writer',)).start()\n"
+            "print(json.dumps(lab.live_pids()), flush=True)\ntime.sleep(120)\n")
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                             env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    try:
+        import select
+
+        ready, _, _ = select.select([child.stdout], [], [], 90)
+        assert ready, "the child did not start its lab within 90 s"
+        pids = list(json.loads(child.stdout.readline()).values())
+        assert len(pids) == 4 and all(_alive(p) for p in pids)
+    finally:
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(10)
+    assert _wait_dead(pids, 10) == [], "store processes outlived their kernel"
+
+
+@live
+def test_replication_and_a_killed_memory_node():
+    with StoreLab(**L.MAIN_LAB) as lab:
+        rep = L.measure_replication_failure(lab, client_ttl_s=L.MAIN_LAB["master_flags"]["client_ttl"])
+        assert "node0" not in lab.live_pids()
+        with pytest.raises(StoreLabError, match="already stopped|no process"):
+            lab.kill("node0")
+    assert rep["two_replica_segments"] == sorted(rep["segments"].values())
+    assert rep["before_kill_ok"] == 16 and rep["hot_replicas"] == 2 and rep["cold_replicas"] == 1
+    before, after = rep["timeline"]
+    assert rep["segments"]["node0"] in before["segments"] and before["exist_one"] == 1
+    assert before["two_first_on_survivor"] in ([], [1 << 20])
+    if before["still_listed_after"]:   # the failing reads (0.5–1 s each) ended within client_ttl
+        assert before["one"] == [L.TRANSFER_FAIL]
+        assert before["two_first_on_killed"] in ([], [L.TRANSFER_FAIL])   # no fail-over to the 2nd replica
+    assert after["one"] == [L.OBJECT_NOT_FOUND] and after["exist_one"] == 0
+    assert after["two_first_on_killed"] + after["two_first_on_survivor"] == [1 << 20] * len(
+        after["two_first_on_killed"] + after["two_first_on_survivor"])
+    assert rep["segments"]["node0"] not in after["segments"] and rep["two_replicas_after"] == [1]
+
+
+@live
+def test_eviction_agrees_with_exact_lru_under_a_short_lease():
+    labs = {lease: L.eviction_lab(lease) for lease in L.LEASES}
+    store_lab.start_all(labs.values())
+    try:
+        rows = {lease: L.measure_eviction(lab, lease, sizes=(256 * 1024,))[0] for lease, lab in labs.items()}
+    finally:
+        for lab in labs.values():
+            lab.close()
+    short, default = rows["1ms"], rows["10s"]
+    assert short["capacity_blocks"] == 128 and short["agreement"] >= 0.95, short["agreement"]
+    assert short["pins_kept"] == short["pins"] == default["pins_kept"]   # hard pins survive eviction
+    assert short["put_failures"] == 0 and set(short["first_put_failures"]) <= {str(L.NO_AVAILABLE_HANDLE)}
+    assert short["agreement"] >= default["agreement"]
