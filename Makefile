@@ -7,7 +7,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab test test-browser setup course reproduce doctor warmup bench clean
+.PHONY: lab test test-browser setup course reproduce doctor warmup bench nbform clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -43,6 +43,10 @@ doctor: $(STAMP)
 
 warmup: $(STAMP)
 	$(BIN)/python -m mooncake_lab warmup
+
+# Rewrite every notebook in the form JupyterLab saves it (outputs stripped): after editing notebooks.
+nbform: $(STAMP)
+	$(BIN)/python -m mooncake_lab.notebook_form
 
 bench: $(STAMP)
 	for b in benchmarks/*.py; do $(BIN)/python $$b || exit 1; done

@@ -3,6 +3,8 @@ and prints no error. Executed with nbclient; the kernel inherits this process's 
 (``MOONCAKE_LAB_DATA`` set by ``.ci/run`` when the shared traces exist)."""
 from __future__ import annotations
 
+import json
+import platform
 import time
 from pathlib import Path
 
@@ -10,6 +12,7 @@ import nbformat
 import pytest
 
 from mooncake_lab.course import notebook_client
+from mooncake_lab.notebook_form import saved_form
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")) + \
@@ -20,6 +23,40 @@ def _text_of(output) -> str:
     if output.get("output_type") == "stream":
         return output.get("text", "")
     return output.get("data", {}).get("text/plain", "")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT / "notebooks")))
+def test_notebook_is_committed_as_jupyterlab_saves_it(path):
+    """Opening and saving a notebook in JupyterLab leaves git clean (outputs stay stripped:
+    tests/test_packaging.py). Fix with ``python -m mooncake_lab.notebook_form``."""
+    text = path.read_text(encoding="utf-8")
+    assert text == saved_form(text), f"{path.name} is not in JupyterLab's saved form: run python -m mooncake_lab.notebook_form"
+
+
+def test_notebooks_share_one_language_info():
+    infos = {json.dumps(json.loads(p.read_text())["metadata"].get("language_info"), sort_keys=True) for p in NOTEBOOKS}
+    assert len(infos) == 1, infos
+
+
+def test_saved_form_by_hand():
+    """What JupyterLab 4.6 wrote when it saved an unmodified notebook (seen in a real session):
+    language_info filled from the kernel, nbformat's JSON (sorted keys, indent 1, UTF-8, final newline)."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# 中文 ✅"), nbformat.v4.new_code_cell("1")])
+    nb.cells[1].outputs = [nbformat.v4.new_output("stream", text="1")]
+    nb.cells[1].execution_count = 3
+    nb.metadata["language_info"] = {"name": "python"}
+    text = saved_form(json.dumps(nb))
+    got = json.loads(text)
+    assert got["metadata"]["language_info"] == {
+        "codemirror_mode": {"name": "ipython", "version": 3}, "file_extension": ".py", "mimetype": "text/x-python",
+        "name": "python", "nbconvert_exporter": "python", "pygments_lexer": "ipython3",
+        "version": platform.python_version()}
+    assert got["metadata"]["kernelspec"]["name"] == "python3" and got["nbformat_minor"] == 5
+    assert got["cells"][1]["outputs"] == [] and got["cells"][1]["execution_count"] is None
+    assert text.endswith("}\n") and "# 中文 ✅" in text and text.startswith('{\n "cells": [\n  {\n   "cell_type"')
+    assert saved_form(text) == text                                  # idempotent
+    got["metadata"]["language_info"]["version"] = "3.99.0"           # a version already there is kept
+    assert '"version": "3.99.0"' in saved_form(json.dumps(got))
 
 
 @pytest.mark.notebooks
