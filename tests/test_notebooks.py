@@ -1,6 +1,10 @@
 """Every notebook (lectures and solutions) runs top to bottom in a fresh kernel, shows its figures,
-and prints no error. Executed with nbclient; the kernel inherits this process's environment
-(``MOONCAKE_LAB_DATA`` set by ``.ci/run`` when the shared traces exist)."""
+and prints no error. Executed with nbclient; the kernel inherits this process's environment, with
+downloads off and the traces set per notebook (:func:`_kernel_traces`): lectures read the released
+traces when this machine has them (``$MOONCAKE_LAB_DATA`` or ``../shared``), the worked answers —
+which repeat their lecture's cells — run as on a fresh offline machine, with the synthetic stand-ins.
+So every lecture runs both ways without running twice. Also: every committed notebook is in the form
+JupyterLab saves it (:mod:`mooncake_lab.notebook_form`)."""
 from __future__ import annotations
 
 import json
@@ -11,6 +15,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from conftest import _real_trace_dir
+from mooncake_lab import trace_data
 from mooncake_lab.course import notebook_client
 from mooncake_lab.notebook_form import saved_form
 
@@ -59,14 +65,34 @@ def test_saved_form_by_hand():
     assert '"version": "3.99.0"' in saved_form(json.dumps(got))
 
 
+def _kernel_traces(path: Path, tmp_path: Path, monkeypatch) -> str:
+    """Put the traces of ``path``'s kernel in place (it inherits ``os.environ``); says which."""
+    monkeypatch.setenv(trace_data.ENV_OFFLINE, "1")
+    real = _real_trace_dir()
+    if real is not None and path.parent.name != "solutions":
+        monkeypatch.setenv(trace_data.ENV_DATA, str(real))
+        return f"released traces from {real}"
+    empty = tmp_path / "no-traces"
+    empty.mkdir()
+    monkeypatch.setenv(trace_data.ENV_DATA, str(empty))
+    # the kernel looks in the same places; project data/ and the user cache cannot be hidden from it
+    found = [str(f[1]) for f in map(trace_data.find_local, trace_data.TRACE_FILES) if f is not None]
+    return f"no traces given, but it finds {', '.join(found)}" if found else "no traces: synthetic stand-ins"
+
+
 @pytest.mark.notebooks
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT / "notebooks")))
-def test_notebook_runs_clean(path, capsys):
+def test_notebook_runs_clean(path, capsys, tmp_path, monkeypatch):
+    traces = _kernel_traces(path, tmp_path, monkeypatch)
     nb = nbformat.read(path, as_version=4)
     client = notebook_client(nb, path)
     t0 = time.perf_counter()
     client.execute()
     elapsed = time.perf_counter() - t0
+    stand_in = [i for i, cell in enumerate(nb.cells) if cell.cell_type == "code"
+                and any("stand-in" in _text_of(out).lower() for out in cell.get("outputs", []))]
+    assert not (traces.startswith("released") and stand_in), \
+        f"{path.name} cells {stand_in} fell back to a synthetic stand-in although the kernel was given the released traces"
     for i, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
             continue
@@ -78,4 +104,5 @@ def test_notebook_runs_clean(path, capsys):
                 f"{path.name} cell {i} shows '{text[:40]}' instead of a figure (is %matplotlib inline missing?)")
             assert "Traceback (most recent call last)" not in text, f"{path.name} cell {i} printed a traceback"
     with capsys.disabled():
-        print(f"\n  {path.relative_to(ROOT)} executed in {elapsed:.1f} s")
+        print(f"\n  {path.relative_to(ROOT)} executed in {elapsed:.1f} s ({traces}"
+              f"{f'; stand-in shown in cells {stand_in}' if stand_in else ''})")
