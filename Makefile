@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[test]"
-	$(BIN)/python -m mooncake_lab warmup   # compile the numba kernels once (~40 s), so no lecture waits
+	$(BIN)/python -m mooncake_lab warmup   # compile the numba kernels once (~1 min, README), so no lecture waits
 	touch $(STAMP)
 
 setup: $(STAMP)
