@@ -66,14 +66,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("notebooks", nargs="*", help="notebooks (default: notebooks/ and notebooks/solutions/)")
     parser.add_argument("--check", action="store_true", help="only list notebooks not in saved form (exit 1)")
     args = parser.parse_args(argv)
+    from nbformat import ValidationError
+
     paths = [Path(p) for p in args.notebooks] or course_notebook_files()
     off = []
     for p in paths:
         if not p.is_file():
             print(f"error: {p}: no such notebook", file=sys.stderr)
             return 2
-        text = p.read_text(encoding="utf-8")
-        want = saved_form(text)
+        try:
+            text = p.read_text(encoding="utf-8")
+            want = saved_form(text)
+        except (ValueError, KeyError, AttributeError, ValidationError) as err:   # not UTF-8 / JSON / a notebook
+            print(f"error: {p}: not a readable notebook ({type(err).__name__}: {str(err)[:200]})", file=sys.stderr)
+            return 2
         if want != text:
             off.append(p)
             if not args.check:

@@ -106,3 +106,19 @@ def test_notebook_runs_clean(path, capsys, tmp_path, monkeypatch):
     with capsys.disabled():
         print(f"\n  {path.relative_to(ROOT)} executed in {elapsed:.1f} s ({traces}"
               f"{f'; stand-in shown in cells {stand_in}' if stand_in else ''})")
+
+
+def test_notebook_form_command(tmp_path, capsys):
+    from mooncake_lab.notebook_form import main
+
+    nb = tmp_path / "a.ipynb"
+    nb.write_text(json.dumps(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1")])))
+    assert main(["--check", str(nb)]) == 1 and "1 of 1 notebooks not in" in capsys.readouterr().out
+    assert main([str(nb)]) == 0 and main(["--check", str(nb)]) == 0     # rewritten, then in form
+    assert nb.read_text() == saved_form(nb.read_text())
+    for name, content in (("nope.ipynb", "nope"), ("empty.ipynb", "{}"), ("bytes.ipynb", b"\xff\xfe")):
+        bad = tmp_path / name
+        bad.write_bytes(content if isinstance(content, bytes) else content.encode())
+        assert main([str(bad)]) == 2 and f"{bad}: not a readable notebook" in capsys.readouterr().err
+        assert bad.read_bytes() == (content if isinstance(content, bytes) else content.encode())  # untouched
+    assert main([str(tmp_path / "missing.ipynb")]) == 2 and "no such notebook" in capsys.readouterr().err
