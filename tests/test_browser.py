@@ -1,7 +1,8 @@
 """Every lecture in a real JupyterLab 4, driven by headless Chromium through Playwright.
 
 One JupyterLab server (from this Python environment, token disabled, a free loopback port, serving a
-*copy* of notebooks/ so autosave never touches the repository) and one browser serve all lectures,
+*copy* of notebooks/ so autosave never touches the repository; its kernels read the released traces
+when this machine has them, else the stand-ins, never downloading) and one browser serve all lectures,
 opened one after another. For each lecture: wait until the kernel is connected and idle (running
 earlier races the kernel start and can hang), Run All Cells, wait until every cell has run, assert
 no cell shows an error, then move one control of each dashboard and assert its figure (the PNG in
@@ -28,6 +29,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
+from conftest import _real_trace_dir
 
 pytestmark = pytest.mark.browser
 
@@ -106,6 +109,9 @@ def lab_url(tmp_path_factory):
     if os.geteuid() == 0:
         cmd.append("--allow-root")  # Jupyter refuses root without it (containers, CI)
     env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"), "JUPYTER_CONFIG_DIR": str(tmp / "config")}
+    real = _real_trace_dir()   # the lectures on the released traces when here (as in tests/test_notebooks.py)
+    if real is not None:
+        env["MOONCAKE_LAB_DATA"] = str(real)
     log = open(tmp / "jupyterlab.log", "wb")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}"
