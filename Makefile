@@ -10,13 +10,13 @@ STAMP  := $(VENV)/.installed
 comma  := ,
 EXTRAS := $(if $(filter Linux,$(shell uname -s)),test$(comma)store,test)
 
-.PHONY: lab test test-browser setup course reproduce doctor warmup bench clean
+.PHONY: lab test test-browser setup course reproduce doctor warmup bench nbform clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
-	$(BIN)/python -m mooncake_lab warmup   # compile the numba kernels once (~40 s), so no lecture waits
+	$(BIN)/python -m mooncake_lab warmup   # compile the numba kernels once (~1 min, README), so no lecture waits
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -46,6 +46,10 @@ doctor: $(STAMP)
 
 warmup: $(STAMP)
 	$(BIN)/python -m mooncake_lab warmup
+
+# Rewrite every notebook in the form JupyterLab saves it (outputs stripped): after editing notebooks.
+nbform: $(STAMP)
+	$(BIN)/python -m mooncake_lab.notebook_form
 
 bench: $(STAMP)
 	for b in benchmarks/*.py; do $(BIN)/python $$b || exit 1; done

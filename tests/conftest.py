@@ -5,6 +5,13 @@ else ``../shared/data/mooncake_traces`` next to the repository; tests using it a
 the reason) when neither holds ``conversation_trace.jsonl`` and ``synthetic_trace.jsonl``.
 ``isolated_trace_lookup``: points every trace lookup place (env folder, project data/, user cache)
 at empty temporary folders and disables downloads, so a test sees no real trace unless it puts one.
+``trace_setup``: for tests whose behaviour depends on which traces are on the machine, parametrised
+(``indirect=True``) over :data:`TRACE_SETUPS`: ``"released"`` (the released traces, told to the
+package through ``$MOONCAKE_LAB_DATA``; skipped, saying why, when absent) and ``"no-traces"`` (a fresh
+offline machine: :func:`isolated_trace_lookup`). So ``make test`` covers both wherever it runs.
+
+The suite never downloads (``MOONCAKE_LAB_OFFLINE=1`` unless set): a machine with network behaves like
+one without, and a run leaves nothing in the user cache.
 
 Dashboards do not compute runs ahead in the background during tests (``MOONCAKE_LAB_PREFETCH=0``,
 also inherited by the notebooks the tests execute): the suite stays lean on 2 cores, and
@@ -18,10 +25,12 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("MOONCAKE_LAB_PREFETCH", "0")
+os.environ.setdefault("MOONCAKE_LAB_OFFLINE", "1")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_TRACES = REPO_ROOT.parent / "shared" / "data" / "mooncake_traces"
 REAL_TRACE_FILES = ("conversation_trace.jsonl", "synthetic_trace.jsonl")
+TRACE_SETUPS = ("released", "no-traces")
 
 
 def _real_trace_dir() -> Path | None:
@@ -53,6 +62,25 @@ def isolated_trace_lookup(tmp_path, monkeypatch):
     monkeypatch.setattr(trace_data, "project_data_dir", lambda: dirs["data"])
     monkeypatch.setattr(trace_data, "cache_dir", lambda: dirs["cache"])
     return dirs
+
+
+@pytest.fixture
+def trace_setup(request, monkeypatch) -> str:
+    """The trace set-up named by the parameter (one of :data:`TRACE_SETUPS`), put in place;
+    ``None``: left as this machine has it (returns ``"as found"``)."""
+    from mooncake_lab import trace_data
+
+    setup = request.param
+    if setup is None:
+        return "as found"
+    if setup not in TRACE_SETUPS:
+        raise ValueError(f"trace_setup must be one of {TRACE_SETUPS}, got {setup!r}")
+    monkeypatch.setenv(trace_data.ENV_OFFLINE, "1")
+    if setup == "released":
+        monkeypatch.setenv(trace_data.ENV_DATA, str(request.getfixturevalue("real_trace_dir")))
+    else:
+        request.getfixturevalue("isolated_trace_lookup")
+    return setup
 
 
 @pytest.fixture

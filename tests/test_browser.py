@@ -1,15 +1,19 @@
 """Every lecture in a real JupyterLab 4, driven by headless Chromium through Playwright.
 
 One JupyterLab server (from this Python environment, token disabled, a free loopback port, serving a
-*copy* of notebooks/ so autosave never touches the repository) and one browser serve all lectures,
+*copy* of notebooks/ so autosave never touches the repository; its kernels read the released traces
+when this machine has them, else the stand-ins, never downloading) and one browser serve all lectures,
 opened one after another. For each lecture: wait until the kernel is connected and idle (running
 earlier races the kernel start and can hang), Run All Cells, wait until every cell has run, assert
 no cell shows an error, then move one control of each dashboard and assert its figure (the PNG in
-its Output widget) or its readout changed. A screenshot per lecture goes to build/screenshots/.
+its Output widget) or its readout changed, and that no character renders as an empty box ("tofu":
+the glossary's 中文, the ✅/❌ of every check — drawn on a canvas in its element's font and compared with
+the drawing of a code point no font has). A screenshot per lecture goes to build/screenshots/.
 
 Needs Debian's chromium at /usr/bin/chromium (``.ci/run`` installs it; override the path with
 ``MOONCAKE_LAB_CHROMIUM``) and the ``playwright`` package (test extra); skips, saying which is
-missing, otherwise. Run only this test with ``pytest -m browser``.
+missing, otherwise. Fonts with the CJK and emoji glyphs: on Debian ``FONT_PACKAGES`` (``.ci/run``
+installs them). Run only this test with ``pytest -m browser``.
 """
 from __future__ import annotations
 
@@ -25,6 +29,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
+from conftest import _real_trace_dir
 
 pytestmark = pytest.mark.browser
 
@@ -42,6 +48,8 @@ KERNEL_IDLE_S = 90
 RUN_ALL_S = 240
 REDRAW_S = 30
 MAX_CONTROLS = 3
+#: Debian packages with the glyphs the course shows beyond Latin (README, .ci/run): 中文 and ✅/❌.
+FONT_PACKAGES = "fonts-wqy-microhei (or fonts-noto-cjk) and fonts-noto-color-emoji"
 
 # Lab settings for a deterministic page: every cell attached to the DOM (no virtual scrolling, so
 # every prompt and output can be inspected), the notebook's kernel started without a "Select Kernel"
@@ -101,6 +109,9 @@ def lab_url(tmp_path_factory):
     if os.geteuid() == 0:
         cmd.append("--allow-root")  # Jupyter refuses root without it (containers, CI)
     env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"), "JUPYTER_CONFIG_DIR": str(tmp / "config")}
+    real = _real_trace_dir()   # the lectures on the released traces when here (as in tests/test_notebooks.py)
+    if real is not None:
+        env["MOONCAKE_LAB_DATA"] = str(real)
     log = open(tmp / "jupyterlab.log", "wb")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}"
@@ -183,6 +194,53 @@ _DASH_STATE = """(box) => {
   const readout = kids[kids.length - 2];
   return {img: img ? img.getAttribute('src') : null, readout: readout ? readout.textContent : ''};
 }"""
+
+
+# Characters drawn as the missing-glyph box. Every visible non-ASCII character of the text under the
+# root (a selector), drawn on a canvas in its element's font, is compared with the drawing of
+# U+10FFFD (private use: no font has it, so it comes out as that font's .notdef box). Returns one line
+# per (character, font) that draws the same.
+_TOFU = """(root) => {
+  // Every visible non-ASCII character on the page, drawn on a canvas in its element's font, compared
+  // with the drawing of U+10FFFD (private use: no font has it, so it is the .notdef box in that font).
+  const scope = typeof root === 'string' ? document.querySelector(root) : (root || document.body);
+  if (!scope) return [];
+  const canvas = document.createElement('canvas');
+  canvas.width = 48; canvas.height = 48;
+  const ctx = canvas.getContext('2d', {willReadFrequently: true});
+  const draw = (text, font) => {
+    ctx.clearRect(0, 0, 48, 48);
+    ctx.font = font; ctx.textBaseline = 'middle'; ctx.fillStyle = '#000';
+    ctx.fillText(text, 4, 24);
+    return ctx.getImageData(0, 0, 48, 48).data.join(',');
+  };
+  const seen = new Map();      // "char|font" -> element text sample
+  const walker = document.createTreeWalker(scope, NodeFilter.SHOW_TEXT);
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    const el = n.parentElement;
+    if (!el || !el.getClientRects().length) continue;           // not rendered
+    const cs = getComputedStyle(el);
+    const font = `${cs.fontStyle} ${cs.fontWeight} 32px ${cs.fontFamily}`;
+    for (const ch of n.textContent) {
+      if (ch.codePointAt(0) < 0x80 || !/[\\p{L}\\p{N}\\p{P}\\p{S}\\p{Co}]/u.test(ch)) continue;
+      const key = ch + '|' + font;
+      if (!seen.has(key)) seen.set(key, n.textContent.trim().slice(0, 40));
+    }
+  }
+  const boxes = new Map();    // font -> drawing of the missing glyph
+  const out = [];
+  for (const [key, sample] of seen) {
+    const i = key.indexOf('|'); const ch = key.slice(0, i), font = key.slice(i + 1);
+    if (!boxes.has(font)) boxes.set(font, draw('\\u{10FFFD}', font));
+    if (draw(ch, font) === boxes.get(font))
+      out.push(`${ch} (U+${ch.codePointAt(0).toString(16).toUpperCase().padStart(4, '0')}) in "${sample}"`);
+  }
+  return out;
+}"""
+
+
+def _tofu(page, root: str = _PANEL) -> list[str]:
+    return page.evaluate(_TOFU, root)
 
 
 def _wait_kernel_idle(page, lab_url, kernel_id, name):
@@ -272,6 +330,9 @@ def test_lecture_runs_in_jupyterlab(path, lab_url, browser, capsys):
         errors = page.evaluate(_ERRORS)
         assert page.evaluate(_RUN_STATE) == "done" and not errors, f"{name} shows errors:\n" + "\n".join(errors)
         t_run = time.perf_counter() - t0
+        boxes = _tofu(page)
+        assert not boxes, (f"{name}: {len(boxes)} character(s) render as empty boxes — fonts missing "
+                           f"(Debian: {FONT_PACKAGES}):\n  " + "\n  ".join(boxes[:20]))
 
         n_dash = page.evaluate(_TAG_DASHBOARDS)
         moved = []
@@ -348,3 +409,16 @@ def test_error_in_a_cell_is_seen(lab_url, browser):
     finally:
         page.close()
         _shutdown_kernels(lab_url)
+
+
+def test_tofu_check_sees_a_box(browser):
+    """The empty-box check above can fail: a private-use character (no font has it) is a box; Latin,
+    the arrows the course uses and an unrendered element are not reported."""
+    page = browser.new_page()
+    try:
+        page.set_content('<div id="t"><p>a → b ≤ c é</p><pre>x \U000F0001 y</pre>'
+                         '<p style="display:none">\U000F0002</p></div>')
+        boxes = _tofu(page, "#t")
+        assert len(boxes) == 1 and boxes[0].startswith("\U000F0001 (U+F0001)"), boxes
+    finally:
+        page.close()

@@ -17,6 +17,8 @@ import pytest
 import mooncake_lab.dashboards as dashboards
 from mooncake_lab.dashboards import Dashboard, nice_ceiling, sticky_limit
 
+from conftest import TRACE_SETUPS
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -125,11 +127,37 @@ def _moves_after_prefetch():
                                               ("*noise", 0.5), ("trace", "conversation")])]
 
 
-@pytest.mark.parametrize("cls,moves", _moves_after_prefetch(), ids=lambda x: x.__name__ if isinstance(x, type) else "")
-def test_runs_computed_ahead_make_the_next_moves_simulation_free(cls, moves, monkeypatch):
+def _depends_on_local_traces(cls) -> bool:
+    """Whether the dashboard's runs ahead depend on which traces are on this machine."""
+    import inspect
+
+    return "on_this_machine" in inspect.getsource(cls._prefetch_jobs)
+
+
+def _prefetch_cases():
+    """(cls, moves) of :func:`_moves_after_prefetch`; a dashboard whose runs ahead depend on the local
+    traces is tried with the released traces and with none (tests/conftest.py ``trace_setup``), the
+    others in the set-up this machine has (their runs ahead are the same either way)."""
+    cases = []
+    for cls, moves in _moves_after_prefetch():
+        if _depends_on_local_traces(cls):
+            cases += [pytest.param(cls, moves, s, id=f"{cls.__name__}-{s}") for s in TRACE_SETUPS]
+        else:
+            cases.append(pytest.param(cls, moves, None, id=cls.__name__))
+    return cases
+
+
+def test_trace_dependent_dashboards_are_tried_without_traces():
+    assert {c.__name__ for c, _ in _moves_after_prefetch() if _depends_on_local_traces(c)} == \
+        {"TraceDashboard", "CapacityDashboard"}
+
+
+@pytest.mark.parametrize("cls,moves,trace_setup", _prefetch_cases(), indirect=["trace_setup"])
+def test_runs_computed_ahead_make_the_next_moves_simulation_free(cls, moves, trace_setup, monkeypatch):
     import threading
 
     from mooncake_lab import synthetic, traces
+    from mooncake_lab.dashboards import on_this_machine
     from mooncake_lab.experiments import common, l03_cache
 
     monkeypatch.setenv("MOONCAKE_LAB_PREFETCH", "1")
@@ -148,7 +176,10 @@ def test_runs_computed_ahead_make_the_next_moves_simulation_free(cls, moves, mon
     d = cls()
     for name, value in moves:
         assert d.prefetch.wait(300) and not d.prefetch.errors, d.prefetch.errors
-        assert d.prefetch.n_done == len(d.prefetch.jobs) > 0
+        assert d.prefetch.n_done == len(d.prefetch.jobs)
+        # Nothing ahead only when no other trace of the dropdown loads without a download.
+        others_here = [t for t in d.controls["trace"].options if t != d.value("trace") and on_this_machine(t)]
+        assert d.prefetch.jobs or not others_here, f"{cls.__name__}: nothing computed ahead, yet {others_here} are here"
         before = len(ran)
         d.controls[name.lstrip("*")].value = value
         assert d.background_is_current(), (name, value)

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
+from conftest import TRACE_SETUPS
 from mooncake_lab import prefix_cache as pc
 from mooncake_lab.experiments import l03_cache as C, l03_traces as T
 from mooncake_lab.exercises import list_exercises
@@ -27,10 +28,11 @@ def small():
 
 
 # ---------------------------------------------------------------------------------------------- loader
-def test_cached_trace_parses_once_and_accepts_presets():
+@pytest.mark.parametrize("trace_setup", TRACE_SETUPS, indirect=True)
+def test_cached_trace_parses_once_and_accepts_presets(trace_setup):
     a, b = cached_trace("conversation"), cached_trace("conversation")
     assert a is b                                       # memoised: the same object
-    assert a.name in ("conversation", "synthetic:conversation-like")
+    assert a.name == {"released": "conversation", "no-traces": "synthetic:conversation-like"}[trace_setup]
     p = cached_trace("toolagent-like")
     assert p is cached_trace("toolagent-like") and p.name == "synthetic:toolagent-like"
     with pytest.raises(ValueError, match="name must be a released trace"):

@@ -1,15 +1,24 @@
 """Every notebook (lectures and solutions) runs top to bottom in a fresh kernel, shows its figures,
-and prints no error. Executed with nbclient; the kernel inherits this process's environment
-(``MOONCAKE_LAB_DATA`` set by ``.ci/run`` when the shared traces exist)."""
+and prints no error. Executed with nbclient; the kernel inherits this process's environment, with
+downloads off and the traces set per notebook (:func:`_kernel_traces`): lectures read the released
+traces when this machine has them (``$MOONCAKE_LAB_DATA`` or ``../shared``), the worked answers —
+which repeat their lecture's cells — run as on a fresh offline machine, with the synthetic stand-ins.
+So every lecture runs both ways without running twice. Also: every committed notebook is in the form
+JupyterLab saves it (:mod:`mooncake_lab.notebook_form`)."""
 from __future__ import annotations
 
+import json
+import platform
 import time
 from pathlib import Path
 
 import nbformat
 import pytest
 
+from conftest import _real_trace_dir
+from mooncake_lab import trace_data
 from mooncake_lab.course import course_notebooks, notebook_client
+from mooncake_lab.notebook_form import saved_form
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = course_notebooks(ROOT / "notebooks")   # lectures NN_*, labs lab_*, then their solutions
@@ -21,14 +30,68 @@ def _text_of(output) -> str:
     return output.get("data", {}).get("text/plain", "")
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT / "notebooks")))
+def test_notebook_is_committed_as_jupyterlab_saves_it(path):
+    """Opening and saving a notebook in JupyterLab leaves git clean (outputs stay stripped:
+    tests/test_packaging.py). Fix with ``python -m mooncake_lab.notebook_form``."""
+    text = path.read_text(encoding="utf-8")
+    assert text == saved_form(text), f"{path.name} is not in JupyterLab's saved form: run python -m mooncake_lab.notebook_form"
+
+
+def test_notebooks_share_one_language_info():
+    infos = {json.dumps(json.loads(p.read_text())["metadata"].get("language_info"), sort_keys=True) for p in NOTEBOOKS}
+    assert len(infos) == 1, infos
+
+
+def test_saved_form_by_hand():
+    """What JupyterLab 4.6 wrote when it saved an unmodified notebook (seen in a real session):
+    language_info filled from the kernel, nbformat's JSON (sorted keys, indent 1, UTF-8, final newline)."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# 中文 ✅"), nbformat.v4.new_code_cell("1")])
+    nb.cells[1].outputs = [nbformat.v4.new_output("stream", text="1")]
+    nb.cells[1].execution_count = 3
+    nb.metadata["language_info"] = {"name": "python"}
+    text = saved_form(json.dumps(nb))
+    got = json.loads(text)
+    assert got["metadata"]["language_info"] == {
+        "codemirror_mode": {"name": "ipython", "version": 3}, "file_extension": ".py", "mimetype": "text/x-python",
+        "name": "python", "nbconvert_exporter": "python", "pygments_lexer": "ipython3",
+        "version": platform.python_version()}
+    assert got["metadata"]["kernelspec"]["name"] == "python3" and got["nbformat_minor"] == 5
+    assert got["cells"][1]["outputs"] == [] and got["cells"][1]["execution_count"] is None
+    assert text.endswith("}\n") and "# 中文 ✅" in text and text.startswith('{\n "cells": [\n  {\n   "cell_type"')
+    assert saved_form(text) == text                                  # idempotent
+    got["metadata"]["language_info"]["version"] = "3.99.0"           # a version already there is kept
+    assert '"version": "3.99.0"' in saved_form(json.dumps(got))
+
+
+def _kernel_traces(path: Path, tmp_path: Path, monkeypatch) -> str:
+    """Put the traces of ``path``'s kernel in place (it inherits ``os.environ``); says which."""
+    monkeypatch.setenv(trace_data.ENV_OFFLINE, "1")
+    real = _real_trace_dir()
+    if real is not None and path.parent.name != "solutions":
+        monkeypatch.setenv(trace_data.ENV_DATA, str(real))
+        return f"released traces from {real}"
+    empty = tmp_path / "no-traces"
+    empty.mkdir()
+    monkeypatch.setenv(trace_data.ENV_DATA, str(empty))
+    # the kernel looks in the same places; project data/ and the user cache cannot be hidden from it
+    found = [str(f[1]) for f in map(trace_data.find_local, trace_data.TRACE_FILES) if f is not None]
+    return f"no traces given, but it finds {', '.join(found)}" if found else "no traces: synthetic stand-ins"
+
+
 @pytest.mark.notebooks
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT / "notebooks")))
-def test_notebook_runs_clean(path, capsys):
+def test_notebook_runs_clean(path, capsys, tmp_path, monkeypatch):
+    traces = _kernel_traces(path, tmp_path, monkeypatch)
     nb = nbformat.read(path, as_version=4)
     client = notebook_client(nb, path)
     t0 = time.perf_counter()
     client.execute()
     elapsed = time.perf_counter() - t0
+    stand_in = [i for i, cell in enumerate(nb.cells) if cell.cell_type == "code"
+                and any("stand-in" in _text_of(out).lower() for out in cell.get("outputs", []))]
+    assert not (traces.startswith("released") and stand_in), \
+        f"{path.name} cells {stand_in} fell back to a synthetic stand-in although the kernel was given the released traces"
     for i, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
             continue
@@ -40,4 +103,21 @@ def test_notebook_runs_clean(path, capsys):
                 f"{path.name} cell {i} shows '{text[:40]}' instead of a figure (is %matplotlib inline missing?)")
             assert "Traceback (most recent call last)" not in text, f"{path.name} cell {i} printed a traceback"
     with capsys.disabled():
-        print(f"\n  {path.relative_to(ROOT)} executed in {elapsed:.1f} s")
+        print(f"\n  {path.relative_to(ROOT)} executed in {elapsed:.1f} s ({traces}"
+              f"{f'; stand-in shown in cells {stand_in}' if stand_in else ''})")
+
+
+def test_notebook_form_command(tmp_path, capsys):
+    from mooncake_lab.notebook_form import main
+
+    nb = tmp_path / "a.ipynb"
+    nb.write_text(json.dumps(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1")])))
+    assert main(["--check", str(nb)]) == 1 and "1 of 1 notebooks not in" in capsys.readouterr().out
+    assert main([str(nb)]) == 0 and main(["--check", str(nb)]) == 0     # rewritten, then in form
+    assert nb.read_text() == saved_form(nb.read_text())
+    for name, content in (("nope.ipynb", "nope"), ("empty.ipynb", "{}"), ("bytes.ipynb", b"\xff\xfe")):
+        bad = tmp_path / name
+        bad.write_bytes(content if isinstance(content, bytes) else content.encode())
+        assert main([str(bad)]) == 2 and f"{bad}: not a readable notebook" in capsys.readouterr().err
+        assert bad.read_bytes() == (content if isinstance(content, bytes) else content.encode())  # untouched
+    assert main([str(tmp_path / "missing.ipynb")]) == 2 and "no such notebook" in capsys.readouterr().err
