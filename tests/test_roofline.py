@@ -37,7 +37,7 @@ def reference_decode(model, node, preset, b, ctx):
         comm = b * 2 * model.n_layers * 2 * (tp - 1) / tp * model.d_model * 2 / (node.gpu.nvlink_bw / 2
                                                                                   * p.tp_comm_efficiency)
     compute = (b * (model.linear_flops_per_token() + model.lm_head_flops_per_token()) / p.mfu_at(tp)
-               + model.attention_flops_coefficient() * ctx / p.attn_efficiency_at(tp)) / node.peak_flops + comm
+               + model.decode_attention_flops_coefficient() * ctx / p.attn_efficiency_at(tp)) / node.peak_flops + comm
     memory = model.decode_bytes(b, ctx) / (node.peak_hbm_bw * p.hbm_efficiency)
     floor = p.decode_floor_s + p.decode_floor_s_per_seq * b
     return p.step_overhead_s + p.overhead_s_per_layer * model.n_layers + max(floor, memory, compute)
