@@ -158,7 +158,7 @@ def cost_model(model, node, preset="ideal") -> CostModel:
     per_layer = p.overhead_s_per_layer * m.n_layers
     return CostModel(
         overhead_s=p.step_overhead_s + per_layer,
-        prefill_s_per_token=(m.linear_flops_per_token() + m.lm_head_flops_per_token()) / (peak * p.mfu_at(tp)),
+        prefill_s_per_token=(m.linear_flops_per_token() + m.lm_head_flops_per_token()) / (peak * p.linear_efficiency_at(tp)),
         tp_comm_s_per_token=comm,
         attn_s_per_pair=m.attention_flops_coefficient() / (peak * p.attn_efficiency_at(tp)),
         weights_s=m.streamed_weight_bytes_dense() / hbm,
