@@ -241,3 +241,17 @@ def test_glossary_has_lecture01_terms():
     from mooncake_lab.glossary import glossary
     terms = set(glossary("01")["term"])
     assert {"roofline model", "ridge point", "MFU (model FLOPs utilisation)"} <= terms
+
+
+def test_glossary_shows_every_meaning_in_full():
+    # Issue 13 §3: pandas cut the meaning column at 50 characters with "…" in every lecture.
+    from html import escape as html_escape
+
+    from mooncake_lab.glossary import TERMS, glossary
+    for lecture in sorted({t[3] for t in TERMS}):
+        g = glossary(lecture)
+        html, text = g._repr_html_(), repr(g)
+        assert "…" not in html and "..." not in text
+        for meaning in g["meaning"]:
+            assert html_escape(meaning, quote=False) in html and meaning in text
+        assert "white-space: normal" in html     # wrapped, not one long line
