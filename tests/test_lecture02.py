@@ -229,6 +229,14 @@ def test_exercise_answers_hand_checked():
     assert exs["02.one_drive"] is False                                       # ≈ 2× at 7 GB/s
 
 
+def test_dram_tokens_is_strict_about_kib():
+    # Issue 13 §9: 1e12 / 320,000 = 3.125 M (KB read as 10³ B, the slip the lecture warns about) was accepted.
+    from mooncake_lab import check
+    assert check("02.dram_tokens", 1e12 / 327_680)
+    assert check("02.dram_tokens", 3.05e6)
+    assert not check("02.dram_tokens", 1e12 / 320_000)
+
+
 def test_glossary_has_lecture_02_terms():
     from mooncake_lab.glossary import glossary
     terms = set(glossary("02")["term"])
