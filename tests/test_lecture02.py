@@ -181,6 +181,15 @@ def test_reload_dashboard_controls_change_the_figure(name, value):
         assert d.readout.value != readout
 
 
+def test_reload_dashboard_bar_labels_follow_the_bandwidth():
+    # Issue 13 §10: after a bandwidth move the bars still said "reload from 56 GB/s".
+    d = dash.ReloadDashboard(bandwidth_gbs=56.0)
+    d.controls["bandwidth"].value = 7.0
+    labels = [t.get_text() for t in d.view.ax.get_yticklabels()]
+    assert labels[1:] == ["reload from 7 GB/s, serialized", "reload from 7 GB/s, layer-wise"]
+    assert d.background_is_current()          # the image shown has them too, not a stale background
+
+
 @pytest.mark.parametrize("name,value", [("prefix_len", 65536.0), ("node", "h20x8"), ("model", "opt-13b")])
 def test_eq2_dashboard_controls_change_the_figure(name, value):
     d = dash.Eq2Dashboard()

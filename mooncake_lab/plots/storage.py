@@ -149,6 +149,7 @@ class TTFTComponents:
         self.notes = [ax.annotate("", (0, yi), xytext=(4, 0), textcoords="offset points", va="center",
                                   fontsize="small") for yi in y]
         ax.set_yticks(y, list(scenarios))
+        self.static_state = tuple(scenarios)
         ax.invert_yaxis()
         ax.set_xlabel("time to first token, no queueing (s)")
         ax.set_title(" ")
@@ -164,6 +165,11 @@ class TTFTComponents:
         """Show ``df`` (from ``request_breakdown``, same scenarios); ``xmax`` (s) fixes the x axis."""
         hidden = (df["load_s"] - df["exposed_load_s"]).clip(lower=0).to_numpy()
         compute, exposed = df["compute_s"].to_numpy(), df["exposed_load_s"].to_numpy()
+        # the row labels name the tier's bandwidth: set them from this frame, never keep the first ones
+        labels = list(df["scenario"])
+        if [t.get_text() for t in self.ax.get_yticklabels()] != labels:
+            self.ax.set_yticks(np.arange(len(labels)), labels)
+        self.static_state = tuple(labels)
         for yi in range(len(df)):
             self.compute[yi].set_width(compute[yi])
             self.exposed[yi].set_x(compute[yi])
