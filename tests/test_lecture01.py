@@ -191,6 +191,18 @@ def test_preset_dashboard_nvlink_moves_calibrated_prefill(presets):
     assert _content(presets.figure) != before
     assert "+0 ms" in presets.readout.value            # 600 GB/s vs the 600 GB/s reference
     assert presets.controls["tp_comm"].disabled        # calibrated always exposes the all-reduce
+    assert "always exposed" in presets.controls["tp_comm"].description   # … and the box says so (issue 13 §10)
+
+
+def test_preset_dashboard_tp_comm_box_says_why_it_is_off_by_default():
+    d = PresetDashboard()                               # the default preset is calibrated
+    box = d.controls["tp_comm"]
+    assert d.value("preset") == "calibrated" and box.disabled and "always exposed" in box.description
+    d.controls["preset"].value = "modern"
+    assert not box.disabled and box.description == "expose TP all-reduce"
+    before = _content(d.figure)
+    box.value = True                                    # under modern it does something visible
+    assert _content(d.figure) != before and "TP all-reduce =" in d.readout.value
 
 
 def test_preset_dashboard_nvlink_needs_exposed_comm_under_ideal(presets):
