@@ -76,7 +76,7 @@ def tier_speedup(df: pd.DataFrame):
                       label=f"{m} ({att.upper()})")
         for rect, v in zip(bars, sub["speedup"]):
             ax.annotate(f"{v / 1e3:.1f}k×" if v >= 1e3 else f"{v:.3g}×", (rect.get_x() + rect.get_width() / 2, v), xytext=(0, 2),
-                        textcoords="offset points", ha="center", fontsize="x-small")
+                        textcoords="offset points", ha="center", fontsize="small")
     ax.axhline(1, color="k", lw=1, ls="--")
     ax.axhline(10, color="k", lw=1, ls=":")
     ax.annotate("break-even (1×)", (-0.45, 1), va="bottom", ha="left", fontsize="small")
@@ -181,7 +181,7 @@ class TTFTComponents:
             self.notes[yi].xy = (t + hidden[yi], yi)
         self.ax.set_xlim(0, xmax if xmax is not None else float((df["total_s"] + hidden).max()) * 1.3)
         n_cached = int(df["n_cached"].max())
-        self.ax.set_title(title or f"TTFT of one request with {n_cached:,} cached tokens: reload + compute the rest")
+        self.ax.set_title(title or f"TTFT of one request with {n_cached:,} cached tokens:\nreload + compute the rest")
         return self
 
 
@@ -273,7 +273,7 @@ class Eq2Chart:
         for j, row in enumerate(() if tiers is None else tiers.itertuples()):
             self.tiers.append(self.ax.axhline(row.bandwidth_gbs, color="0.35", ls=(0, (1 + j, 2)), lw=1))
             self.tiers.append(self.ax.annotate(f"{row.label} {row.bandwidth_gbs:g} GB/s", (x, row.bandwidth_gbs),
-                                               xytext=(2, 2), textcoords="offset points", fontsize="x-small",
+                                               xytext=(2, 2), textcoords="offset points", fontsize="small",
                                                color="0.25"))
         self.static_state = state
 
