@@ -22,6 +22,11 @@ KV_PER_TOKEN_KB = 320.0                      # FAST'25 §2.2 (and the seed lectu
 EQ1_A, EQ1_B = 4.0, 22.0                     # FAST'25 §2.3, Eq. 1
 #: Compute per LLaMA2-70B token the seed lecture quotes ("≈ 140 GFLOP").
 SEED_GFLOP_PER_TOKEN = 140.0                 # seed lecture demo 1 (../shared/reference/seed_lecture.md)
+#: Not the papers, quoted beside them in lecture 01: the TP8 HBM-streaming floor of a LLaMA2-70B decode
+#: step (../shared/reference/measured_latency.md, "8.5 ms at TP8"), and the share of A100 peak that
+#: FlashAttention-2 reaches in the forward pass (Dao 2023, "FlashAttention-2", §4.1: 50–73%; "50–70%").
+HBM_FLOOR_TP8_MS = 8.5
+FLASH_ATTENTION_PEAK_SHARE = (0.50, 0.70)
 
 # ---- 02 storage for computation --------------------------------------------------------------
 #: Host-to-device bandwidth per node, B/s (FAST'25 Table 1, "set according to LLaMA3-70B and 8×A800").
