@@ -267,3 +267,13 @@ def test_glossary_shows_every_meaning_in_full():
         for meaning in g["meaning"]:
             assert meaning in html_unescape(html) and meaning in text
         assert "white-space: normal" in html     # wrapped, not one long line
+
+
+def test_mla_decode_can_turn_compute_bound():
+    # Issue 13 §6: absorbed MLA attention is ≈ 242 FLOP per KV byte, above the A800's ridge (153) and
+    # below the H800's (295): long-context decode of DeepSeek-V3 turns compute-bound on A800 only.
+    ds = models.DEEPSEEK_V3
+    assert ds.decode_attention_flops_coefficient() / ds.kv_bytes_per_token() == pytest.approx(241.78, abs=0.01)
+    assert ex.decode_ridge_batch(ds, "a800x8", 32768) == pytest.approx(738.6, rel=1e-3)
+    assert math.isinf(ex.decode_ridge_batch(ds, "h800x8", 32768))
+    assert math.isinf(ex.decode_ridge_batch(M, "a800x8", 32768))   # GQA never does

@@ -250,3 +250,19 @@ def test_glossary_has_lecture_02_terms():
     from mooncake_lab.glossary import glossary
     terms = set(glossary("02")["term"])
     assert {"MHA (multi-head attention)", "break-even bandwidth", "recompute"} <= terms
+
+
+def test_fig7_paper_bars_beside_ours():
+    # Issue 13 §2: Fig. 7's bars are the time a store adds to a prefill: layer-wise ≈ 0.1 s at every
+    # length, serialized 0.11 → 0.87 s; ours (128 GB/s, no per-layer cost) are 21 → 336 ms and 1/80 of that.
+    from mooncake_lab import paper
+    df = l02.fig7_comparison()
+    assert list(df["n_tokens"]) == list(paper.FIG7_STORE_LATENCY_S["lengths"])
+    assert df["paper_layerwise_s"].between(0.09, 0.13).all()
+    assert df["paper_serialized_s"].iloc[0] == 0.11 and df["paper_serialized_s"].iloc[-1] == 0.87
+    assert df["ours_serialized_s"].iloc[0] == pytest.approx(8192 * 327_680 / 128e9)
+    assert df["ours_layerwise_s"].to_numpy() == pytest.approx(df["ours_serialized_s"].to_numpy() / 80)
+    imp = l02.fig7_implied_store()
+    slope, fixed = np.polyfit(np.array(df["n_tokens"]) * 327_680.0, df["paper_serialized_s"], 1)
+    assert imp["bandwidth_gbs"] == pytest.approx(1 / slope / 1e9) and imp["fixed_s"] == pytest.approx(fixed)
+    assert 40 < imp["bandwidth_gbs"] < 60 and imp["per_layer_ms"] == pytest.approx(0.104 / 80 * 1e3)
