@@ -24,9 +24,9 @@ step (MLA decodes in the absorbed form, :meth:`ModelConfig.decode_attention_flop
 (NIC bandwidth × RDMA efficiency); ``t_serial`` a fixed per-prefill time serial with compute;
 ``E_touched(n)`` the expected distinct MoE experts per layer (0 for dense models).
 
-Validity: "calibrated" is fitted on 128–8,192-token prompts and batches ≤ 64 of a 2023 stack
-whose prefill attention ran at only 4–7% of peak; extrapolated to 32k–128k prompts it is very
-pessimistic (attention dominates). Use "ideal" or "modern" for long-context what-ifs.
+Validity: "calibrated" is fitted on 128–8,192-token prompts and batches ≤ 64 of a 2023 stack; the
+fit puts prefill attention at 4–7% of peak (a least-squares split of the measured growth, not a
+measurement), so extrapolated to 32k–128k prompts it is very pessimistic (attention dominates). Use "ideal" or "modern" for long-context what-ifs.
 """
 from __future__ import annotations
 
