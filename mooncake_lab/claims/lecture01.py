@@ -199,7 +199,7 @@ claim("01.mla_vs_gqa", "30× GQA's 8, above the A800's ridge and near the H800's
                _v()["att"] / _v()["kv"], _v()["ridge_h800"]], rel_tol=0.02)
 claim("01.mla_ridge_batch", "32k-token contexts its decode turns compute-bound on 8 × A800 from batch ≈ 740",
       lambda: [32, 8, _v()["ds_ridge_b"]], rel_tol=0.01)
-claim("01.mla_h800", "8 × H800, never: 242 < 295).",
+claim("01.mla_h800", "8 × H800, never: 242 < 295)",
       lambda: [8, _v()["ds_key"] / _v()["ds"].kv_bytes_per_token(), _v()["ridge_h800"]]
       if _v()["ds_ridge_b_h800"] == float("inf") else [0, 0, 0, 0])
 
