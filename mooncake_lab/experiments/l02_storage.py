@@ -195,7 +195,8 @@ def request_breakdown(model="llama2-70b", node="a800x8", n_tokens: int = SEED_RE
 
     Rows: "recompute all" (prefill of every token), then per tier "serialized" (load the prefix,
     then compute the rest) and "layer-wise" (load layer i+1 while computing layer i). With
-    ``bandwidth_gbs`` given, one tier called "custom" at that bandwidth replaces ``tiers``.
+    ``bandwidth_gbs`` given, one tier called "custom" at that bandwidth replaces ``tiers`` (its rows:
+    "reload from the tier, …").
     Prefill at ``mfu`` of peak (the seed lecture's 60%).
 
     Columns: scenario, tier, bandwidth_gbs, mode, n_cached, load_s, compute_s, total_s,
@@ -224,7 +225,9 @@ def request_breakdown(model="llama2-70b", node="a800x8", n_tokens: int = SEED_RE
             r = st.prefill_with_prefix_load(m, nd, n - c, c, "dram" if tier == "custom" else tier,
                                             preset=preset, overlap=overlap,
                                             bandwidth=bw * 1e9)
-            name = f"{bw:,.3g} GB/s" if tier == "custom" else _TIER_SHORT.get(tier, tier)
+            # a custom tier is named without its bandwidth (a dashboard shows that in its title): row
+            # labels that change with a slider would force a full redraw on every move
+            name = "the tier" if tier == "custom" else _TIER_SHORT.get(tier, tier)
             rows.append({"scenario": f"reload from {name}, {mode}", "tier": tier, "bandwidth_gbs": bw, "mode": mode,
                          "n_cached": c, "load_s": r["load_s"], "compute_s": r["compute_s"],
                          "total_s": r["total_s"], "exposed_load_s": r["total_s"] - r["compute_s"],
