@@ -6,8 +6,12 @@ A :class:`Preset` is a handful of efficiency knobs that turn peak-number physics
   overlapped: the physical limit, ``max(compute, memory)``.
 * ``calibrated`` — knobs fitted (:func:`fit_calibrated`) to SplitwiseSim's measured LLaMA2-70B
   latencies on A100-80GB (``data/measured_latency_splitwise.csv``, a vLLM-era 2023 stack):
-  per-TP prefill MFU and attention efficiency, a fixed prefill overhead, HBM efficiency, and a
-  per-step decode floor overlapped with HBM streaming, ``max(f0 + f1·batch, t_mem/eff)``.
+  per-TP linear-layer and attention efficiency factors, a fixed prefill overhead, HBM efficiency,
+  and a per-step decode floor overlapped with HBM streaming, ``max(f0 + f1·batch, t_mem/eff)``.
+  These are *fit parameters*, not measurements: six prompt lengths per TP degree cannot separate a
+  fixed overhead, a linear and a quadratic term into physics, so "attention at 4–7% of peak" is
+  what the least-squares split says, not what a profiler would. (``linear_efficiency`` is not the
+  MFU lecture 01 measures: MFU divides *all* FLOPs by the whole time, overheads included.)
   TP all-reduce runs over NVLink at ``tp_comm_efficiency`` of one direction's bandwidth, so an
   A800 (400 GB/s NVLink) pays more than the A100 (600 GB/s) the table was measured on.
 * ``modern`` — documented defaults of the BLIS simulator for a current stack: HBM efficiency
@@ -64,8 +68,9 @@ def _at_tp(pairs: tuple[tuple[int, float], ...], tp: int) -> float:
 class Preset:
     """Efficiency knobs of the cost model (dimensionless unless a unit is in the name).
 
-    ``prefill_mfu`` and ``attn_efficiency`` may be a float or ``{tp_degree: value}`` (the value of
-    the nearest TP degree is used). Overheads are seconds: ``step_overhead_s +
+    ``linear_efficiency`` (fraction of peak FLOP/s at which the linear layers and the LM head run)
+    and ``attn_efficiency`` (the same for attention) may be a float or ``{tp_degree: value}`` (the
+    value of the nearest TP degree is used). Neither is an MFU (all FLOPs over the whole time). Overheads are seconds: ``step_overhead_s +
     overhead_s_per_layer · layers`` is added to every prefill and every decode step;
     ``prefill_overhead_s`` is serial with prefill compute (it overlaps the HBM traffic);
     ``decode_floor_s + decode_floor_s_per_seq · batch`` is a per-step floor *overlapped* with HBM
@@ -73,7 +78,7 @@ class Preset:
     """
 
     name: str
-    prefill_mfu: tuple = 1.0
+    linear_efficiency: tuple = 1.0
     attn_efficiency: tuple = 1.0
     hbm_efficiency: float = 1.0
     tp_comm: bool = False
@@ -88,7 +93,7 @@ class Preset:
     description: str = field(default="", compare=False)
 
     def __post_init__(self):
-        object.__setattr__(self, "prefill_mfu", _pairs(self.prefill_mfu, "prefill_mfu"))
+        object.__setattr__(self, "linear_efficiency", _pairs(self.linear_efficiency, "linear_efficiency"))
         object.__setattr__(self, "attn_efficiency", _pairs(self.attn_efficiency, "attn_efficiency"))
         for f in ("hbm_efficiency", "tp_comm_efficiency", "rdma_efficiency", "kv_usable_fraction"):
             v = getattr(self, f)
@@ -100,9 +105,9 @@ class Preset:
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0.0):
                 raise ValueError(f"{f} must be a finite number >= 0 seconds, got {v!r}")
 
-    def mfu_at(self, tp: int) -> float:
-        """Prefill MFU (linear layers) at TP degree ``tp``."""
-        return _at_tp(self.prefill_mfu, tp)
+    def linear_efficiency_at(self, tp: int) -> float:
+        """Efficiency of the linear layers (and LM head) at TP degree ``tp``: FLOP/s over peak."""
+        return _at_tp(self.linear_efficiency, tp)
 
     def attn_efficiency_at(self, tp: int) -> float:
         """Attention FLOP efficiency at TP degree ``tp``."""
@@ -113,8 +118,8 @@ IDEAL = Preset("ideal", description="peak FLOP/s and HBM bandwidth, no overhead,
 
 MODERN = Preset(
     "modern",
-    prefill_mfu=0.65,            # BLIS simulator default MFU (measured_latency.md)
-    attn_efficiency=0.65,        # same MFU applied to attention
+    linear_efficiency=0.65,      # BLIS simulator default MFU (measured_latency.md), applied to the matmuls
+    attn_efficiency=0.65,        # ... and to attention
     hbm_efficiency=0.72,         # BLIS default HBM efficiency
     step_overhead_s=0.5e-3,      # BLIS: 0.5 ms per step (prefill forward or decode step) ...
     overhead_s_per_layer=20e-6,  # ... + 20 µs per layer
@@ -126,7 +131,7 @@ MODERN = Preset(
 #: Output of :func:`fit_calibrated` on data/measured_latency_splitwise.csv (21 rows).
 FITTED = {
     "prefill_overhead_s": 0.0481417,
-    "prefill_mfu": {2: 0.939552, 4: 0.857547, 8: 0.821675},
+    "linear_efficiency": {2: 0.939552, 4: 0.857547, 8: 0.821675},
     "attn_efficiency": {2: 0.0661975, 4: 0.0661975, 8: 0.043695},
     "hbm_efficiency": 0.563,
     "decode_floor_s": 0.0431295,
@@ -135,7 +140,7 @@ FITTED = {
 
 CALIBRATED = Preset(
     "calibrated",
-    prefill_mfu=FITTED["prefill_mfu"],
+    linear_efficiency=FITTED["linear_efficiency"],
     attn_efficiency=FITTED["attn_efficiency"],
     hbm_efficiency=FITTED["hbm_efficiency"],
     tp_comm=True,
@@ -188,10 +193,11 @@ def _unit_terms(tp: int):
 def fit_prefill(table: pd.DataFrame | None = None) -> dict:
     """Least-squares fit of the prefill knobs (relative errors).
 
-    Model (per TP degree p): ``t = t0 + T_lin/mfu_p + T_att/eff_p + T_comm/0.67`` where the ``T``
+    Model (per TP degree p): ``t = t0 + T_lin/lin_p + T_att/eff_p + T_comm/0.67`` where the ``T``
     are times at peak from :func:`roofline.cost_model`. ``t0`` is shared; TP2 has a single row so
-    it shares TP4's attention efficiency. Returns ``{"prefill_overhead_s", "prefill_mfu",
-    "attn_efficiency"}`` (the last two as ``{tp: value}``).
+    it shares TP4's attention efficiency. Returns ``{"prefill_overhead_s", "linear_efficiency",
+    "attn_efficiency"}`` (the last two as ``{tp: value}``): a fit, whose split between the terms
+    the few prompt lengths per TP degree do not pin down.
     """
     df = load_measured() if table is None else table
     pre = df[df["phase"] == "prefill"]
@@ -214,7 +220,7 @@ def fit_prefill(table: pd.DataFrame | None = None) -> dict:
     x, *_ = np.linalg.lstsq(A * w[:, None], y * w, rcond=None)
     mfu = {tp: float(1.0 / x[1 + i]) for i, tp in enumerate(tps)}
     att_by_key = {k: float(1.0 / x[1 + len(tps) + j]) for j, k in enumerate(att_keys)}
-    return {"prefill_overhead_s": float(x[0]), "prefill_mfu": mfu,
+    return {"prefill_overhead_s": float(x[0]), "linear_efficiency": mfu,
             "attn_efficiency": {tp: att_by_key[att_groups[tp]] for tp in tps}}
 
 

@@ -70,7 +70,7 @@ ORDERS = ("fifo", "interleave")
 SCHEMES = ("one_node", "tp", "sp", "cpp")
 
 # indices of CostModel.as_array() that scale with the number of layers a node runs
-_LAYER_TERMS = (1, 2, 3, 4, 5, 8)
+_LAYER_TERMS = (1, 2, 3, 4, 5, 8, 15)
 
 
 # --- kernels ------------------------------------------------------------------------------------
@@ -89,6 +89,7 @@ def cm_stage_coefficients(c, n_stages):
     s[4] /= x
     s[5] /= x
     s[8] /= x
+    s[15] /= x
     return s
 
 

@@ -83,9 +83,31 @@ TERMS: list[tuple[str, str, str, str]] = [
 ]
 
 
+class Glossary(pd.DataFrame):
+    """A DataFrame that shows every meaning in full: wrapped, never cut with "…" (pandas truncates
+    cells past ``display.max_colwidth``, 50 characters, which cut every meaning)."""
+
+    @property
+    def _constructor(self):
+        return Glossary
+
+    def _repr_html_(self) -> str:
+        return (self.style.format(escape="html").hide(axis="index")
+                .set_properties(**{"text-align": "left", "white-space": "normal", "vertical-align": "top"})
+                .set_properties(subset=["meaning"], **{"min-width": "28em", "max-width": "48em"})
+                .set_table_styles([{"selector": "th", "props": [("text-align", "left")]}])
+                .to_html())
+
+    def __repr__(self) -> str:
+        with pd.option_context("display.max_colwidth", None, "display.max_columns", None,
+                               "display.expand_frame_repr", False):
+            return super().__repr__()
+
+
 def glossary(lecture: str | None = None) -> pd.DataFrame:
-    """The glossary as a table (columns: term, 中文, meaning, lecture), optionally for one lecture."""
-    df = pd.DataFrame(TERMS, columns=["term", "中文", "meaning", "lecture"])
+    """The glossary as a table (columns: term, 中文, meaning, lecture), optionally for one lecture;
+    shown with the meanings wrapped in full (:class:`Glossary`)."""
+    df = Glossary(TERMS, columns=["term", "中文", "meaning", "lecture"])
     if lecture is not None:
         df = df[df["lecture"] == str(lecture)]
         if df.empty:

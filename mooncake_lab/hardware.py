@@ -12,11 +12,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+#: One GiB (2³⁰ B): HBM capacities ("80GB" on NVIDIA's datasheets) are binary.
+GIB = 2 ** 30
+
 __all__ = [
     "GPU", "Node", "StorageTier", "TIER_NAMES",
     "A800", "A100", "H800", "H100", "H20", "GPUS",
     "A800_NODE", "A800_NODE_8X400G", "A100_NODE", "H800_NODE", "H100_NODE", "H20_NODE", "NODES",
-    "get_gpu", "get_node", "gbps_to_bytes_per_s",
+    "get_gpu", "get_node", "gbps_to_bytes_per_s", "GIB",
 ]
 
 
@@ -33,7 +36,9 @@ class GPU:
     ----------
     name : datasheet name.
     flops_bf16 : dense BF16 tensor-core peak, FLOP/s.
-    hbm_bytes : HBM capacity, bytes (datasheet "80GB" read as 80e9).
+    hbm_bytes : HBM capacity, bytes. A datasheet's "80GB" of HBM is binary, 80 GiB = 80 × 2³⁰ B
+        (memory capacities are powers of two: ``nvidia-smi`` reports 81920MiB for an
+        A800-SXM4-80GB, e.g. github.com/dexmal/dexbotic issue #41), not 80e9.
     hbm_bw : HBM bandwidth, B/s.
     nvlink_bw : NVLink total bidirectional bandwidth per GPU, B/s.
     source : where the numbers come from.
@@ -64,7 +69,7 @@ class GPU:
 A100 = GPU(
     name="A100-SXM4-80GB",
     flops_bf16=312e12,     # NVIDIA A100 Tensor Core GPU datasheet: BF16 312 TFLOPS (624 with sparsity)
-    hbm_bytes=80e9,        # same datasheet: 80GB HBM2e
+    hbm_bytes=80 * GIB,    # same datasheet: 80GB HBM2e = 80 GiB (nvidia-smi: 81920MiB)
     hbm_bw=2039e9,         # same datasheet: 2,039 GB/s (A100 80GB SXM)
     nvlink_bw=600e9,       # same datasheet: NVLink 600 GB/s
     source="NVIDIA A100 Tensor Core GPU datasheet (80GB SXM column)",
@@ -72,7 +77,7 @@ A100 = GPU(
 A800 = GPU(
     name="A800-SXM4-80GB",
     flops_bf16=312e12,     # NVIDIA A800 datasheet: BF16 312 TFLOPS dense (same GA100 die as A100)
-    hbm_bytes=80e9,        # A800 datasheet: 80GB HBM2e
+    hbm_bytes=80 * GIB,    # A800 datasheet: 80GB HBM2e = 80 GiB (nvidia-smi on A800-SXM4-80GB: 81920MiB)
     hbm_bw=2039e9,         # A800 datasheet: 2,039 GB/s
     nvlink_bw=400e9,       # A800 datasheet: NVLink 400 GB/s (cut from the A100's 600 GB/s)
     source="NVIDIA A800 40GB/80GB datasheet (SXM); mooncake_paper.md 'Hardware'",
@@ -80,7 +85,7 @@ A800 = GPU(
 H800 = GPU(
     name="H800-SXM5-80GB",
     flops_bf16=989e12,     # NVIDIA H800 datasheet: BF16 1,979 TFLOPS with sparsity → 989 dense
-    hbm_bytes=80e9,        # H800 datasheet: 80GB HBM3
+    hbm_bytes=80 * GIB,    # H800 datasheet: 80GB HBM3 = 80 GiB (five 16 GiB stacks)
     hbm_bw=3.35e12,        # H800 datasheet: 3.35 TB/s
     nvlink_bw=400e9,       # H800 datasheet: NVLink 400 GB/s
     source="NVIDIA H800 Tensor Core GPU datasheet (SXM)",
@@ -88,7 +93,7 @@ H800 = GPU(
 H100 = GPU(
     name="H100-SXM5-80GB",
     flops_bf16=989e12,     # NVIDIA H100 datasheet: BF16 1,979 TFLOPS with sparsity → 989 dense
-    hbm_bytes=80e9,        # H100 datasheet: 80GB HBM3 (SXM)
+    hbm_bytes=80 * GIB,    # H100 datasheet: 80GB HBM3 (SXM) = 80 GiB (five 16 GiB stacks)
     hbm_bw=3.35e12,        # H100 datasheet: 3.35 TB/s (SXM)
     nvlink_bw=900e9,       # H100 datasheet: NVLink 900 GB/s
     source="NVIDIA H100 Tensor Core GPU datasheet (SXM column)",
@@ -96,7 +101,7 @@ H100 = GPU(
 H20 = GPU(
     name="H20-96GB",
     flops_bf16=148e12,     # NVIDIA HGX H20 product brief: BF16 148 TFLOPS dense (296 with sparsity)
-    hbm_bytes=96e9,        # same: 96GB HBM3
+    hbm_bytes=96 * GIB,    # same: 96GB HBM3 = 96 GiB (six 16 GiB stacks)
     hbm_bw=4.0e12,         # same: 4.0 TB/s
     nvlink_bw=900e9,       # same: NVLink 900 GB/s
     source="NVIDIA HGX H20 product brief (China-market Hopper)",

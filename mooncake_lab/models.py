@@ -14,6 +14,14 @@ Counting conventions (units: FLOP, bytes, tokens):
   (= ``4·L·d_head·H·n·(c + n/2)`` for MHA/GQA; the ½ is the causal mask).
 * KV bytes per token: MHA/GQA ``2·L·H_kv·d_head·s``; MLA stores one compressed latent plus a
   RoPE key per layer: ``L·(kv_lora_rank + d_rope)·s``.
+* MLA attention has two forms. A prefill decompresses the latent into per-head keys and values
+  (the un-absorbed form: ``2·L·H·(d_qk + d_v)`` per pair, 5.0 MFLOP for DeepSeek-V3). A decode step
+  reads only the cached latent, so it attends in the *absorbed* form (the key up-projection folded
+  into the query, the value up-projection applied after the sum): every head scores against the
+  ``kv_lora_rank + d_rope`` = 576-value latent and sums the 512-value latent,
+  ``2·L·H·(kv_lora_rank + d_rope + kv_lora_rank)`` per attended key (DeepSeek-V3: 17.0 MFLOP,
+  ≈ 242 FLOP per KV byte). Per token both forms apply the same up-projections (to the new key
+  and value, or to the query and the output), so the linear count is the same.
 """
 from __future__ import annotations
 
@@ -172,6 +180,14 @@ class ModelConfig:
         """FLOP per (new token × attended key): ``2·L·H·(d_qk + d_v)`` (= 4·L·H·d_head for MHA/GQA)."""
         return 2.0 * self.n_layers * self.n_heads * (self.d_qk + self.d_value)
 
+    def decode_attention_flops_coefficient(self) -> float:
+        """FLOP per (decoding token × attended key) in a decode step: for MLA the absorbed form,
+        ``2·L·H·(kv_lora_rank + d_rope + kv_lora_rank)`` (DeepSeek-V3: 2·61·128·(576 + 512) ≈
+        17.0 MFLOP), since decode reads the compressed latent only; MHA/GQA as in prefill."""
+        if self.attention == "mla":
+            return 2.0 * self.n_layers * self.n_heads * (2 * self.kv_lora_rank + self.d_rope)
+        return self.attention_flops_coefficient()
+
     def prefill_flops_breakdown(self, n_new, n_cached=0) -> dict[str, float]:
         """FLOPs of a prefill of ``n_new`` tokens after ``n_cached`` cached ones, by term.
 
@@ -190,11 +206,12 @@ class ModelConfig:
 
     def decode_flops(self, batch_size, context_tokens) -> float:
         """FLOPs of one decode step: ``batch_size`` new tokens attending to ``context_tokens``
-        keys in total (summed over the batch)."""
+        keys in total (summed over the batch); attention per key by
+        :meth:`decode_attention_flops_coefficient` (MLA: the absorbed form)."""
         b = _check_count("batch_size", batch_size, minimum=1)
         ctx = _check_count("context_tokens", context_tokens, minimum=0)
         return (b * (self.linear_flops_per_token() + self.lm_head_flops_per_token())
-                + self.attention_flops_coefficient() * ctx)
+                + self.decode_attention_flops_coefficient() * ctx)
 
     def expected_experts_touched(self, n_tokens) -> float:
         """Expected distinct routed experts per MoE layer for ``n_tokens`` tokens under uniform

@@ -13,19 +13,20 @@ The formulas (``n`` new tokens after ``c`` cached; ``b`` sequences; ``ctx`` keys
                              t_weights + t_expert·E_touched(n) + t_kv·(c + n))    # HBM traffic
     decode  = overhead + max(floor0 + floor1·b,                                   # per-step floor
                              t_weights + t_expert·E_touched(b) + t_kv·ctx,        # HBM traffic
-                             b·(t_tok + t_comm) + t_pair·ctx)                     # compute
+                             b·(t_tok + t_comm) + t_pair_dec·ctx)                 # compute
     transfer = n·t_rdma
 
 ``t_tok`` = (linear + LM-head FLOP per token) / (node peak × MFU); ``t_pair`` = attention FLOP per
-(token × key) / (node peak × attention efficiency); ``t_comm`` = TP all-reduce bytes per token /
+(token × key) / (node peak × attention efficiency) and ``t_pair_dec`` the same for a decode
+step (MLA decodes in the absorbed form, :meth:`ModelConfig.decode_attention_flops_coefficient`); ``t_comm`` = TP all-reduce bytes per token /
 (NVLink one-direction bandwidth × efficiency) (0 when the preset overlaps it); ``t_weights`` /
 ``t_kv`` = bytes / (node HBM bandwidth × HBM efficiency); ``t_rdma`` = KV bytes per token /
 (NIC bandwidth × RDMA efficiency); ``t_serial`` a fixed per-prefill time serial with compute;
 ``E_touched(n)`` the expected distinct MoE experts per layer (0 for dense models).
 
-Validity: "calibrated" is fitted on 128–8,192-token prompts and batches ≤ 64 of a 2023 stack
-whose prefill attention ran at only 4–7% of peak; extrapolated to 32k–128k prompts it is very
-pessimistic (attention dominates). Use "ideal" or "modern" for long-context what-ifs.
+Validity: "calibrated" is fitted on 128–8,192-token prompts and batches ≤ 64 of a 2023 stack; the
+fit puts prefill attention at 4–7% of peak (a least-squares split of the measured growth, not a
+measurement), so extrapolated to 32k–128k prompts it is very pessimistic (attention dominates). Use "ideal" or "modern" for long-context what-ifs.
 """
 from __future__ import annotations
 
@@ -67,6 +68,7 @@ class CostModel:
     kv_transfer_s_per_token: float # 12: RDMA time per token of KV
     kv_bytes_per_token: float      # 13: bytes
     kv_capacity_tokens: float      # 14: decode KV capacity of the node, tokens
+    decode_attn_s_per_pair: float  # 15: decode attention per (decoding token × attended key)
 
     def as_array(self) -> np.ndarray:
         """The coefficients as a float64 array (what numba kernels take)."""
@@ -113,7 +115,7 @@ def cm_decode_step_time(c, batch, context_tokens):
     ctx = float(context_tokens)
     floor = c[10] + c[11] * b
     memory = c[4] + c[5] * _experts_touched(c, b) + c[8] * ctx
-    compute = b * (c[1] + c[2]) + c[3] * ctx
+    compute = b * (c[1] + c[2]) + c[15] * ctx
     return c[0] + max(floor, max(memory, compute))
 
 
@@ -156,7 +158,7 @@ def cost_model(model, node, preset="ideal") -> CostModel:
     per_layer = p.overhead_s_per_layer * m.n_layers
     return CostModel(
         overhead_s=p.step_overhead_s + per_layer,
-        prefill_s_per_token=(m.linear_flops_per_token() + m.lm_head_flops_per_token()) / (peak * p.mfu_at(tp)),
+        prefill_s_per_token=(m.linear_flops_per_token() + m.lm_head_flops_per_token()) / (peak * p.linear_efficiency_at(tp)),
         tp_comm_s_per_token=comm,
         attn_s_per_pair=m.attention_flops_coefficient() / (peak * p.attn_efficiency_at(tp)),
         weights_s=m.streamed_weight_bytes_dense() / hbm,
@@ -170,6 +172,7 @@ def cost_model(model, node, preset="ideal") -> CostModel:
         kv_transfer_s_per_token=m.kv_bytes_per_token() / (nd.nic_bw * p.rdma_efficiency),
         kv_bytes_per_token=m.kv_bytes_per_token(),
         kv_capacity_tokens=decode_kv_capacity_tokens(m, nd, p.kv_usable_fraction),
+        decode_attn_s_per_pair=m.decode_attention_flops_coefficient() / (peak * p.attn_efficiency_at(tp)),
     )
 
 

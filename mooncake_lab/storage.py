@@ -31,7 +31,7 @@ def seed_preset(mfu: float = SEED_MFU) -> Preset:
     """Ideal roofline with prefill (linear and attention) at ``mfu`` of peak."""
     if not (isinstance(mfu, (int, float)) and math.isfinite(mfu) and 0.0 < mfu <= 1.0):
         raise ValueError(f"mfu must be in (0, 1], got {mfu!r}")
-    return Preset(f"seed(mfu={mfu:g})", prefill_mfu=mfu, attn_efficiency=mfu,
+    return Preset(f"seed(mfu={mfu:g})", linear_efficiency=mfu, attn_efficiency=mfu,
                   kv_usable_fraction=IDEAL.kv_usable_fraction)
 
 

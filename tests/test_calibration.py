@@ -73,16 +73,16 @@ def test_prefill_fit_sensitive_to_rows():
     rows = (edited.phase == "prefill") & (edited.tp == 8)
     edited.loc[rows, "latency_s"] *= 2.0
     fit = cal.fit_prefill(edited)
-    assert fit["prefill_mfu"][8] < cal.FITTED["prefill_mfu"][8]
-    assert fit["prefill_mfu"][4] != pytest.approx(cal.FITTED["prefill_mfu"][4], rel=1e-6)
+    assert fit["linear_efficiency"][8] < cal.FITTED["linear_efficiency"][8]
+    assert fit["linear_efficiency"][4] != pytest.approx(cal.FITTED["linear_efficiency"][4], rel=1e-6)
 
 
 def test_presets_and_knobs():
     assert cal.get_preset("Calibrated") is cal.CALIBRATED
-    assert cal.CALIBRATED.mfu_at(8) == cal.FITTED["prefill_mfu"][8]
-    assert cal.CALIBRATED.mfu_at(16) == cal.FITTED["prefill_mfu"][8]   # nearest TP
-    assert cal.CALIBRATED.mfu_at(3) == cal.FITTED["prefill_mfu"][2]    # tie → lower TP
-    assert cal.MODERN.hbm_efficiency == 0.72 and cal.MODERN.mfu_at(8) == 0.65
+    assert cal.CALIBRATED.linear_efficiency_at(8) == cal.FITTED["linear_efficiency"][8]
+    assert cal.CALIBRATED.linear_efficiency_at(16) == cal.FITTED["linear_efficiency"][8]   # nearest TP
+    assert cal.CALIBRATED.linear_efficiency_at(3) == cal.FITTED["linear_efficiency"][2]    # tie → lower TP
+    assert cal.MODERN.hbm_efficiency == 0.72 and cal.MODERN.linear_efficiency_at(8) == 0.65
     # modern per-step overhead: 0.5 ms + 20 µs × 80 layers = 2.1 ms on top of the ideal decode step
     ideal = decode_step_time(LLAMA2_70B, A100_NODE, 1, 0, preset="ideal")
     modern = decode_step_time(LLAMA2_70B, A100_NODE, 1, 0, preset="modern")
@@ -91,9 +91,9 @@ def test_presets_and_knobs():
 
 
 @pytest.mark.parametrize("kwargs,match", [
-    ({"prefill_mfu": 1.5}, "prefill_mfu"), ({"attn_efficiency": {8: 0.0}}, "attn_efficiency"),
+    ({"linear_efficiency": 1.5}, "linear_efficiency"), ({"attn_efficiency": {8: 0.0}}, "attn_efficiency"),
     ({"hbm_efficiency": float("nan")}, "hbm_efficiency"), ({"decode_floor_s": -1.0}, "decode_floor_s"),
-    ({"prefill_mfu": {}}, "prefill_mfu"),
+    ({"linear_efficiency": {}}, "linear_efficiency"),
 ])
 def test_bad_preset(kwargs, match):
     with pytest.raises(ValueError, match=match):

@@ -18,7 +18,7 @@ def test_hopper_dense_not_sparse_peak():
     # H100/H800 datasheets print 1,979 TFLOPS BF16 *with sparsity*; dense is half (989).
     for g in (hw.H100, hw.H800):
         assert g.flops_bf16 == pytest.approx(1979e12 / 2, rel=1e-3)
-    assert hw.H20.flops_bf16 == 148e12 and hw.H20.hbm_bytes == 96e9
+    assert hw.H20.flops_bf16 == 148e12 and hw.H20.hbm_bytes == 96 * 2**30
 
 
 def test_every_gpu_has_a_source():
@@ -31,7 +31,8 @@ def test_a800_node_aggregates():
     assert n.n_gpus == 8 and n.gpu is hw.A800
     assert n.peak_flops == pytest.approx(8 * 312e12)          # FAST'25 Table 1: G = 8×312 TFLOPS
     assert n.peak_hbm_bw == pytest.approx(8 * 2039e9)         # 16,312 GB/s
-    assert n.hbm_bytes == pytest.approx(640e9)
+    # "80GB" HBM2e is 80 GiB per GPU (nvidia-smi: 81920MiB), so the node holds 640 GiB = 687.2e9 B
+    assert n.hbm_bytes == 8 * 80 * 2**30 == 687_194_767_360
     assert n.nic_bw == pytest.approx(4 * 200e9 / 8)           # 4 × 200 Gbps = 100 GB/s
     assert hw.A800_NODE_8X400G.nic_bw == pytest.approx(8 * 400e9 / 8)  # 8 × 400 Gbps = 400 GB/s
 

@@ -191,6 +191,18 @@ def test_preset_dashboard_nvlink_moves_calibrated_prefill(presets):
     assert _content(presets.figure) != before
     assert "+0 ms" in presets.readout.value            # 600 GB/s vs the 600 GB/s reference
     assert presets.controls["tp_comm"].disabled        # calibrated always exposes the all-reduce
+    assert "always exposed" in presets.controls["tp_comm"].description   # … and the box says so (issue 13 §10)
+
+
+def test_preset_dashboard_tp_comm_box_says_why_it_is_off_by_default():
+    d = PresetDashboard()                               # the default preset is calibrated
+    box = d.controls["tp_comm"]
+    assert d.value("preset") == "calibrated" and box.disabled and "always exposed" in box.description
+    d.controls["preset"].value = "modern"
+    assert not box.disabled and box.description == "expose TP all-reduce"
+    before = _content(d.figure)
+    box.value = True                                    # under modern it does something visible
+    assert _content(d.figure) != before and "TP all-reduce =" in d.readout.value
 
 
 def test_preset_dashboard_nvlink_needs_exposed_comm_under_ideal(presets):
@@ -241,3 +253,27 @@ def test_glossary_has_lecture01_terms():
     from mooncake_lab.glossary import glossary
     terms = set(glossary("01")["term"])
     assert {"roofline model", "ridge point", "MFU (model FLOPs utilisation)"} <= terms
+
+
+def test_glossary_shows_every_meaning_in_full():
+    # Issue 13 §3: pandas cut the meaning column at 50 characters with "…" in every lecture.
+    from html import unescape as html_unescape
+
+    from mooncake_lab.glossary import TERMS, glossary
+    for lecture in sorted({t[3] for t in TERMS}):
+        g = glossary(lecture)
+        html, text = g._repr_html_(), repr(g)
+        assert "…" not in html and "..." not in text
+        for meaning in g["meaning"]:
+            assert meaning in html_unescape(html) and meaning in text
+        assert "white-space: normal" in html     # wrapped, not one long line
+
+
+def test_mla_decode_can_turn_compute_bound():
+    # Issue 13 §6: absorbed MLA attention is ≈ 242 FLOP per KV byte, above the A800's ridge (153) and
+    # below the H800's (295): long-context decode of DeepSeek-V3 turns compute-bound on A800 only.
+    ds = models.DEEPSEEK_V3
+    assert ds.decode_attention_flops_coefficient() / ds.kv_bytes_per_token() == pytest.approx(241.78, abs=0.01)
+    assert ex.decode_ridge_batch(ds, "a800x8", 32768) == pytest.approx(738.6, rel=1e-3)
+    assert math.isinf(ex.decode_ridge_batch(ds, "h800x8", 32768))
+    assert math.isinf(ex.decode_ridge_batch(M, "a800x8", 32768))   # GQA never does

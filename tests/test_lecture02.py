@@ -181,6 +181,17 @@ def test_reload_dashboard_controls_change_the_figure(name, value):
         assert d.readout.value != readout
 
 
+def test_reload_dashboard_bar_labels_follow_the_bandwidth():
+    # Issue 13 §10: after a bandwidth move the bars still said "reload from 56 GB/s". The row labels no
+    # longer name a bandwidth (the title does, redrawn every move), so they cannot go stale.
+    d = dash.ReloadDashboard(bandwidth_gbs=56.0)
+    d.controls["bandwidth"].value = 7.0
+    labels = [t.get_text() for t in d.view.ax.get_yticklabels()]
+    assert labels[1:] == ["reload from the tier, serialized", "reload from the tier, layer-wise"]
+    assert not any("56" in t for t in labels) and "7 GB/s" in d.view.ax.get_title()
+    assert d.background_is_current()          # the image shown is a full redraw's, not a stale background
+
+
 @pytest.mark.parametrize("name,value", [("prefix_len", 65536.0), ("node", "h20x8"), ("model", "opt-13b")])
 def test_eq2_dashboard_controls_change_the_figure(name, value):
     d = dash.Eq2Dashboard()
@@ -229,7 +240,31 @@ def test_exercise_answers_hand_checked():
     assert exs["02.one_drive"] is False                                       # ≈ 2× at 7 GB/s
 
 
+def test_dram_tokens_is_strict_about_kib():
+    # Issue 13 §9: 1e12 / 320,000 = 3.125 M (KB read as 10³ B, the slip the lecture warns about) was accepted.
+    from mooncake_lab import check
+    assert check("02.dram_tokens", 1e12 / 327_680)
+    assert check("02.dram_tokens", 3.05e6)
+    assert not check("02.dram_tokens", 1e12 / 320_000)
+
+
 def test_glossary_has_lecture_02_terms():
     from mooncake_lab.glossary import glossary
     terms = set(glossary("02")["term"])
     assert {"MHA (multi-head attention)", "break-even bandwidth", "recompute"} <= terms
+
+
+def test_fig7_paper_bars_beside_ours():
+    # Issue 13 §2: Fig. 7's bars are the time a store adds to a prefill: layer-wise ≈ 0.1 s at every
+    # length, serialized 0.11 → 0.87 s; ours (128 GB/s, no per-layer cost) are 21 → 336 ms and 1/80 of that.
+    from mooncake_lab import paper
+    df = l02.fig7_comparison()
+    assert list(df["n_tokens"]) == list(paper.FIG7_STORE_LATENCY_S["lengths"])
+    assert df["paper_layerwise_s"].between(0.09, 0.13).all()
+    assert df["paper_serialized_s"].iloc[0] == 0.11 and df["paper_serialized_s"].iloc[-1] == 0.87
+    assert df["ours_serialized_s"].iloc[0] == pytest.approx(8192 * 327_680 / 128e9)
+    assert df["ours_layerwise_s"].to_numpy() == pytest.approx(df["ours_serialized_s"].to_numpy() / 80)
+    imp = l02.fig7_implied_store()
+    slope, fixed = np.polyfit(np.array(df["n_tokens"]) * 327_680.0, df["paper_serialized_s"], 1)
+    assert imp["bandwidth_gbs"] == pytest.approx(1 / slope / 1e9) and imp["fixed_s"] == pytest.approx(fixed)
+    assert 40 < imp["bandwidth_gbs"] < 60 and imp["per_layer_ms"] == pytest.approx(0.104 / 80 * 1e3)

@@ -94,6 +94,20 @@ def test_decode_flops_and_bytes():
     assert L70.decode_bytes(8, 512) == L70.decode_bytes(1, 512)   # dense: weights read once per step
 
 
+def test_mla_decode_attends_in_the_absorbed_form():
+    # Issue 13 §6: decode reads only the 576-value latent per layer, so each of the 128 heads scores
+    # against it (2·576) and sums the 512-value latent (2·512): 2·61·128·1088 = 16,990,208 FLOP per key
+    # (the un-absorbed 2·61·128·(192 + 128) = 4,997,120 is what a prefill that decompresses K/V costs).
+    ds = M.DEEPSEEK_V3
+    assert ds.decode_attention_flops_coefficient() == 2 * 61 * 128 * (576 + 512) == 16_990_208
+    assert ds.attention_flops_coefficient() == 2 * 61 * 128 * (192 + 128) == 4_997_120
+    per_key = ds.decode_flops(1, 1000) - ds.decode_flops(1, 0)
+    assert per_key == pytest.approx(1000 * 16_990_208)
+    assert per_key / (ds.decode_bytes(1, 1000) - ds.decode_bytes(1, 0)) == pytest.approx(241.8, abs=0.05)
+    # MHA/GQA: the same per-key count in both phases
+    assert L70.decode_attention_flops_coefficient() == L70.attention_flops_coefficient() == 2_621_440
+
+
 def test_moe_experts_touched():
     ds = M.DEEPSEEK_V3
     assert ds.expected_experts_touched(1) == pytest.approx(8)      # top-8 of 256

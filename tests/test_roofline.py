@@ -18,7 +18,7 @@ def reference_prefill(model, node, preset, n, c):
     p = rf.get_preset(preset)
     tp = node.n_gpus
     br = model.prefill_flops_breakdown(n, c)
-    compute = (br["linear"] + br["lm_head"]) / (node.peak_flops * p.mfu_at(tp)) \
+    compute = (br["linear"] + br["lm_head"]) / (node.peak_flops * p.linear_efficiency_at(tp)) \
         + br["attention"] / (node.peak_flops * p.attn_efficiency_at(tp)) + p.prefill_overhead_s
     if p.tp_comm:
         compute += n * 2 * model.n_layers * 2 * (tp - 1) / tp * model.d_model * 2 / (
@@ -36,8 +36,8 @@ def reference_decode(model, node, preset, b, ctx):
     if p.tp_comm:
         comm = b * 2 * model.n_layers * 2 * (tp - 1) / tp * model.d_model * 2 / (node.gpu.nvlink_bw / 2
                                                                                   * p.tp_comm_efficiency)
-    compute = (b * (model.linear_flops_per_token() + model.lm_head_flops_per_token()) / p.mfu_at(tp)
-               + model.attention_flops_coefficient() * ctx / p.attn_efficiency_at(tp)) / node.peak_flops + comm
+    compute = (b * (model.linear_flops_per_token() + model.lm_head_flops_per_token()) / p.linear_efficiency_at(tp)
+               + model.decode_attention_flops_coefficient() * ctx / p.attn_efficiency_at(tp)) / node.peak_flops + comm
     memory = model.decode_bytes(b, ctx) / (node.peak_hbm_bw * p.hbm_efficiency)
     floor = p.decode_floor_s + p.decode_floor_s_per_seq * b
     return p.step_overhead_s + p.overhead_s_per_layer * model.n_layers + max(floor, memory, compute)
@@ -123,10 +123,10 @@ def test_kv_transfer_and_capacity_hand_checked():
     # 1 token = 327,680 B over 4 × 200 Gbps = 100 GB/s → 3.2768 µs; calibrated at 87 GB/s
     assert rf.kv_transfer_time(LLAMA2_70B, A800_NODE, 1) == pytest.approx(3.2768e-6)
     assert rf.kv_transfer_time(LLAMA2_70B, A800_NODE, 1, "calibrated") == pytest.approx(327_680 / 87e9)
-    # (8 × 80e9 × 0.9 − 137,953,296,384) / 327,680 = 1,336,812.45 tokens
+    # (8 × 80 GiB × 0.9 − 137,953,296,384) / 327,680 = 1,466,436.75 tokens ("80GB" of HBM is 80 GiB)
     assert rf.decode_kv_capacity_tokens(LLAMA2_70B, A800_NODE) == pytest.approx(
-        (576e9 - 137_953_296_384) / 327_680)
-    assert rf.cost_model(LLAMA2_70B, A800_NODE).kv_capacity_tokens == pytest.approx(1_336_812.45, rel=1e-8)
+        (8 * 80 * 2**30 * 0.9 - 137_953_296_384) / 327_680)
+    assert rf.cost_model(LLAMA2_70B, A800_NODE).kv_capacity_tokens == pytest.approx(1_466_436.75, rel=1e-8)
     assert rf.decode_kv_capacity_tokens(DEEPSEEK_V3, A800_NODE) == 0.0     # 1.34 TB of BF16 weights
     assert rf.kv_load_time(LLAMA2_70B, A800_NODE, 1000, "dram") == pytest.approx(1000 * 327_680 / 128e9)
 

@@ -86,7 +86,9 @@ def test_storage_experiments():
     names = [m.name for m in __import__("mooncake_lab.reproduce", fromlist=["collect"]).collect("storage")]
     assert names == ["storage.reload_speedup.llama2_70b.dram", "storage.reload_speedup.llama2_70b.ssd",
                      "storage.reload_speedup.llama2_70b.remote_dram", "storage.reload_speedup.opt_13b.ssd",
-                     "storage.eq2_min_bandwidth_gbs.a800x8.p8192", "storage.eq2_min_bandwidth_gbs.h800x8.p8192"]
+                     "storage.eq2_min_bandwidth_gbs.a800x8.p8192", "storage.eq2_min_bandwidth_gbs.h800x8.p8192",
+                     "storage.fig7_store_s.serialized.n8192", "storage.fig7_store_s.layerwise.n8192",
+                     "storage.fig7_store_s.serialized.n131072", "storage.fig7_store_s.layerwise.n131072"]
 
 
 @pytest.mark.parametrize("call,match", [

@@ -28,6 +28,9 @@ CONTEXT_CHOICES = tuple(2 ** k for k in range(7, 18))     # 128 … 131,072 toke
 #: NVLink slider bounds, GB/s bidirectional per GPU: below the A800's 400 … the H100's 900.
 NVLINK_RANGE_GBS = (100, 900)
 _PRESETS = ("ideal", "calibrated", "modern")
+TP_COMM_LABEL = "expose TP all-reduce"
+#: What the all-reduce box says under "calibrated", which always exposes the all-reduce (at 67% of NVLink).
+TP_COMM_ALWAYS_LABEL = "TP all-reduce: always exposed under calibrated"
 
 
 def _tok_options(values) -> list[tuple[str, int]]:
@@ -132,14 +135,17 @@ class PresetDashboard(Dashboard):
             "preset": widgets.ToggleButtons(options=_PRESETS, value=preset, description="preset"),
             "nvlink": widgets.IntSlider(value=nv, min=lo, max=hi, step=50, description="NVLink GB/s",
                                         continuous_update=False),
-            "tp_comm": widgets.Checkbox(value=comm, description="expose TP all-reduce", indent=False),
+            "tp_comm": widgets.Checkbox(value=comm, description=TP_COMM_LABEL, indent=False,
+                                        layout=widgets.Layout(width="auto")),
             "context": widgets.SelectionSlider(options=_tok_options(CONTEXT_CHOICES[1:9]), value=ctx,
                                                description="context/seq", continuous_update=False),
         }
 
     def _config(self):
         name = self.value("preset")
-        self.controls["tp_comm"].disabled = name == "calibrated"   # calibrated always exposes it
+        box = self.controls["tp_comm"]
+        box.disabled = name == "calibrated"   # calibrated always exposes it: the box cannot change anything
+        box.description = (TP_COMM_ALWAYS_LABEL if box.disabled else TP_COMM_LABEL)
         preset = exp.with_tp_comm(name) if self.value("tp_comm") else name
         return preset, exp.with_nvlink(self._node, self.value("nvlink"))
 

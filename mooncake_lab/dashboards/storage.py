@@ -80,6 +80,9 @@ class ReloadDashboard(Dashboard):
         self._xmax = None
         return self.view.figure
 
+    def _static_key(self):
+        return self.view.static_state     # the bar labels name the bandwidth: a move redraws them
+
     def _update(self):
         bw = float(self.value("bandwidth"))
         m, n, df = self._breakdown()

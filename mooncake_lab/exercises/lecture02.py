@@ -48,9 +48,11 @@ def _tokens_per_tb() -> float:
 
 
 exercise(Exercise(
-    "02.dram_tokens", "How many tokens of LLaMA2-70B KV (BF16) fit in 1 TB (10¹² B) of DRAM?",
-    answer=_tokens_per_tb, unit="tokens", rel_tol=0.03,
-    hint="1e12 / (KV bytes per token); models.get_model('llama2-70b').kv_bytes_per_token()",
+    "02.dram_tokens", "How many tokens of LLaMA2-70B KV (BF16) fit in 1 TB (10¹² B) of DRAM? "
+                      "(Three significant figures.)",
+    answer=_tokens_per_tb, unit="tokens", rel_tol=0.005,
+    hint="1e12 / (KV bytes per token), with 320 KiB = 320 × 1,024 B (not 320,000 B: the lecture's "
+         "'KB' is KiB); models.get_model('llama2-70b').kv_bytes_per_token()",
     why="1e12 / 327,680 ≈ 3.05 million tokens — FAST'25's 'about 3M tokens per TB', i.e. only a few "
         "hundred long conversations: why Mooncake pools the DRAM of the whole cluster."))
 

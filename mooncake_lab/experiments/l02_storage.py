@@ -11,6 +11,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
+from .. import paper
 from .. import storage as st
 from ..hardware import SSD_DRIVE_READ_BW, TIER_NAMES, get_node
 from ..models import _check_count, get_model
@@ -20,13 +21,14 @@ from ..roofline import kv_load_time, prefill_time
 __all__ = ["reload_vs_recompute", "speedup_vs_bandwidth", "crossover_table", "eq2_table",
            "layerwise_overlap", "kv_footprint", "tier_bandwidths", "ssd_claims", "request_breakdown",
            "layerwise_store", "eq2_curves", "metrics", "figures",
-           "SEED_REQUEST_TOKENS", "FOOTPRINT_MODELS", "SSD_SWEEP_GBS", "PAPER_EQ2"]
+           "SEED_REQUEST_TOKENS", "FOOTPRINT_MODELS", "SSD_SWEEP_GBS", "PAPER_EQ2", "fig7_comparison",
+           "fig7_implied_store"]
 
 #: The seed lecture's demo-1 request: 8.7k tokens, half of them cached (seed_lecture.md, demo 1).
 SEED_REQUEST_TOKENS = 8_700
 #: FAST'25 Eq. 2's quoted break-even bandwidths, GB/s, for LLaMA3-70B at p = 8192 (FAST'25 §2.3,
 #: text after Eq. 2: "6 GB/s" for 8×A800, "19 GB/s" for 8×H800); node → (prefix_len, GB/s).
-PAPER_EQ2 = {"a800x8": (8192, 6.0), "h800x8": (8192, 19.0)}
+PAPER_EQ2 = paper.EQ2_MIN_GBS
 #: SSD bandwidths swept by the crossover figure: 1 … 1,000 GB/s (one slow drive … beyond PCIe).
 SSD_SWEEP_GBS = np.geomspace(1.0, 1000.0, 121)
 #: The models of the KV-footprint comparison (DESIGN §2, lecture 02): MHA, GQA ×2, MLA.
@@ -193,7 +195,8 @@ def request_breakdown(model="llama2-70b", node="a800x8", n_tokens: int = SEED_RE
 
     Rows: "recompute all" (prefill of every token), then per tier "serialized" (load the prefix,
     then compute the rest) and "layer-wise" (load layer i+1 while computing layer i). With
-    ``bandwidth_gbs`` given, one tier called "custom" at that bandwidth replaces ``tiers``.
+    ``bandwidth_gbs`` given, one tier called "custom" at that bandwidth replaces ``tiers`` (its rows:
+    "reload from the tier, …").
     Prefill at ``mfu`` of peak (the seed lecture's 60%).
 
     Columns: scenario, tier, bandwidth_gbs, mode, n_cached, load_s, compute_s, total_s,
@@ -222,7 +225,9 @@ def request_breakdown(model="llama2-70b", node="a800x8", n_tokens: int = SEED_RE
             r = st.prefill_with_prefix_load(m, nd, n - c, c, "dram" if tier == "custom" else tier,
                                             preset=preset, overlap=overlap,
                                             bandwidth=bw * 1e9)
-            name = f"{bw:,.3g} GB/s" if tier == "custom" else _TIER_SHORT.get(tier, tier)
+            # a custom tier is named without its bandwidth (a dashboard shows that in its title): row
+            # labels that change with a slider would force a full redraw on every move
+            name = "the tier" if tier == "custom" else _TIER_SHORT.get(tier, tier)
             rows.append({"scenario": f"reload from {name}, {mode}", "tier": tier, "bandwidth_gbs": bw, "mode": mode,
                          "n_cached": c, "load_s": r["load_s"], "compute_s": r["compute_s"],
                          "total_s": r["total_s"], "exposed_load_s": r["total_s"] - r["compute_s"],
@@ -257,6 +262,39 @@ def layerwise_store(model="llama2-70b", node="a800x8", lengths: Iterable[int] = 
     return pd.DataFrame(rows)
 
 
+def fig7_comparison(model="llama2-70b", node="a800x8", preset="ideal") -> pd.DataFrame:
+    """Paper Fig. 7's bars beside ours: the store latency a prefill pays (time added to a prefill that
+    stores nothing), serialized and layer-wise, at the figure's prompt lengths.
+
+    Columns: n_tokens, paper_serialized_s, paper_layerwise_s (:data:`paper.FIG7_STORE_LATENCY_S`,
+    read from the rendered figure), ours_serialized_s, ours_layerwise_s (:func:`layerwise_store`:
+    128 GB/s, ideal preset, a two-stage pipeline with no per-layer cost).
+    """
+    f7 = paper.FIG7_STORE_LATENCY_S
+    ours = layerwise_store(model, node, f7["lengths"], preset=preset)
+    return pd.DataFrame({"n_tokens": list(f7["lengths"]), "paper_serialized_s": list(f7["serialized"]),
+                         "paper_layerwise_s": list(f7["layerwise"]),
+                         "ours_serialized_s": ours["exposed_serialized_s"].to_numpy(),
+                         "ours_layerwise_s": ours["exposed_layerwise_s"].to_numpy()})
+
+
+def fig7_implied_store(model="llama2-70b") -> dict:
+    """What Fig. 7's bars imply, by least squares on the serialized bars: ``serialized ≈ fixed_s +
+    n × KV bytes / bandwidth``. Returns ``{"bandwidth_gbs", "fixed_s", "layerwise_mean_s",
+    "per_layer_ms"}``: the effective device-to-host store bandwidth (GB/s), a fixed cost per request
+    (s), the mean layer-wise bar (s) and that spread over the model's layers (ms per layer) — what a
+    real layer-wise store pays per layer (launches, synchronisation) and our pipeline model leaves out.
+    """
+    m = get_model(model)
+    f7 = paper.FIG7_STORE_LATENCY_S
+    x = np.array(f7["lengths"], float) * m.kv_bytes_per_token()
+    (fixed, slope), *_ = np.linalg.lstsq(np.column_stack([np.ones_like(x), x]), np.array(f7["serialized"]),
+                                         rcond=None)
+    lw = float(np.mean(f7["layerwise"]))
+    return {"bandwidth_gbs": float(1.0 / slope / 1e9), "fixed_s": float(fixed), "layerwise_mean_s": lw,
+            "per_layer_ms": lw / m.n_layers * 1e3}
+
+
 def eq2_curves(nodes: Iterable[str] = ("a800x8", "h800x8", "h20x8"), model="llama3-70b",
                p_min: int = 512, p_max: int = 131072, n_points: int = 41) -> pd.DataFrame:
     """FAST'25 Eq. 2 break-even bandwidth on a log grid of prefix lengths (see :func:`eq2_table`)."""
@@ -273,6 +311,7 @@ _SEED = "seed lecture demo 1 (prefill at 60% of peak)"
 def metrics() -> list[Metric]:
     nd = get_node("a800x8")
     sp = lambda model, tier: st.reload_speedup(model, nd, tier)  # noqa: E731
+    f7 = fig7_comparison("llama2-70b", nd).set_index("n_tokens")
     return [
         Metric("storage.reload_speedup.llama2_70b.dram", sp("llama2-70b", "dram"), "×", 10.0,
                f"{_SEED}: '> 10×' (a lower bound); 4,096-token prefix, 128 GB/s host-to-device"),
@@ -289,6 +328,10 @@ def metrics() -> list[Metric]:
         Metric("storage.eq2_min_bandwidth_gbs.h800x8.p8192",
                st.eq2_min_bandwidth("llama3-70b", "h800x8", 8192) / 1e9, "GB/s", PAPER_EQ2["h800x8"][1],
                "FAST'25 Eq. 2 (LLaMA3-70B, 8×H800, p = 8192): 19 GB/s"),
+        *[Metric(f"storage.fig7_store_s.{mode}.n{n}", float(f7.loc[n, f"ours_{mode}_s"]), "s",
+                 float(f7.loc[n, f"paper_{mode}_s"]),
+                 f"{paper.FIG7_SOURCE}: store latency added to the prefill; ours at 128 GB/s, no per-layer cost")
+          for n in (8192, 131072) for mode in ("serialized", "layerwise")],
     ]
 
 
@@ -303,5 +346,5 @@ def figures() -> dict:
         "l02_ssd_crossover": plots.ssd_crossover(speedup_vs_bandwidth(bandwidths_gbs=SSD_SWEEP_GBS), window),
         "l02_half_cached_request": plots.ttft_components(request_breakdown()),
         "l02_eq2_breakeven": plots.eq2_breakeven(eq2_curves(), tier_bandwidths(), paper=PAPER_EQ2),
-        "l02_layerwise_store": plots.layerwise_store(layerwise_store()),
+        "l02_layerwise_store": plots.layerwise_store(layerwise_store(), fig7_comparison()),
     }

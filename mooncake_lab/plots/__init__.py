@@ -12,7 +12,8 @@ from contextlib import contextmanager
 import matplotlib as mpl
 from matplotlib.figure import Figure
 
-__all__ = ["new_figure", "style", "current_style", "figure_style", "log_limits", "PALETTE", "SLO_COLOR"]
+__all__ = ["new_figure", "style", "current_style", "figure_style", "log_limits", "PALETTE", "SLO_COLOR",
+           "MIN_FONT_SIZE"]
 
 #: Colour-blind-safe palette (Okabe & Ito 2008), used in this order by every plot.
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
@@ -26,6 +27,10 @@ _STYLES = {
     "projector": {"font.size": 15, "axes.titlesize": 17, "axes.labelsize": 15, "lines.linewidth": 3.0,
                   "legend.fontsize": 13, "xtick.labelsize": 13, "ytick.labelsize": 13, "figure.dpi": 110},
 }
+#: Smallest text (points) a figure of each style may show: 8 pt on a laptop (the notebook style's
+#: "small" is 8.3 pt; its "x-small", 6.9 pt, is not legible at 100 dpi), 12 pt on a projector.
+#: ``tests/test_legibility.py`` checks every headline figure against it.
+MIN_FONT_SIZE = {"notebook": 8.0, "projector": 12.0}
 _BASE = {"axes.grid": True, "grid.alpha": 0.3, "axes.spines.top": False, "axes.spines.right": False,
          "axes.prop_cycle": mpl.cycler(color=PALETTE), "figure.constrained_layout.use": True}
 _current = "notebook"

@@ -258,7 +258,7 @@ def decode_vs_batch(df: pd.DataFrame, *, node_label: str = "8×A800"):
     ax_r.set_yscale("log")
     ax_r.yaxis.set_minor_locator(NullLocator())
     ax_r.set_ylabel("decode throughput (tokens/s, log)")
-    ax_r.set_title("Throughput grows almost ∝ batch (hollow: KV over capacity)")
+    ax_r.set_title("Throughput grows almost ∝ batch\n(hollow: KV over capacity)")
     ax_t.legend(fontsize="small")
     return fig
 
@@ -295,8 +295,8 @@ def calibration_comparison(df: pd.DataFrame):
     ax_d.set_ylabel("decode step time (ms)")
     ax_d.set_ylim(bottom=0)
     ax_d.set_title("Decode step")
-    ax_p.legend(fontsize="x-small", ncol=2)
-    ax_d.legend(fontsize="x-small")
+    ax_p.legend(fontsize="small", ncol=2)
+    ax_d.legend(fontsize="small")
     fig.suptitle("LLaMA2-70B on A100-80GB: ideal vs calibrated vs modern presets vs measured (SplitwiseSim)")
     return fig
 
@@ -349,8 +349,8 @@ class PrefillDecodePanels:
         ax_d.set_xlabel("decode batch (sequences, log)")
         ax_d.set_ylabel("decode step time (ms)")
         ax_d.set_title(" ")
-        ax_t.legend(fontsize="x-small", loc="upper left")
-        ax_d.legend(fontsize="x-small", loc="upper left")
+        ax_t.legend(fontsize="small", loc="upper left")
+        ax_d.legend(fontsize="small", loc="upper left")
         # The figure's title as a plain text (a suptitle is part of a dashboard's static background).
         self.heading = self.figure.text(0.5, 0.98, " ", ha="center", va="top", fontsize="large")
         # A fixed layout: constrained layout would more than double the redraw time of this dashboard figure.

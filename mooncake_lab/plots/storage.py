@@ -76,7 +76,7 @@ def tier_speedup(df: pd.DataFrame):
                       label=f"{m} ({att.upper()})")
         for rect, v in zip(bars, sub["speedup"]):
             ax.annotate(f"{v / 1e3:.1f}k×" if v >= 1e3 else f"{v:.3g}×", (rect.get_x() + rect.get_width() / 2, v), xytext=(0, 2),
-                        textcoords="offset points", ha="center", fontsize="x-small")
+                        textcoords="offset points", ha="center", fontsize="small")
     ax.axhline(1, color="k", lw=1, ls="--")
     ax.axhline(10, color="k", lw=1, ls=":")
     ax.annotate("break-even (1×)", (-0.45, 1), va="bottom", ha="left", fontsize="small")
@@ -149,6 +149,7 @@ class TTFTComponents:
         self.notes = [ax.annotate("", (0, yi), xytext=(4, 0), textcoords="offset points", va="center",
                                   fontsize="small") for yi in y]
         ax.set_yticks(y, list(scenarios))
+        self.static_state = tuple(scenarios)
         ax.invert_yaxis()
         ax.set_xlabel("time to first token, no queueing (s)")
         ax.set_title(" ")
@@ -164,6 +165,11 @@ class TTFTComponents:
         """Show ``df`` (from ``request_breakdown``, same scenarios); ``xmax`` (s) fixes the x axis."""
         hidden = (df["load_s"] - df["exposed_load_s"]).clip(lower=0).to_numpy()
         compute, exposed = df["compute_s"].to_numpy(), df["exposed_load_s"].to_numpy()
+        # the row labels name the tier's bandwidth: set them from this frame, never keep the first ones
+        labels = list(df["scenario"])
+        if [t.get_text() for t in self.ax.get_yticklabels()] != labels:
+            self.ax.set_yticks(np.arange(len(labels)), labels)
+        self.static_state = tuple(labels)
         for yi in range(len(df)):
             self.compute[yi].set_width(compute[yi])
             self.exposed[yi].set_x(compute[yi])
@@ -175,7 +181,7 @@ class TTFTComponents:
             self.notes[yi].xy = (t + hidden[yi], yi)
         self.ax.set_xlim(0, xmax if xmax is not None else float((df["total_s"] + hidden).max()) * 1.3)
         n_cached = int(df["n_cached"].max())
-        self.ax.set_title(title or f"TTFT of one request with {n_cached:,} cached tokens: reload + compute the rest")
+        self.ax.set_title(title or f"TTFT of one request with {n_cached:,} cached tokens:\nreload + compute the rest")
         return self
 
 
@@ -267,7 +273,7 @@ class Eq2Chart:
         for j, row in enumerate(() if tiers is None else tiers.itertuples()):
             self.tiers.append(self.ax.axhline(row.bandwidth_gbs, color="0.35", ls=(0, (1 + j, 2)), lw=1))
             self.tiers.append(self.ax.annotate(f"{row.label} {row.bandwidth_gbs:g} GB/s", (x, row.bandwidth_gbs),
-                                               xytext=(2, 2), textcoords="offset points", fontsize="x-small",
+                                               xytext=(2, 2), textcoords="offset points", fontsize="small",
                                                color="0.25"))
         self.static_state = state
 
@@ -281,10 +287,11 @@ def eq2_breakeven(df: pd.DataFrame, tiers: pd.DataFrame | None = None, highlight
 
 
 @styled
-def layerwise_store(df: pd.DataFrame):
-    """Paper Fig. 7 shape: left, prefill + KV store time, serialized vs layer-wise; right, the store
-    latency a request waits for (log y)."""
-    fig, (ax1, ax2) = new_figure(1, 2, width=10, height=4.0)
+def layerwise_store(df: pd.DataFrame, paper: pd.DataFrame | None = None):
+    """Paper Fig. 7's experiment: left, prefill + KV store time, serialized vs layer-wise (ours); right,
+    the store latency added to the prefill (log y), ours beside the paper's bars when ``paper``
+    (``l02_storage.fig7_comparison``) is given."""
+    fig, (ax1, ax2) = new_figure(1, 2, width=11, height=4.4)
     x = df["n_tokens"]
     ax1.plot(x, df["serialized_s"], "o-", color=PALETTE[3], label="prefill, then store (serialized)")
     ax1.plot(x, df["layerwise_s"], "s-", color=PALETTE[0], label="store layer by layer (layer-wise)")
@@ -293,17 +300,28 @@ def layerwise_store(df: pd.DataFrame):
     _tokens_log2(ax1.xaxis, x.min(), x.max())
     ax1.set_xlabel("prompt length (tokens)")
     ax1.set_ylabel("prefill + KV store (s)")
-    ax1.set_title("total time")
-    ax1.legend(fontsize="small")
+    ax1.set_title("ours: total time (ideal preset, 128 GB/s)")
+    ax1.legend(fontsize="small", loc="upper left")
     pos = np.arange(len(df))
-    ax2.bar(pos - 0.2, df["exposed_serialized_s"] * 1e3, width=0.4, color=PALETTE[3], label="serialized")
-    ax2.bar(pos + 0.2, df["exposed_layerwise_s"] * 1e3, width=0.4, color=PALETTE[0], label="layer-wise")
+    bars = [("exposed_serialized_s", "ours, serialized", dict(color=PALETTE[3])),
+            ("exposed_layerwise_s", "ours, layer-wise", dict(color=PALETTE[0]))]
+    frames = [df, df]
+    if paper is not None:
+        bars += [("paper_serialized_s", "paper Fig. 7, serialized",
+                  dict(facecolor="white", edgecolor=PALETTE[3], hatch="///", lw=1)),
+                 ("paper_layerwise_s", "paper Fig. 7, layer-wise",
+                  dict(facecolor="white", edgecolor=PALETTE[0], hatch="///", lw=1))]
+        frames += [paper, paper]
+    w = 0.8 / len(bars)
+    for k, ((col, label, kw), d) in enumerate(zip(bars, frames)):
+        ax2.bar(pos + (k - (len(bars) - 1) / 2) * w, d[col].to_numpy() * 1e3, width=w, label=label, **kw)
     ax2.set_yscale("log")
     _plain_log(ax2.yaxis)
     ax2.set_xticks(pos, [f"{n // 1024}k" for n in x])
     ax2.set_xlabel("prompt length (tokens)")
     ax2.set_ylabel("store latency added to the prefill (ms, log)")
-    ax2.set_title(f"layer-wise hides {df['hidden_fraction'].min():.1%}+ of the store")
-    ax2.legend(fontsize="small")
-    fig.suptitle("Storing KV to CPU DRAM layer by layer (shape of Mooncake Fig. 7)")
+    ax2.set_title("store latency: ours vs the paper" if paper is not None else "store latency")
+    ax2.set_ylim(top=ax2.get_ylim()[1] * 8)          # room for the legend above the bars
+    ax2.legend(fontsize="small", ncol=2, loc="upper left")
+    fig.suptitle("Storing KV to CPU DRAM layer by layer (Mooncake Fig. 7)")
     return fig

@@ -32,7 +32,7 @@ def decode_lines(c, batch):
     """
     b = float(batch)
     return (c[0], c[10] + c[11] * b, c[4] + c[5] * _experts_touched(c, b), c[8],
-            b * (c[1] + c[2]), c[3])
+            b * (c[1] + c[2]), c[15])
 
 
 @helper_njit
