@@ -51,8 +51,9 @@ MAX_BLOCK_ID = 2**63 - 1
 MAX_BLOCKS = 2**26
 #: Most requests of a generated trace: 10**6 = 42× the largest released trace (23,608 requests).
 MAX_REQUESTS = 1_000_000
-#: Largest trace file read: 64 MiB, ~20× the conversation trace (3.0 MB; toolagent and arXiv are just
-#: over 4 MiB). Refused before reading, so a huge or endless file never fills memory.
+#: Largest trace file read: 64 MiB, 22× the conversation trace (3.0 MB for 12,031 requests; toolagent
+#: and arXiv, 23,608 requests each, are over 4 MiB — MANIFEST.md). Refused before reading, so a huge or
+#: endless file never fills memory.
 MAX_FILE_BYTES = 64 * 2**20
 #: Longest line: 8 MiB, twice a line holding MAX_TOKENS of hash ids (195,313 ids of ≤ 19 digits + ", ").
 MAX_LINE_BYTES = 8 * 2**20
@@ -419,7 +420,7 @@ def read_bytes(path: str | os.PathLike, *, limit: int = MAX_FILE_BYTES) -> bytes
         raise TraceFormatError(f"{p}: is a directory, not a trace file") from None
     except OSError as e:
         raise TraceFormatError(f"{p}: cannot be opened ({e.strerror or e}); a trace must be a readable file") from None
-    with os.fdopen(fd, "rb", buffering=0) as f:
+    try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             kind = ("a directory" if stat.S_ISDIR(st.st_mode) else "a FIFO (named pipe)" if stat.S_ISFIFO(st.st_mode)
@@ -429,17 +430,18 @@ def read_bytes(path: str | os.PathLike, *, limit: int = MAX_FILE_BYTES) -> bytes
                                    f"(reading it could block forever or never end)")
         if st.st_size > limit:
             raise TraceFormatError(f"{p}: is {st.st_size:,} bytes, more than the {limit:,} a trace file may have "
-                                   f"(the released traces are under 5 MB)")
-        try:
-            chunks, total = [], 0
-            while total <= limit:
-                b = f.read(min(1 << 22, limit + 1 - total))
-                if not b:
-                    break
-                chunks.append(b)
-                total += len(b)
-        except OSError as e:
-            raise TraceFormatError(f"{p}: cannot be read ({e.strerror or e})") from None
+                                   f"(the released traces are a few MB: conversation 3.0 MB)")
+        chunks, total = [], 0
+        while total <= limit:
+            b = os.read(fd, min(1 << 22, limit + 1 - total))
+            if not b:
+                break
+            chunks.append(b)
+            total += len(b)
+    except OSError as e:
+        raise TraceFormatError(f"{p}: cannot be read ({e.strerror or e})") from None
+    finally:
+        os.close(fd)
     if total > limit:
         raise TraceFormatError(f"{p}: has more than the {limit:,} bytes a trace file may have (it grew while read)")
     return b"".join(chunks)
