@@ -405,7 +405,12 @@ def test_synthetic_unbounded_arguments_are_refused_fast(kwargs, fragment):
 
 # ====================================================================== verification of the released files
 @pytest.fixture
-def lookup(isolated_trace_lookup):
+def lookup(isolated_trace_lookup, monkeypatch):
+    """Empty lookup folders, a fresh verification cache, and a doctor that checks only the traces."""
+    from mooncake_lab import doctor
+
+    monkeypatch.setattr(doctor, "_numba_check", lambda: (True, "not checked in this test"))
+    monkeypatch.setattr(doctor, "_version", lambda name: "(not checked in this test)")
     trace_data._VERIFIED.clear()
     yield isolated_trace_lookup
     trace_data._VERIFIED.clear()
@@ -495,20 +500,24 @@ def test_doctor_reports_a_directory_in_place_of_a_trace(lookup):
 
 
 # ====================================================================== fuzzing
-_json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=8),
+_json = st.recursive(st.none() | st.booleans() | st.integers() | st.integers(-2**80, 2**80) | st.floats(allow_nan=True)
+                     | st.text(max_size=8),
                      lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=6), c, max_size=4),
                      max_leaves=12)
 _FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 def _ends_well(p):
-    """read_jsonl(p) returns a valid Trace or raises a TraceFormatError naming the file."""
+    """read_jsonl(p) returns a valid Trace within the bounds, or raises a TraceFormatError naming the file."""
     try:
         t = read_jsonl(p)
     except TraceFormatError as e:
         assert str(e).startswith(FNAME), str(e)
         return None
-    return t.validate()
+    t.validate()
+    assert t.input_len.max() <= MAX_TOKENS and t.output_len.max() <= MAX_TOKENS
+    assert t.arrival_s.max() <= MAX_TIMESTAMP_MS / 1000
+    return t
 
 
 @_FUZZ
@@ -527,11 +536,17 @@ def test_fuzz_random_field_values(tmp_path, ts, il, ol, h):
 @_FUZZ
 @given(recs=st.lists(st.fixed_dictionaries({
     "timestamp": st.integers(-5, 10**13) | st.floats(-1, 1e13), "input_length": st.integers(-2, 5000),
-    "output_length": st.integers(-2, 2 * MAX_TOKENS), "hash_ids": st.lists(st.integers(-1, 2**64), max_size=11)}),
-    min_size=1, max_size=6), line_end=st.sampled_from(["\n", "\r\n", "\u2028\n"]))
-def test_fuzz_near_valid_records(tmp_path, recs, line_end):
-    text = line_end.join(json.dumps(r) for r in recs)
-    _ends_well(_file(tmp_path, text))
+    "output_length": st.integers(-2, 2 * MAX_TOKENS), "hash_ids": st.lists(st.integers(-1, 2**64), max_size=11),
+    "note": st.text(alphabet="ab\u2028\u2029\x85\x1c\x0b\x0c\r", max_size=4)}),
+    min_size=1, max_size=6), line_end=st.sampled_from(["\n", "\r\n"]), repair=st.booleans())
+def test_fuzz_near_valid_records(tmp_path, recs, line_end, repair):
+    if repair:   # mostly valid: sorted times, the right number of fresh ids; lengths and strings stay wild
+        for i, (r, ts) in enumerate(zip(recs, sorted(r["timestamp"] for r in recs))):
+            r["timestamp"] = ts
+            r["hash_ids"] = [1000 * i + j for j in range(-(-r["input_length"] // 512))]
+    text = line_end.join(json.dumps(r, ensure_ascii=False) for r in recs)
+    t = _ends_well(_file(tmp_path, text))
+    assert t is None or len(t) == len(recs)      # one request per record, whatever its strings hold
 
 
 @_FUZZ
