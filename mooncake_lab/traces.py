@@ -192,27 +192,13 @@ class Trace:
             i = int(bad[0])
             raise InputError(f"{who}: request {i} has {self.blocks_per_request[i]} blocks, "
                              f"ceil({self.input_len[i]}/{self.block_tokens}) = {want[i]} expected")
-        ids, off = self.block_ids, self.block_offsets
-        if len(ids):
-            # Each id must follow the same parent id everywhere (-1: first block of a prompt); by
-            # induction this also fixes its position, so equal id ⇒ same whole prefix.
-            parent = np.empty_like(ids)
-            parent[1:] = ids[:-1]
-            parent[off[:-1][self.blocks_per_request > 0]] = -1
-            # a sparse id space (a small slice of a big trace) is compacted so the check stays O(blocks)
-            key = ids if self.n_blocks <= 2 * len(ids) + 4096 else np.unique(ids, return_inverse=True)[1]
-            rep = np.empty(int(key.max()) + 1, dtype=np.int64)
-            rep[key] = parent    # one occurrence's parent per id: all agree iff the chains are consistent
-            clash = np.flatnonzero(rep[key] != parent)
-            if len(clash):
-                occ = np.flatnonzero(ids == ids[clash[0]])
-                j0 = int(occ[0])
-                j1 = int(occ[parent[occ] != parent[j0]][0])
-                r0, r1 = (int(np.searchsorted(off, j, side="right")) - 1 for j in (j0, j1))
-                par = ["starts the prompt" if parent[j] < 0 else f"follows block {parent[j]}" for j in (j0, j1)]
-                raise InputError(f"{who}: block id {ids[j0]} {par[0]} in request {r0} but {par[1]} "
-                                 f"in request {r1}: the block chains are not prefix-consistent (equal id must "
-                                 f"mean the same whole prefix; lengths paired with another request's blocks?)")
+        clash = _chain_clash(self)
+        if clash:
+            (j0, r0, p0), (j1, r1, p1) = clash
+            par = ["starts the prompt" if p < 0 else f"follows block {p}" for p in (p0, p1)]
+            raise InputError(f"{who}: block id {self.block_ids[j0]} {par[0]} in request {r0} but {par[1]} "
+                             f"in request {r1}: the block chains are not prefix-consistent (equal id must "
+                             f"mean the same whole prefix; lengths paired with another request's blocks?)")
         return self
 
     def equals(self, other: "Trace") -> bool:
@@ -337,6 +323,29 @@ class Trace:
         return path
 
 
+def _chain_clash(t: Trace):
+    """None if every block id of ``t`` follows the same parent id everywhere (-1: first block of a
+    prompt) — by induction it then also sits at the same position, so equal id ⇒ same whole prefix.
+    Else two occurrences that disagree: ``((index in block_ids, request, parent), (…))``."""
+    ids, off = t.block_ids, t.block_offsets
+    if not len(ids):
+        return None
+    parent = np.empty_like(ids)
+    parent[1:] = ids[:-1]
+    parent[off[:-1][t.blocks_per_request > 0]] = -1
+    # a sparse id space (a small slice of a big trace) is compacted so the check stays O(blocks)
+    key = ids if t.n_blocks <= 2 * len(ids) + 4096 else np.unique(ids, return_inverse=True)[1]
+    rep = np.empty(int(key.max()) + 1, dtype=np.int64)
+    rep[key] = parent    # one occurrence's parent per id: all agree iff the chains are consistent
+    clash = np.flatnonzero(rep[key] != parent)
+    if not len(clash):
+        return None
+    occ = np.flatnonzero(ids == ids[clash[0]])
+    j0 = int(occ[0])
+    j1 = int(occ[parent[occ] != parent[j0]][0])
+    return tuple((j, int(np.searchsorted(off, j, side="right")) - 1, int(parent[j])) for j in (j0, j1))
+
+
 # -------------------------------------------------------------------- construction helpers
 def dense_block_ids(raw_ids) -> tuple[np.ndarray, int]:
     """Remap arbitrary integer block ids to dense ``0..k-1`` in order of first appearance.
@@ -455,7 +464,8 @@ def read_jsonl(path: str | os.PathLike, *, name: str | None = None,
     newline are accepted) must be a JSON object with ``timestamp`` (ms since the trace start, a number
     in [0, :data:`MAX_TIMESTAMP_MS`], non-decreasing), ``input_length`` and ``output_length``
     (integers in [1, :data:`MAX_TOKENS`], tokens) and ``hash_ids`` (a list of
-    ``ceil(input_length / block_tokens)`` integers in [0, 2**63-1]). Unknown extra keys are ignored;
+    ``ceil(input_length / block_tokens)`` integers in [0, 2**63-1], prefix-chained: an id always
+    follows the same id, or always comes first). Unknown extra keys are ignored;
     duplicate keys, ``NaN``/``Infinity`` and lines over :data:`MAX_LINE_BYTES` are refused. The file
     must be a regular file of at most :data:`MAX_FILE_BYTES` (see :func:`read_bytes`). Raises
     :class:`TraceFormatError` (a ``ValueError``) naming the file, the line and the field.
@@ -571,8 +581,16 @@ def _parse(raw: bytes, path: Path, *, name: str | None = None, block_tokens: int
         i = int(back[0]) + 1
         raise err(linenos[i], f"timestamp {ts[i]!r} is earlier than the previous line's {ts[i - 1]!r} "
                               f"(timestamps must be non-decreasing)")
-    return trace_from_requests(ts_a / 1000.0, lens["input_length"], lens["output_length"], counts, flat_ids,
-                               name=label, source=str(path), block_tokens=block_tokens)
+    tr = trace_from_requests(ts_a / 1000.0, lens["input_length"], lens["output_length"], counts, flat_ids,
+                             name=label, source=str(path), block_tokens=block_tokens)
+    clash = _chain_clash(tr)
+    if clash:
+        (j0, r0, p0), (j1, r1, p1) = clash
+        desc = ["first" if p < 0 else f"after id {flat_ids[j - 1]}" for j, p in ((j0, p0), (j1, p1))]
+        raise err(linenos[r1], f"hash_ids: id {flat_ids[j1]} comes {desc[1]} here but {desc[0]} on line "
+                               f"{linenos[r0]}; hash ids must be prefix-chained (equal id ⇒ same block and "
+                               f"same whole prefix, as in the released traces)")
+    return tr
 
 
 # -------------------------------------------------------------------- named traces

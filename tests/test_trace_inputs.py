@@ -562,3 +562,19 @@ def test_fuzz_trace_methods(idx, speed):
             continue
         out.validate()
         out.to_frame()
+
+
+@pytest.mark.parametrize("recs,line,fragment", [
+    ([_rec(h=[0, 0])], 1, "id 0 comes after id 0 here but first on line 1"),
+    ([_rec(h=[7, 8]), _rec(h=[8, 9])], 2, "id 8 comes first here but after id 7 on line 1"),
+    ([_rec(h=[7, 8]), _rec(h=[9, 8])], 2, "id 8 comes after id 9 here but after id 7 on line 1"),
+])
+def test_hash_ids_must_be_prefix_chained(tmp_path, recs, line, fragment):
+    p = _file(tmp_path, _lines(*recs))
+    _refused(lambda: read_jsonl(p), f"{FNAME} line {line}: hash_ids: ", fragment, cls=TraceFormatError)
+
+
+def test_fifo_in_the_lookup_folder_is_refused_by_name(lookup):
+    os.mkfifo(lookup["env"] / "conversation_trace.jsonl")
+    _refused(lambda: load_trace("conversation"), "FIFO", seconds=5)
+    _refused(lambda: load_trace("conversation", download="no"), "load_trace.download", cls=InputError)
