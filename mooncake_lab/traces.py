@@ -177,7 +177,7 @@ class Trace:
         bad = (a < 0) | (a > hi_s)
         if bad.any():
             i = int(np.argmax(bad))
-            raise InputError(f"{who}: arrival_s[{i}] = {a[i]!r} s, must be in [0, {hi_s:,.0f}] s (10 years)")
+            raise InputError(f"{who}: arrival_s[{i}] = {float(a[i])!r} s, must be in [0, {hi_s:,.0f}] s (10 years)")
         if len(a) > 1 and np.any(np.diff(a) < 0):
             i = int(np.argmax(np.diff(a) < 0)) + 1
             raise InputError(f"{who}: arrival_s goes backwards at request {i} ({a[i - 1]} s then {a[i]} s)")
