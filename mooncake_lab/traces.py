@@ -11,7 +11,9 @@ Where trace files come from (environment variable, ``data/``, user cache, downlo
 from __future__ import annotations
 
 import codecs
+import io
 import json
+import json.scanner
 import math
 import os
 import stat
@@ -379,6 +381,7 @@ def trace_from_requests(arrival_s, input_len, output_len, block_counts, raw_bloc
 
 # -------------------------------------------------------------------- JSONL reader
 _FIELDS = ("timestamp", "input_length", "output_length", "hash_ids")
+_FIELD_SET = frozenset(_FIELDS)
 _EXAMPLE = '{"timestamp": 0, "input_length": 600, "output_length": 20, "hash_ids": [0, 1]}'
 
 
@@ -404,7 +407,19 @@ def _no_constant(name):
     raise _BadJSON(f"{name} is not a JSON number")
 
 
-_decode = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=_no_constant).decode
+_DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+_decode = _DECODER.decode
+_scan = json.scanner.make_scanner(_DECODER)   # the C scanner: one value at an index, no wrapper
+
+
+def _fast_decode(line: str):
+    """The JSON value of ``line`` if it is one clean value starting at column 1, else None (then
+    :data:`_decode` parses it again, to raise with a message)."""
+    try:
+        value, end = _scan(line, 0)
+    except (StopIteration, ValueError, RecursionError):
+        return None
+    return value if end == len(line) or not line[end:].strip(" \t\r\n") else None
 
 
 def read_bytes(path: str | os.PathLike, *, limit: int = MAX_FILE_BYTES) -> bytes:
@@ -500,20 +515,19 @@ def _parse(raw: bytes, path: Path, *, name: str | None = None, block_tokens: int
     if text.lstrip(" \t\r\n").startswith("["):
         raise err(1, "looks like a JSON array; expected JSON Lines (one JSON object per line)")
     # JSON Lines ends lines with \n only: str.splitlines() would also split at U+2028, U+0085, \x1c …
-    # which may sit inside a JSON string of a valid record.
-    lines = text.split("\n")
-    if max(map(len, lines)) > MAX_LINE_BYTES:
-        i = next(i for i, ln in enumerate(lines) if len(ln) > MAX_LINE_BYTES)
-        raise err(i + 1, f"line is {len(lines[i]):,} characters long, more than {MAX_LINE_BYTES:,} "
-                         f"(a line holding {MAX_TOKENS:,} tokens of hash ids is half that)")
-
+    # which may sit inside a JSON string of a valid record. Lines are read lazily (no list of them).
     recs: list[dict] = []
     linenos: list[int] = []
-    for lineno, line in enumerate(lines, start=1):
-        if not line.strip(" \t\r"):
+    for lineno, line in enumerate(io.StringIO(text, newline="\n"), start=1):
+        if len(line) > MAX_LINE_BYTES:
+            raise err(lineno, f"line is {len(line):,} characters long, more than {MAX_LINE_BYTES:,} "
+                              f"(a line holding {MAX_TOKENS:,} tokens of hash ids is half that)")
+        if not line.strip(" \t\r\n"):
             continue
+        rec = _fast_decode(line)
         try:
-            rec = _decode(line)
+            if rec is None:
+                rec = _decode(line)
         except _BadJSON as e:
             raise err(lineno, f"malformed JSON: {e}") from None
         except json.JSONDecodeError as e:
@@ -524,14 +538,12 @@ def _parse(raw: bytes, path: Path, *, name: str | None = None, block_tokens: int
             raise err(lineno, f"malformed JSON ({type(e).__name__}: {str(e)[:120]})") from None
         if type(rec) is not dict:
             raise err(lineno, f"expected a JSON object, got a {_kind(rec)}")
+        if not _FIELD_SET <= rec.keys():
+            missing = [k for k in _FIELDS if k not in rec]
+            raise err(lineno, f"missing field(s) {', '.join(missing)}; each line needs {', '.join(_FIELDS)}")
         recs.append(rec)
         linenos.append(lineno)
-    try:
-        cols = list(zip(*map(itemgetter(*_FIELDS), recs)))
-    except KeyError:
-        i = next(i for i, r in enumerate(recs) if not all(k in r for k in _FIELDS))
-        missing = [k for k in _FIELDS if k not in recs[i]]
-        raise err(linenos[i], f"missing field(s) {', '.join(missing)}; each line needs {', '.join(_FIELDS)}") from None
+    cols = list(zip(*map(itemgetter(*_FIELDS), recs)))
     ts, il, ol, hs = cols
 
     def check_types(field_: str, col, types: set, allowed: str, rows=None) -> None:
