@@ -157,7 +157,8 @@ class Trace:
         return np.diff(self.block_offsets)
 
     def blocks_of(self, i: int) -> np.ndarray:
-        """Block ids of request ``i``'s prompt, in prefix order."""
+        """Block ids of request ``i``'s prompt (``0 ≤ i < n``), in prefix order."""
+        i = integer(i, "i", lo=0, hi=len(self) - 1, where="Trace.blocks_of")
         return self.block_ids[self.block_offsets[i]:self.block_offsets[i + 1]]
 
     def __repr__(self) -> str:
@@ -660,6 +661,7 @@ def load_trace_or_synthetic(name: str, *, download: bool = True, seed: int = 0,
     from . import synthetic, trace_data
 
     name = trace_data.check_name(name)
+    warn = flag(warn, "warn", where="load_trace_or_synthetic")
     try:
         return load_trace(name, download=download)
     except trace_data.TraceUnavailableError as e:

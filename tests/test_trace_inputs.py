@@ -354,6 +354,12 @@ def test_head_rejects(tr, n):
     _refused(lambda: tr.head(n), "Trace.head.n", cls=InputError)
 
 
+@pytest.mark.parametrize("i", [-1, 3, 1.5, None, "0", True])
+def test_blocks_of_rejects(tr, i):
+    # blocks_of(-1) used to return block_ids[6:0] = [] silently
+    _refused(lambda: tr.blocks_of(i), "Trace.blocks_of.i", cls=InputError)
+
+
 def test_to_frame_describe_and_empty_trace(tr):
     empty = tr.select([])
     assert len(empty.to_frame()) == 0 and empty.describe()["requests"] == 0
