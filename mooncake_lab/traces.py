@@ -14,7 +14,6 @@ import codecs
 import io
 import json
 import json.scanner
-import math
 import os
 import stat
 import warnings
