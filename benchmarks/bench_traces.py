@@ -14,7 +14,8 @@ import numpy as np
 
 from mooncake_lab.experiments.l03_traces import preset_calibration
 from mooncake_lab.synthetic import PRESETS, synthetic_trace
-from mooncake_lab.traces import read_jsonl
+from mooncake_lab import trace_data
+from mooncake_lab.traces import load_trace, read_jsonl
 
 REPEATS = 5
 
@@ -42,6 +43,20 @@ def main() -> int:
         mb = p.stat().st_size / 1e6
         print(f"  {name:<13} {len(t):>6,} requests {mb:5.2f} MB  {dt * 1e3:7.1f} ms  "
               f"({len(t) / dt / 1e3:,.0f} k requests/s, {mb / dt:,.1f} MB/s)")
+
+    print("\nload_trace by name (read + parse + verify: sha256 once per file version, then cached)")
+    os.environ.setdefault("MOONCAKE_LAB_DATA", str(folder))
+    for name in ("conversation", "synthetic"):
+        if not (folder / f"{name}_trace.jsonl").is_file():
+            continue
+        getattr(trace_data, "_VERIFIED", {}).clear()
+        t0 = time.perf_counter()
+        load_trace(name)
+        first = time.perf_counter() - t0
+        dt, t = best_of(lambda: load_trace(name))
+        print(f"  {name:<13} first {first * 1e3:7.1f} ms, then {dt * 1e3:7.1f} ms  ({t.validate() and 'valid'})")
+        dv, _ = best_of(t.validate)
+        print(f"  {'':<13} Trace.validate() {dv * 1e3:6.2f} ms")
 
     print("\ngenerating synthetic presets (default size, seed 0)")
     for preset in PRESETS:

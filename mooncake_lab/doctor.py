@@ -1,7 +1,8 @@
 """``python -m mooncake_lab doctor``: what an instructor runs before class.
 
 Prints library versions, checks that numba compiles (and how long it took), that ipywidgets and
-JupyterLab import, and where each trace would be loaded from. Returns 0 when all is well.
+JupyterLab import, where each trace would be loaded from, and whether each local trace file is the
+released one (sha256, or request count where none is pinned) and parses. Returns 0 when all is well.
 """
 from __future__ import annotations
 
@@ -40,12 +41,27 @@ def _numba_check() -> tuple[bool, str]:
         return False, f"numba failed: {err}"
 
 
-def _trace_sources() -> list[str]:
-    try:
-        from .trace_data import data_sources
-    except ImportError:
-        return ["(trace loading not available in this version)"]
-    return [f"{name:<13} {where}" for name, where in data_sources().items()]
+def _trace_sources() -> tuple[list[str], int]:
+    """One line per released trace (where from; for a local file, whether it is the released one and
+    parses), and the number of problems (a local file that is not the release, or does not load)."""
+    from .trace_data import TRACE_FILES, find_local, verify, where_is
+    from .traces import read_jsonl
+
+    lines, problems = [], 0
+    for name in TRACE_FILES:
+        lines.append(f"{name:<13} {where_is(name)}")
+        found = find_local(name)
+        if found is None:
+            continue
+        try:
+            ok, what = verify(name, found[1])
+            if ok:
+                read_jsonl(found[1], name=name)
+        except (ValueError, OSError) as err:
+            ok, what = False, f"does not load: {err}"
+        problems += not ok
+        lines.append(f"  {'ok ' if ok else 'FAIL'} {what}")
+    return lines, problems
 
 
 def run_doctor(out=sys.stdout) -> int:
@@ -71,7 +87,9 @@ def run_doctor(out=sys.stdout) -> int:
           f"{f'the real Mooncake Store {why} runs, {where}' if live else why + ' → the lab shows a recorded run'}",
           file=out)
     print("trace data (first match wins):", file=out)
-    for line in _trace_sources():
+    lines, bad = _trace_sources()
+    problems += bad
+    for line in lines:
         print(f"  {line}", file=out)
     print("all good — open the course with `make lab`" if not problems else f"{problems} problem(s) found",
           file=out)

@@ -27,7 +27,8 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from .traces import BLOCK_TOKENS, Trace, trace_from_requests
+from .traces import BLOCK_TOKENS, MAX_BLOCKS, MAX_REQUESTS, MAX_TOKENS, Trace, trace_from_requests
+from .validate import InputError, choice, integer, real
 
 __all__ = ["SessionModel", "PRESETS", "TARGETS", "STAND_IN", "synthetic_trace"]
 
@@ -66,6 +67,39 @@ class SessionModel:
     max_input: int              # prompts longer than this end their session (tokens)
     bucket_s: float = 0.0       # round arrivals down to multiples of this (0: ms resolution)
     burst_cv: float = 0.3       # "bursty": CV of the per-minute rate (index of dispersion of per-minute counts ≈ 1 + 0.09 × requests per minute; the real synthetic trace: ≈ 13)
+
+
+#: Longest synthetic trace, s: 10**7 s (116 days; the released traces span under an hour). Keeps the
+#: per-minute rate arrays of the generator small.
+MAX_DURATION_S = 1e7
+_DAY_S = 86_400.0
+
+# Allowed range of every SessionModel field (kind, lo, hi): lengths within MAX_TOKENS, probabilities in
+# [0, 1], log-sigmas ≤ 5 (e**5 ≈ 150× the median at one sigma), times within a day, counts bounded so
+# the generator's arrays stay bounded.
+_FIELD_BOUNDS: dict[str, tuple[str, float, float]] = {
+    "n_requests": ("int", 1, MAX_REQUESTS), "duration_s": ("real", 1e-3, MAX_DURATION_S),
+    "p_shared": ("real", 0, 1), "shared_pool_per_session": ("real", 0, 10), "shared_pool_min": ("int", 1, 10**6),
+    "shared_zipf": ("real", 0, 10), "shared_median": ("real", 1, MAX_TOKENS), "shared_sigma": ("real", 0, 5),
+    "shared_hi": ("int", 1, MAX_TOKENS), "p_continue": ("real", 0, 0.999), "max_turns": ("int", 1, 1000),
+    "first_median": ("real", 1, MAX_TOKENS), "first_sigma": ("real", 0, 5), "first_lo": ("int", 1, MAX_TOKENS),
+    "next_median": ("real", 1, MAX_TOKENS), "next_sigma": ("real", 0, 5), "p_short_out": ("real", 0, 1),
+    "short_out_median": ("real", 1, MAX_TOKENS), "short_out_sigma": ("real", 0, 5),
+    "out_median": ("real", 1, MAX_TOKENS), "out_sigma": ("real", 0, 5), "out_hi": ("int", 1, MAX_TOKENS),
+    "think_mean_s": ("real", 0, _DAY_S), "max_input": ("int", 1, MAX_TOKENS), "bucket_s": ("real", 0, 3600),
+    "burst_cv": ("real", 0.01, 10),
+}
+
+
+def _check_model(m: SessionModel, where: str) -> SessionModel:
+    """``m`` with every field checked against ``_FIELD_BOUNDS`` (InputError naming the field)."""
+    vals = {}
+    for f in fields(SessionModel):
+        kind, lo, hi = _FIELD_BOUNDS[f.name]
+        v = getattr(m, f.name)
+        vals[f.name] = (integer(v, f.name, lo=int(lo), hi=int(hi), where=where) if kind == "int"
+                        else real(v, f.name, lo=lo, hi=hi, where=where))
+    return SessionModel(**vals)
 
 
 # Targets: conversation and synthetic = measured on the released files (reference/mooncake_paper.md,
@@ -139,29 +173,31 @@ def _session_starts(rng, rate, t0, t1, arrivals, burst_cv):
 
 
 def _resolve_size(m: SessionModel, n_requests, duration_s, rate):
+    w = "synthetic_trace"
+    if n_requests is not None:
+        n_requests = integer(n_requests, "n_requests", lo=1, hi=MAX_REQUESTS, where=w)
+    if duration_s is not None:
+        duration_s = real(duration_s, "duration_s", lo=1e-3, hi=MAX_DURATION_S, where=w)
+    if rate is not None:
+        rate = real(rate, "rate", lo=0, lo_open=True, hi=MAX_REQUESTS, where=w)
     given = {k: v for k, v in (("n_requests", n_requests), ("duration_s", duration_s), ("rate", rate))
              if v is not None}
-    for k, v in given.items():
-        if not (isinstance(v, (int, float, np.integer, np.floating)) and math.isfinite(v) and v > 0):
-            raise ValueError(f"{k} must be a positive finite number, got {v!r}")
-    if n_requests is not None and float(n_requests) != int(n_requests):
-        raise ValueError(f"n_requests must be an integer, got {n_requests!r}")
     if len(given) == 3:
-        raise ValueError("give at most two of n_requests, duration_s and rate (the third follows: "
+        raise InputError("give at most two of n_requests, duration_s and rate (the third follows: "
                          f"n_requests = rate × duration_s); got all three: {given}")
     default_rate = m.n_requests / m.duration_s
     if n_requests is not None:
-        n = int(n_requests)
-        if duration_s is not None:
-            d = float(duration_s)
-        else:
-            d = n / float(rate if rate is not None else default_rate)
+        n = n_requests
+        d = duration_s if duration_s is not None else n / (rate if rate is not None else default_rate)
     else:
-        d = float(duration_s) if duration_s is not None else (
-            m.duration_s if rate is None else m.n_requests / float(rate))
-        n = int(round(d * float(rate if rate is not None else default_rate)))
-    if n < 1:
-        raise ValueError(f"the requested trace would have {n} requests; raise duration_s or rate")
+        d = duration_s if duration_s is not None else (m.duration_s if rate is None else m.n_requests / rate)
+        n = int(round(d * (rate if rate is not None else default_rate)))
+    if not 1 <= n <= MAX_REQUESTS:
+        raise InputError(f"{w}: the requested trace would have {n:,} requests; allowed: 1 to {MAX_REQUESTS:,} "
+                         f"(n_requests = rate × duration_s)")
+    if not 1e-3 <= d <= MAX_DURATION_S:
+        raise InputError(f"{w}: the requested trace would last {d:.4g} s; allowed: 0.001 to {MAX_DURATION_S:.0e} s "
+                         f"(duration_s = n_requests / rate)")
     return n, d
 
 
@@ -186,22 +222,18 @@ def synthetic_trace(preset: str = "conversation-like", n_requests: int | None = 
     -------
     Trace named ``"synthetic:<preset>"`` whose ``source`` names the generator, preset and seed.
     """
-    if preset not in PRESETS:
-        raise ValueError(f"preset must be one of {', '.join(PRESETS)}, got {preset!r}")
-    if arrivals not in ("poisson", "bursty"):
-        raise ValueError(f"arrivals must be 'poisson' or 'bursty', got {arrivals!r}")
+    w = "synthetic_trace"
+    preset = choice(preset, "preset", PRESETS, where=w)
+    arrivals = choice(arrivals, "arrivals", ("poisson", "bursty"), where=w)
     known = {f.name for f in fields(SessionModel)}
     bad = sorted(set(overrides) - known)
     if bad:
-        raise ValueError(f"unknown SessionModel field(s) {bad}; allowed: {sorted(known)}")
+        raise InputError(f"unknown SessionModel field(s) {bad}; allowed: {sorted(known)}")
     m = PRESETS[preset]
     if overrides:
         from dataclasses import replace
-        m = replace(m, **overrides)
-    if not (0 <= m.p_continue < 1 and 0 <= m.p_shared <= 1):
-        raise ValueError(f"p_continue must be in [0, 1) and p_shared in [0, 1], got {m.p_continue}, {m.p_shared}")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise ValueError(f"seed must be an integer, got {seed!r}")
+        m = _check_model(replace(m, **overrides), w)
+    seed = integer(seed, "seed", lo=0, hi=2**63 - 1, where=w)
     n, d = _resolve_size(m, n_requests, duration_s, rate)
 
     # Sessions whose first turns fall before 0 s are generated too (a warm-up of a few session
@@ -209,14 +241,22 @@ def synthetic_trace(preset: str = "conversation-like", n_requests: int | None = 
     mean_turns = (1 - m.p_continue ** m.max_turns) / (1 - m.p_continue)
     warmup = 3 * mean_turns * m.think_mean_s
     factor = 1.3
+    # requests generated in the last attempt ≈ n × (warm-up + horizon) / duration: keep it bounded
+    drawn = n * (warmup + factor * 1.6**5 * d) / d
+    if drawn > 50 * MAX_REQUESTS:
+        raise InputError(f"{w}: think_mean_s={m.think_mean_s:g} s with {mean_turns:.3g} turns per session needs a "
+                         f"warm-up of {warmup:.3g} s before a {d:.3g} s trace (≈ {drawn:.2g} requests drawn, more "
+                         f"than {50 * MAX_REQUESTS:,}); shorten think_mean_s or lengthen duration_s")
     for attempt in range(6):  # grow the horizon until at least n requests arrive after 0 s
         rng = np.random.default_rng([seed, attempt])
         tr = _generate(rng, m, n, d, warmup, factor, arrivals, mean_turns)
         if tr is not None:
             break
         factor *= 1.6
-    else:  # pragma: no cover - only with pathological overrides
-        raise ValueError("could not generate enough requests; check the overrides")
+    else:  # e.g. first_lo > max_input: every session is dropped
+        raise InputError(f"{w}: could not generate {n:,} requests with these overrides "
+                         f"({', '.join(f'{k}={v}' for k, v in sorted(overrides.items()))}); "
+                         f"check that the lengths fit max_input")
     arrival, inp, out, counts, raw = tr
     name = f"synthetic:{preset}"
     src = f"mooncake_lab.synthetic preset={preset} seed={seed} arrivals={arrivals}"
@@ -277,6 +317,9 @@ def _generate(rng, m: SessionModel, n: int, d: float, warmup: float, factor: flo
     # block ids: shared-prefix blocks, session blocks, and one unique partial last block
     counts = -(-inp_s // B)
     tot = int(counts.sum())
+    if tot > MAX_BLOCKS:
+        raise InputError(f"synthetic_trace: {n:,} requests of mean input {inp_s.mean():,.0f} tokens would hold "
+                         f"{tot:,} blocks, more than {MAX_BLOCKS:,}; ask for fewer requests or shorter inputs")
     req = np.repeat(np.arange(n), counts)
     pos = np.arange(tot) - np.repeat(np.cumsum(counts) - counts, counts)
     s_of = sess[idx][req]

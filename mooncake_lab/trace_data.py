@@ -11,16 +11,20 @@ Lookup order for a trace name (first match wins):
    validation of the loader protects them). Set ``MOONCAKE_LAB_OFFLINE=1`` to skip step 4.
 
 Offline or on a failed download, :class:`TraceUnavailableError` says what was tried and what to do.
+
+A local copy is verified (:func:`verify`) when loaded by name and by ``doctor``: its sha256 where one
+is pinned, else its request count (FAST'25 Table 2); a mismatch warns with :class:`TraceMismatchWarning`.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["TraceFile", "TRACE_FILES", "PINNED_COMMIT", "ENV_DATA", "ENV_OFFLINE", "TraceUnavailableError",
            "check_name", "url_of", "project_data_dir", "cache_dir", "local_candidates", "find_local",
-           "fetch", "where_is", "data_sources"]
+           "fetch", "where_is", "data_sources", "verify", "TraceMismatchWarning"]
 
 #: Commit of github.com/kvcache-ai/Mooncake that added the FAST'25 traces ("add FAST25 release",
 #: 2025-02-21; files unchanged since) — /work/shared/data/mooncake_traces/MANIFEST.md.
@@ -34,6 +38,10 @@ DOWNLOAD_TIMEOUT_S = 10.0
 
 class TraceUnavailableError(RuntimeError):
     """A released trace is in no local folder and could not be downloaded."""
+
+
+class TraceMismatchWarning(UserWarning):
+    """A local file named like a released trace is not that trace (sha256 or request count differ)."""
 
 
 @dataclass(frozen=True)
@@ -102,9 +110,13 @@ def local_candidates(name: str) -> list[tuple[str, Path]]:
 
 
 def find_local(name: str) -> tuple[str, Path] | None:
-    """The first existing local ``(label, path)`` of trace ``name``, or None."""
+    """The first existing local ``(label, path)`` of trace ``name``, or None.
+
+    Anything at a candidate path counts (a directory, a FIFO, a broken link too): loading it then
+    fails with a clear error instead of silently using a copy further down the list.
+    """
     for label, p in local_candidates(name):
-        if p.is_file():
+        if os.path.lexists(p):
             return label, p
     return None
 
@@ -147,6 +159,49 @@ def fetch(name: str, *, download: bool = True, timeout_s: float = DOWNLOAD_TIMEO
                                     f"{type(e).__name__}: {str(e)[:300]}\n"
                                     f"Looked for: {tried}; then tried {url}.\n{_advice(name)}") from e
     return Path(path)
+
+
+_VERIFIED: dict[tuple, tuple[bool, str]] = {}
+
+
+def _n_lines(raw: bytes) -> int:
+    """Non-blank lines of a JSONL file (= its requests, if it parses)."""
+    return sum(1 for ln in raw.split(b"\n") if ln.strip())
+
+
+def verify(name: str, path: str | os.PathLike, raw: bytes | None = None) -> tuple[bool, str]:
+    """Is the file at ``path`` the released trace ``name``? Returns ``(ok, what was checked / found)``.
+
+    Checks the sha256 where it is pinned (conversation, synthetic), else the request count of
+    FAST'25 Table 2 (toolagent, arXiv: 23,608; content not checked). ``raw``: the file's bytes if
+    already read. The answer is cached by (path, size, mtime), so a file is hashed once per version.
+    """
+    from .traces import read_bytes
+
+    tf = TRACE_FILES[check_name(name)]
+    st = os.stat(path)
+    key = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
+    if key in _VERIFIED:
+        return _VERIFIED[key]
+    if raw is None:
+        raw = read_bytes(path)
+    n = _n_lines(raw)
+    if tf.sha256:
+        got = hashlib.sha256(raw).hexdigest()
+        ok = got == tf.sha256
+        found = (f"sha256 matches the released file ({n:,} requests)" if ok else
+                 f"sha256 {got[:16]}… but the released file's is {tf.sha256[:16]}…; {n:,} requests (non-blank "
+                 f"lines), the release has {tf.n_requests:,}")
+    else:
+        ok = n == tf.n_requests
+        found = (f"{n:,} requests as released (no pinned sha256: only the count is checked)" if ok else
+                 f"{n:,} requests (non-blank lines) but the release has {tf.n_requests:,} (FAST'25 Table 2)")
+    if not ok:
+        found = (f"{path} is not the released {name!r} trace: {found}. The course uses this file as it is, "
+                 f"so its numbers will differ from the paper's and the lectures'. To use the released one, "
+                 f"replace it with {url_of(name)}")
+    _VERIFIED[key] = ok, found
+    return ok, found
 
 
 def where_is(name: str) -> str:

@@ -10,25 +10,63 @@ Where trace files come from (environment variable, ``data/``, user cache, downlo
 """
 from __future__ import annotations
 
+import codecs
+import io
 import json
-import math
+import json.scanner
 import os
+import stat
 import warnings
 from dataclasses import dataclass, field, replace
+from itertools import chain
+from operator import itemgetter
 from pathlib import Path
 
 import numpy as np
 
+from .validate import InputError, describe, flag, int_array, integer, real, real_array
+
 __all__ = ["Trace", "BLOCK_TOKENS", "TraceFormatError", "SyntheticFallbackWarning", "dense_block_ids",
-           "trace_from_requests", "read_jsonl", "load_trace", "load_trace_or_synthetic", "cached_trace", "as_trace"]
+           "trace_from_requests", "read_jsonl", "load_trace", "load_trace_or_synthetic", "cached_trace", "as_trace",
+           "MAX_TIMESTAMP_MS", "MAX_TOKENS", "MAX_BLOCK_ID", "MAX_BLOCKS", "MAX_REQUESTS", "MAX_FILE_BYTES",
+           "MAX_LINE_BYTES", "MAX_BLOCK_TOKENS", "REPLAY_SPEEDS"]
 
 #: Tokens per KV block in the released Mooncake traces (FAST'25 release README; every line of
 #: both shipped traces satisfies len(hash_ids) == ceil(input_length / 512)).
 BLOCK_TOKENS = 512
 
+# ---------------------------------------------------------------------------------------- bounds
+# What a trace can mean. A value outside is a corrupted file or a unit error, refused at load (file
+# and line named) and by Trace.validate(), so it never reaches a cache, a kernel or a plot.
+#: Latest arrival, ms after the trace start: 10 years (3.15e11 ms). The released traces span under an
+#: hour (3,537 s); epoch milliseconds (1.7e12 for 2024) or microseconds are refused as unit errors.
+MAX_TIMESTAMP_MS = 10 * 365 * 24 * 3600 * 1000
+#: Longest prompt or output, tokens: 100 million = 10× the longest context window any model offers
+#: (10M tokens, Llama 4 Scout, 2025) and 500× the longest released prompt (191,378; longest output 2,000).
+MAX_TOKENS = 100_000_000
+#: Largest raw hash id: a signed 64-bit integer (ids are non-negative counters in the released files).
+MAX_BLOCK_ID = 2**63 - 1
+#: Largest block-id space of a Trace (dense ids; caches allocate arrays this long): 2**26 = 67M, more
+#: than any file within MAX_FILE_BYTES can hold (≥ 2 bytes per id ⇒ ≤ 33.5M ids); the released
+#: conversation trace has 182,790.
+MAX_BLOCKS = 2**26
+#: Most requests of a generated trace: 10**6 = 42× the largest released trace (23,608 requests).
+MAX_REQUESTS = 1_000_000
+#: Largest trace file read: 64 MiB, 22× the conversation trace (3.0 MB for 12,031 requests; toolagent
+#: and arXiv, 23,608 requests each, are over 4 MiB — MANIFEST.md). Refused before reading, so a huge or
+#: endless file never fills memory.
+MAX_FILE_BYTES = 64 * 2**20
+#: Longest line: 8 MiB, twice a line holding MAX_TOKENS of hash ids (195,313 ids of ≤ 19 digits + ", ").
+MAX_LINE_BYTES = 8 * 2**20
+#: Largest block size, tokens (512 in the released traces; engines use 16–512).
+MAX_BLOCK_TOKENS = 65_536
+#: Replay speeds accepted by Trace.replay: (0.001, 1000) × — an hour replayed in 3.6 s up to 42 days.
+REPLAY_SPEEDS = (1e-3, 1e3)
 
-class TraceFormatError(ValueError):
-    """A trace file is malformed; the message names the file and the line."""
+
+class TraceFormatError(InputError):
+    """A trace file cannot be used (not a regular file, too large, unreadable or malformed); the message
+    names the file and, for its content, the line. A ``ValueError``."""
 
 
 class SyntheticFallbackWarning(UserWarning):
@@ -49,6 +87,9 @@ class Trace:
     source : where it came from (a path, a URL, or the generator and its seed).
     block_tokens : tokens per block (512).
     n_blocks : size of the block-id space (max id + 1); a slice keeps its parent's id space.
+
+    The constructor checks the structure (1-D finite numbers, whole lengths and ids, a consistent CSR,
+    ids within ``n_blocks`` ≤ :data:`MAX_BLOCKS`); :meth:`validate` checks what a simulation needs.
     """
 
     arrival_s: np.ndarray
@@ -62,26 +103,40 @@ class Trace:
     n_blocks: int = field(default=-1)
 
     def __post_init__(self):
-        n = len(self.arrival_s)
+        w = "Trace"
         conv = {
-            "arrival_s": np.ascontiguousarray(self.arrival_s, dtype=np.float64),
-            "input_len": np.ascontiguousarray(self.input_len, dtype=np.int64),
-            "output_len": np.ascontiguousarray(self.output_len, dtype=np.int64),
-            "block_offsets": np.ascontiguousarray(self.block_offsets, dtype=np.int64),
-            "block_ids": np.ascontiguousarray(self.block_ids, dtype=np.int64),
+            "arrival_s": real_array(self.arrival_s, "arrival_s", where=w),
+            "input_len": int_array(self.input_len, "input_len", lo=0, hi=MAX_TOKENS, where=w),
+            "output_len": int_array(self.output_len, "output_len", lo=0, hi=MAX_TOKENS, where=w),
+            "block_offsets": int_array(self.block_offsets, "block_offsets", lo=0, where=w),
+            "block_ids": int_array(self.block_ids, "block_ids", lo=0, hi=MAX_BLOCKS - 1, where=w),
         }
         for k, v in conv.items():
-            object.__setattr__(self, k, v)
+            object.__setattr__(self, k, np.ascontiguousarray(v))
+        n = len(self.arrival_s)
         for k in ("input_len", "output_len"):
             if len(conv[k]) != n:
-                raise ValueError(f"Trace.{k} has {len(conv[k])} entries, arrival_s has {n}")
-        if len(self.block_offsets) != n + 1:
-            raise ValueError(f"Trace.block_offsets must have n+1 = {n + 1} entries, has {len(self.block_offsets)}")
-        if n and (self.block_offsets[0] != 0 or self.block_offsets[-1] != len(self.block_ids)):
-            raise ValueError("Trace.block_offsets must start at 0 and end at len(block_ids)")
-        if self.n_blocks < 0:
-            nb = int(self.block_ids.max()) + 1 if len(self.block_ids) else 0
-            object.__setattr__(self, "n_blocks", nb)
+                raise InputError(f"Trace.{k} has {len(conv[k])} entries, arrival_s has {n}")
+        off, ids = self.block_offsets, self.block_ids
+        if len(off) != n + 1:
+            raise InputError(f"Trace.block_offsets must have n+1 = {n + 1} entries, has {len(off)}")
+        if off[0] != 0 or off[-1] != len(ids):
+            raise InputError(f"Trace.block_offsets must start at 0 and end at len(block_ids) = {len(ids)}, "
+                             f"got {off[0]} … {off[-1]}")
+        if n and np.any(np.diff(off) < 0):
+            i = int(np.argmax(np.diff(off) < 0))
+            raise InputError(f"Trace.block_offsets must be non-decreasing; request {i} would have "
+                             f"{off[i + 1] - off[i]} blocks")
+        for k in ("name", "source"):
+            if not isinstance(getattr(self, k), str):
+                raise InputError(f"Trace.{k}: got {describe(getattr(self, k))}; allowed: a string")
+        object.__setattr__(self, "block_tokens",
+                           integer(self.block_tokens, "block_tokens", lo=1, hi=MAX_BLOCK_TOKENS, where=w))
+        used = int(ids.max()) + 1 if len(ids) else 0
+        nb = self.n_blocks
+        if isinstance(nb, (int, np.integer)) and not isinstance(nb, bool) and nb == -1:
+            nb = used
+        object.__setattr__(self, "n_blocks", integer(nb, "n_blocks", lo=used, hi=MAX_BLOCKS, where=w))
 
     def __len__(self) -> int:
         return len(self.arrival_s)
@@ -101,7 +156,8 @@ class Trace:
         return np.diff(self.block_offsets)
 
     def blocks_of(self, i: int) -> np.ndarray:
-        """Block ids of request ``i``'s prompt, in prefix order."""
+        """Block ids of request ``i``'s prompt (``0 ≤ i < n``), in prefix order."""
+        i = integer(i, "i", lo=0, hi=len(self) - 1, where="Trace.blocks_of")
         return self.block_ids[self.block_offsets[i]:self.block_offsets[i + 1]]
 
     def __repr__(self) -> str:
@@ -112,50 +168,68 @@ class Trace:
     def validate(self) -> "Trace":
         """Check the invariants the simulator relies on; return ``self`` or raise ``ValueError``.
 
-        Arrivals finite and non-decreasing; lengths ≥ 1; every request has exactly
-        ``ceil(input_len / block_tokens)`` blocks; block ids in ``0..n_blocks-1``.
+        Arrivals in ``[0, MAX_TIMESTAMP_MS]`` (as s) and non-decreasing; lengths in ``[1, MAX_TOKENS]``;
+        every request has exactly ``ceil(input_len / block_tokens)`` blocks; and the chains are
+        prefix-consistent — a block id always follows the same parent id (so sits at the same position), as
+        prefix caching assumes (equal id ⇒ same whole prefix). The last check catches lengths paired
+        with another request's blocks, or chains stitched from two requests.
         """
-        a = self.arrival_s
-        if not np.all(np.isfinite(a)):
-            raise ValueError(f"Trace {self.name!r}: arrival_s has non-finite values")
+        a, who = self.arrival_s, f"Trace {self.name!r}"
+        hi_s = MAX_TIMESTAMP_MS / 1000
+        bad = (a < 0) | (a > hi_s)
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise InputError(f"{who}: arrival_s[{i}] = {float(a[i])!r} s, must be in [0, {hi_s:,.0f}] s (10 years)")
         if len(a) > 1 and np.any(np.diff(a) < 0):
             i = int(np.argmax(np.diff(a) < 0)) + 1
-            raise ValueError(f"Trace {self.name!r}: arrival_s goes backwards at request {i} "
-                             f"({a[i - 1]} s then {a[i]} s)")
+            raise InputError(f"{who}: arrival_s goes backwards at request {i} ({a[i - 1]} s then {a[i]} s)")
         for k in ("input_len", "output_len"):
             v = getattr(self, k)
             if len(v) and v.min() < 1:
                 i = int(np.argmin(v))
-                raise ValueError(f"Trace {self.name!r}: {k}[{i}] = {v[i]}, must be ≥ 1 token")
+                raise InputError(f"{who}: {k}[{i}] = {v[i]}, must be ≥ 1 token")
         want = -(-self.input_len // self.block_tokens)
         bad = np.flatnonzero(self.blocks_per_request != want)
         if len(bad):
             i = int(bad[0])
-            raise ValueError(f"Trace {self.name!r}: request {i} has {self.blocks_per_request[i]} blocks, "
+            raise InputError(f"{who}: request {i} has {self.blocks_per_request[i]} blocks, "
                              f"ceil({self.input_len[i]}/{self.block_tokens}) = {want[i]} expected")
-        if len(self.block_ids) and (self.block_ids.min() < 0 or self.block_ids.max() >= self.n_blocks):
-            raise ValueError(f"Trace {self.name!r}: block ids must lie in 0..{self.n_blocks - 1}")
+        clash = _chain_clash(self)
+        if clash:
+            (j0, r0, p0), (j1, r1, p1) = clash
+            par = ["starts the prompt" if p < 0 else f"follows block {p}" for p in (p0, p1)]
+            raise InputError(f"{who}: block id {self.block_ids[j0]} {par[0]} in request {r0} but {par[1]} "
+                             f"in request {r1}: the block chains are not prefix-consistent (equal id must "
+                             f"mean the same whole prefix; lengths paired with another request's blocks?)")
         return self
 
     def equals(self, other: "Trace") -> bool:
         """True if both traces have identical arrays (names and sources are ignored)."""
-        return all(np.array_equal(getattr(self, k), getattr(other, k))
-                   for k in ("arrival_s", "input_len", "output_len", "block_offsets", "block_ids"))
+        return isinstance(other, Trace) and all(
+            np.array_equal(getattr(self, k), getattr(other, k))
+            for k in ("arrival_s", "input_len", "output_len", "block_offsets", "block_ids"))
 
     # ---------------------------------------------------------------- slicing
     def select(self, index) -> "Trace":
-        """The requests at ``index`` (increasing integer indices or a boolean mask), as a new Trace.
+        """The requests at ``index`` (strictly increasing indices in ``0..n-1``, or a boolean mask of
+        length n), as a new Trace. Negative indices are refused (arrival order is kept).
 
         Block ids (and ``n_blocks``) are kept, so blocks stay comparable with the parent trace.
         """
-        idx = np.asarray(index)
+        n = len(self)
+        try:
+            idx = np.asarray(index)
+        except (ValueError, TypeError):
+            idx = np.asarray(None)
         if idx.dtype == bool:
-            if idx.shape != (len(self),):
-                raise ValueError(f"index: boolean mask must have length {len(self)}, got shape {idx.shape}")
+            if idx.shape != (n,):
+                raise InputError(f"Trace.select.index: a boolean mask must have shape ({n},), got shape {idx.shape}")
             idx = np.flatnonzero(idx)
-        idx = idx.astype(np.int64, copy=False)
+        idx = int_array(idx, "index", lo=0, hi=n - 1, where="Trace.select")
         if len(idx) > 1 and np.any(np.diff(idx) <= 0):
-            raise ValueError("index: must be strictly increasing (arrival order is kept)")
+            i = int(np.argmax(np.diff(idx) <= 0)) + 1
+            raise InputError(f"Trace.select.index: must be strictly increasing (arrival order is kept); "
+                             f"index[{i}] = {idx[i]} follows {idx[i - 1]}")
         counts = self.blocks_per_request[idx]
         offsets = np.zeros(len(idx) + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])
@@ -169,9 +243,8 @@ class Trace:
 
     def head(self, n: int) -> "Trace":
         """The first ``n`` requests (all of them if ``n`` ≥ len)."""
-        if not isinstance(n, (int, np.integer)) or n < 0:
-            raise ValueError(f"n must be a non-negative integer, got {n!r}")
-        return self.select(np.arange(min(int(n), len(self))))
+        n = integer(n, "n", lo=0, where="Trace.head")
+        return self.select(np.arange(min(n, len(self))))
 
     def window(self, t0_s: float, t1_s: float, *, rebase: bool = True) -> "Trace":
         """Requests arriving in ``[t0_s, t1_s)`` seconds.
@@ -179,9 +252,10 @@ class Trace:
         With ``rebase=True`` (default) arrival times are shifted by ``-t0_s`` so the window starts at
         0 s (the first request may arrive later than 0 if none arrived exactly at ``t0_s``).
         """
-        t0, t1 = float(t0_s), float(t1_s)
-        if not (math.isfinite(t0) and math.isfinite(t1)) or t1 < t0:
-            raise ValueError(f"window needs finite t0_s ≤ t1_s, got t0_s={t0_s!r}, t1_s={t1_s!r}")
+        hi_s = MAX_TIMESTAMP_MS / 1000
+        t0 = real(t0_s, "t0_s", lo=0, hi=hi_s, where="Trace.window")
+        t1 = real(t1_s, "t1_s", lo=t0, hi=hi_s, where="Trace.window")
+        rebase = flag(rebase, "rebase", where="Trace.window")
         lo, hi = np.searchsorted(self.arrival_s, [t0, t1], side="left")
         sub = self.select(np.arange(lo, hi))
         return replace(sub, arrival_s=sub.arrival_s - t0) if rebase else sub
@@ -190,13 +264,10 @@ class Trace:
         """The same requests replayed ``speed`` times faster: arrival times divided by ``speed``.
 
         The paper replays the real trace at 2× speed to overload the cluster (arXiv Table 3).
+        ``speed`` must lie in :data:`REPLAY_SPEEDS`.
         """
-        try:
-            s = float(speed)
-        except (TypeError, ValueError):
-            raise ValueError(f"speed must be a positive number, got {speed!r}") from None
-        if not (s > 0 and math.isfinite(s)):
-            raise ValueError(f"speed must be a positive finite number (2.0 = twice as fast), got {speed!r}")
+        lo, hi = REPLAY_SPEEDS
+        s = real(speed, "speed", lo=lo, hi=hi, where="Trace.replay")
         name = self.name if s == 1 else f"{self.name} ×{s:g}"
         return replace(self, arrival_s=self.arrival_s / s, name=name,
                        source=f"{self.source}; replayed at {s:g}× speed")
@@ -239,6 +310,8 @@ class Trace:
     # ---------------------------------------------------------------- writing
     def to_jsonl(self, path: str | os.PathLike) -> Path:
         """Write the Mooncake JSONL format (timestamp in ms, rounded to integers when exact)."""
+        if not isinstance(path, (str, os.PathLike)):
+            raise InputError(f"Trace.to_jsonl.path: got {describe(path)}; allowed: a str or os.PathLike")
         path = Path(path)
         ms = self.arrival_s * 1000.0
         ms_r = np.round(ms)
@@ -252,6 +325,29 @@ class Trace:
         return path
 
 
+def _chain_clash(t: Trace):
+    """None if every block id of ``t`` follows the same parent id everywhere (-1: first block of a
+    prompt) — by induction it then also sits at the same position, so equal id ⇒ same whole prefix.
+    Else two occurrences that disagree: ``((index in block_ids, request, parent), (…))``."""
+    ids, off = t.block_ids, t.block_offsets
+    if not len(ids):
+        return None
+    parent = np.empty_like(ids)
+    parent[1:] = ids[:-1]
+    parent[off[:-1][t.blocks_per_request > 0]] = -1
+    # a sparse id space (a small slice of a big trace) is compacted so the check stays O(blocks)
+    key = ids if t.n_blocks <= 2 * len(ids) + 4096 else np.unique(ids, return_inverse=True)[1]
+    rep = np.empty(int(key.max()) + 1, dtype=np.int64)
+    rep[key] = parent    # one occurrence's parent per id: all agree iff the chains are consistent
+    clash = np.flatnonzero(rep[key] != parent)
+    if not len(clash):
+        return None
+    occ = np.flatnonzero(ids == ids[clash[0]])
+    j0 = int(occ[0])
+    j1 = int(occ[parent[occ] != parent[j0]][0])
+    return tuple((j, int(np.searchsorted(off, j, side="right")) - 1, int(parent[j])) for j in (j0, j1))
+
+
 # -------------------------------------------------------------------- construction helpers
 def dense_block_ids(raw_ids) -> tuple[np.ndarray, int]:
     """Remap arbitrary integer block ids to dense ``0..k-1`` in order of first appearance.
@@ -259,7 +355,7 @@ def dense_block_ids(raw_ids) -> tuple[np.ndarray, int]:
     Returns ``(dense_ids, k)``. On the released traces (whose ids already count up from 0 in order
     of first appearance) this is the identity.
     """
-    raw = np.asarray(raw_ids, dtype=np.int64)
+    raw = int_array(raw_ids, "raw_ids", where="dense_block_ids")
     if raw.size == 0:
         return np.zeros(0, dtype=np.int64), 0
     _, first, inv = np.unique(raw, return_index=True, return_inverse=True)
@@ -272,18 +368,21 @@ def trace_from_requests(arrival_s, input_len, output_len, block_counts, raw_bloc
                         name: str = "trace", source: str = "",
                         block_tokens: int = BLOCK_TOKENS) -> Trace:
     """Build a :class:`Trace` from per-request arrays plus flat raw block ids (remapped densely)."""
-    counts = np.asarray(block_counts, dtype=np.int64)
+    w = "trace_from_requests"
+    counts = int_array(block_counts, "block_counts", lo=0, where=w)
+    ids, k = dense_block_ids(raw_block_ids)
+    if int(counts.sum()) != len(ids):
+        raise InputError(f"{w}: block_counts sum to {int(counts.sum())} but raw_block_ids has {len(ids)} ids")
     offsets = np.zeros(len(counts) + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
-    ids, k = dense_block_ids(raw_block_ids)
     return Trace(arrival_s, input_len, output_len, offsets, ids, name=name, source=source,
                  block_tokens=block_tokens, n_blocks=k)
 
 
 # -------------------------------------------------------------------- JSONL reader
 _FIELDS = ("timestamp", "input_length", "output_length", "hash_ids")
-_INT64_MAX = 2**63 - 1
-_INT_ONLY = {int}
+_FIELD_SET = frozenset(_FIELDS)
+_EXAMPLE = '{"timestamp": 0, "input_length": 600, "output_length": 20, "hash_ids": [0, 1]}'
 
 
 def _kind(v) -> str:
@@ -291,16 +390,109 @@ def _kind(v) -> str:
             dict: "object", type(None): "null"}.get(type(v), type(v).__name__)
 
 
+class _BadJSON(ValueError):
+    """Raised from inside the JSON decoder (duplicate key, NaN/Infinity)."""
+
+
+def _no_duplicates(pairs):
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        seen: set = set()
+        dup = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise _BadJSON(f"duplicate key {dup!r} (which value is meant?)")
+    return d
+
+
+def _no_constant(name):
+    raise _BadJSON(f"{name} is not a JSON number")
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+_decode = _DECODER.decode
+_scan = json.scanner.make_scanner(_DECODER)   # the C scanner: one value at an index, no wrapper
+
+
+def _fast_decode(line: str):
+    """The JSON value of ``line`` if it is one clean value starting at column 1, else None (then
+    :data:`_decode` parses it again, to raise with a message)."""
+    try:
+        value, end = _scan(line, 0)
+    except (StopIteration, ValueError, RecursionError):
+        return None
+    return value if end == len(line) or not line[end:].strip(" \t\r\n") else None
+
+
+def read_bytes(path: str | os.PathLike, *, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes, read in a bounded way.
+
+    Refuses (:class:`TraceFormatError`, naming the path) a directory, a FIFO, a device such as
+    ``/dev/zero`` or ``/dev/stdin``, a socket, an unreadable or too large file — without blocking:
+    the file is opened non-blocking and checked with ``fstat`` before a byte is read, and at most
+    ``limit + 1`` bytes are ever read (a file growing meanwhile is caught too).
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        raise InputError(f"path: got {describe(path)}; allowed: a str or os.PathLike naming a trace file")
+    p = os.fspath(path)
+    if isinstance(p, bytes) or not p or "\x00" in p:
+        raise InputError(f"path: got {describe(path)}; allowed: a non-empty file name")
+    try:
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        broken = " (a broken symbolic link)" if os.path.islink(p) else ""
+        raise FileNotFoundError(f"trace file {p!r} does not exist{broken}") from None
+    except IsADirectoryError:
+        raise TraceFormatError(f"{p}: is a directory, not a trace file") from None
+    except OSError as e:
+        raise TraceFormatError(f"{p}: cannot be opened ({e.strerror or e}); a trace must be a readable file") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = ("a directory" if stat.S_ISDIR(st.st_mode) else "a FIFO (named pipe)" if stat.S_ISFIFO(st.st_mode)
+                    else "a character device" if stat.S_ISCHR(st.st_mode) else "a block device"
+                    if stat.S_ISBLK(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode) else "not a regular file")
+            raise TraceFormatError(f"{p}: is {kind}, not a regular file; a trace must be a file on disk "
+                                   f"(reading it could block forever or never end)")
+        if st.st_size > limit:
+            raise TraceFormatError(f"{p}: is {st.st_size:,} bytes, more than the {limit:,} a trace file may have "
+                                   f"(the released traces are a few MB: conversation 3.0 MB)")
+        chunks, total = [], 0
+        while total <= limit:
+            b = os.read(fd, min(1 << 22, limit + 1 - total))
+            if not b:
+                break
+            chunks.append(b)
+            total += len(b)
+    except OSError as e:
+        raise TraceFormatError(f"{p}: cannot be read ({e.strerror or e})") from None
+    finally:
+        os.close(fd)
+    if total > limit:
+        raise TraceFormatError(f"{p}: has more than the {limit:,} bytes a trace file may have (it grew while read)")
+    return b"".join(chunks)
+
+
 def read_jsonl(path: str | os.PathLike, *, name: str | None = None,
                block_tokens: int = BLOCK_TOKENS) -> Trace:
     """Read and validate a Mooncake JSONL trace file.
 
-    Each non-blank line must be a JSON object with ``timestamp`` (ms since the trace start, a
-    non-negative number, non-decreasing), ``input_length`` and ``output_length`` (positive
-    integers, tokens) and ``hash_ids`` (a list of ``ceil(input_length / block_tokens)`` integers).
-    Unknown extra keys are ignored. Raises :class:`TraceFormatError` naming the file and line.
+    Each non-blank line (lines end with ``\\n``; a ``\\r`` before it, a UTF-8 BOM and a missing last
+    newline are accepted) must be a JSON object with ``timestamp`` (ms since the trace start, a number
+    in [0, :data:`MAX_TIMESTAMP_MS`], non-decreasing), ``input_length`` and ``output_length``
+    (integers in [1, :data:`MAX_TOKENS`], tokens) and ``hash_ids`` (a list of
+    ``ceil(input_length / block_tokens)`` integers in [0, 2**63-1], prefix-chained: an id always
+    follows the same id, or always comes first). Unknown extra keys are ignored;
+    duplicate keys, ``NaN``/``Infinity`` and lines over :data:`MAX_LINE_BYTES` are refused. The file
+    must be a regular file of at most :data:`MAX_FILE_BYTES` (see :func:`read_bytes`). Raises
+    :class:`TraceFormatError` (a ``ValueError``) naming the file, the line and the field.
     """
-    path = Path(path)
+    return _parse(read_bytes(path), Path(path), name=name, block_tokens=block_tokens)
+
+
+def _parse(raw: bytes, path: Path, *, name: str | None = None, block_tokens: int = BLOCK_TOKENS) -> Trace:
+    """Parse the bytes of a JSONL trace file (see :func:`read_jsonl`); ``path`` is only for messages."""
+    if name is not None and not isinstance(name, str):
+        raise InputError(f"read_jsonl.name: got {describe(name)}; allowed: a string or None")
+    block_tokens = integer(block_tokens, "block_tokens", lo=1, hi=MAX_BLOCK_TOKENS, where="read_jsonl")
     fname = path.name
     label = name or path.stem.removesuffix("_trace")
 
@@ -308,10 +500,11 @@ def read_jsonl(path: str | os.PathLike, *, name: str | None = None,
         where = f"{fname} line {line}" if line is not None else fname
         return TraceFormatError(f"{where}: {msg}")
 
-    raw = path.read_bytes()
+    if raw.startswith(codecs.BOM_UTF8):
+        raw = raw[len(codecs.BOM_UTF8):]
     if not raw.strip():
         raise err(None, "file is empty (expected one JSON object per line)")
-    if b"\x00" in raw[:65536]:
+    if b"\x00" in raw:
         line = raw[:raw.index(b"\x00")].count(b"\n") + 1
         raise err(line, "binary content (NUL byte); expected a text JSONL trace")
     try:
@@ -319,67 +512,107 @@ def read_jsonl(path: str | os.PathLike, *, name: str | None = None,
     except UnicodeDecodeError as e:
         line = raw[:e.start].count(b"\n") + 1
         raise err(line, f"not UTF-8 text (byte {e.start}); expected a text JSONL trace") from None
-    if text.lstrip().startswith("["):
+    if text.lstrip(" \t\r\n").startswith("["):
         raise err(1, "looks like a JSON array; expected JSON Lines (one JSON object per line)")
-
-    ts_l: list = []
-    in_l: list[int] = []
-    out_l: list[int] = []
-    cnt_l: list[int] = []
-    flat: list[int] = []
-    prev_ts = -math.inf
-    loads = json.loads
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
+    # JSON Lines ends lines with \n only: str.splitlines() would also split at U+2028, U+0085, \x1c …
+    # which may sit inside a JSON string of a valid record. Lines are read lazily (no list of them).
+    recs: list[dict] = []
+    linenos: list[int] = []
+    for lineno, line in enumerate(io.StringIO(text, newline="\n"), start=1):
+        if len(line) > MAX_LINE_BYTES:
+            raise err(lineno, f"line is {len(line):,} characters long, more than {MAX_LINE_BYTES:,} "
+                              f"(a line holding {MAX_TOKENS:,} tokens of hash ids is half that)")
+        if not line.strip(" \t\r\n"):
             continue
+        rec = _fast_decode(line)
         try:
-            rec = loads(line)
+            if rec is None:
+                rec = _decode(line)
+        except _BadJSON as e:
+            raise err(lineno, f"malformed JSON: {e}") from None
         except json.JSONDecodeError as e:
             hint = " (is this a CSV file?)" if "," in line and "{" not in line else ""
             raise err(lineno, f"malformed JSON ({e.msg} at column {e.colno}){hint}; "
-                              f"expected an object like {{\"timestamp\": 0, \"input_length\": 600, "
-                              f"\"output_length\": 20, \"hash_ids\": [0, 1]}}") from None
+                              f"expected an object like {_EXAMPLE}") from None
+        except (ValueError, RecursionError) as e:   # an integer of > 4300 digits; nesting too deep
+            raise err(lineno, f"malformed JSON ({type(e).__name__}: {str(e)[:120]})") from None
         if type(rec) is not dict:
             raise err(lineno, f"expected a JSON object, got a {_kind(rec)}")
-        missing = [k for k in _FIELDS if k not in rec]
-        if missing:
+        if not _FIELD_SET <= rec.keys():
+            missing = [k for k in _FIELDS if k not in rec]
             raise err(lineno, f"missing field(s) {', '.join(missing)}; each line needs {', '.join(_FIELDS)}")
-        ts, il, ol, h = rec["timestamp"], rec["input_length"], rec["output_length"], rec["hash_ids"]
-        if type(ts) not in (int, float) or not math.isfinite(ts) or ts < 0:
-            raise err(lineno, f"timestamp must be a non-negative number of ms, got {ts!r} ({_kind(ts)})")
-        if ts < prev_ts:
-            raise err(lineno, f"timestamp {ts!r} is earlier than the previous line's {prev_ts!r} "
-                              f"(timestamps must be non-decreasing)")
-        for key, v in (("input_length", il), ("output_length", ol)):
-            if type(v) is not int or v <= 0:
-                raise err(lineno, f"{key} must be a positive integer, got {v!r} ({_kind(v)})")
-        if type(h) is not list:
-            raise err(lineno, f"hash_ids must be a list of integers, got a {_kind(h)}")
-        if h and set(map(type, h)) != _INT_ONLY:   # C-speed type check of every id
-            bad = next(x for x in h if type(x) is not int)
-            raise err(lineno, f"hash_ids must be a list of integers, found {bad!r} ({_kind(bad)})")
-        want = -(-il // block_tokens)
-        if len(h) != want:
-            raise err(lineno, f"hash_ids has {len(h)} ids but input_length {il} needs "
-                              f"ceil({il}/{block_tokens}) = {want}")
-        if h and (max(h) > _INT64_MAX or min(h) < -_INT64_MAX):
-            raise err(lineno, "hash_ids values must fit in a signed 64-bit integer")
-        prev_ts = ts
-        ts_l.append(ts)
-        in_l.append(il)
-        out_l.append(ol)
-        cnt_l.append(want)
-        flat.extend(h)
+        recs.append(rec)
+        linenos.append(lineno)
+    cols = list(zip(*map(itemgetter(*_FIELDS), recs)))
+    ts, il, ol, hs = cols
 
-    flat_ids = np.array(flat, dtype=np.int64) if flat else np.zeros(0, dtype=np.int64)
-    arrival_s = np.asarray(ts_l, dtype=np.float64) / 1000.0
-    return trace_from_requests(arrival_s, in_l, out_l, cnt_l, flat_ids, name=label, source=str(path),
-                               block_tokens=block_tokens)
+    def check_types(field_: str, col, types: set, allowed: str, rows=None) -> None:
+        if not set(map(type, col)) <= types:    # C-speed type check of a whole column
+            i = next(i for i, x in enumerate(col) if type(x) not in types)
+            r = i if rows is None else int(np.searchsorted(rows, i, side="right")) - 1
+            raise err(linenos[r], f"{field_}: got {describe(col[i])} ({_kind(col[i])}); allowed: {allowed}")
+
+    def column(field_: str, col, lo, hi, allowed: str, rows=None, dtype=np.int64) -> np.ndarray:
+        """``col`` as an int64/float64 array, every value in [lo, hi] (vectorised), else file:line."""
+        try:
+            a = np.array(col, dtype=dtype)
+            return (int_array if dtype is np.int64 else real_array)(a, field_, lo=lo, hi=hi)
+        except InputError as e:
+            i = e.index
+        except OverflowError:                  # an integer beyond int64 / float range
+            i = next(i for i, x in enumerate(col) if not lo <= x <= hi)
+        r = i if rows is None else int(np.searchsorted(rows, i, side="right")) - 1
+        raise err(linenos[r], f"{field_}: got {describe(col[i])}; allowed: {allowed}")
+
+    t_allowed = (f"a number of ms in [0, {MAX_TIMESTAMP_MS:,}] (10 years) since the trace start "
+                 f"(epoch times: subtract the first one)")
+    n_allowed = f"an integer in [1, {MAX_TOKENS:,}] tokens (10× the longest context window of any model)"
+    check_types("timestamp", ts, {int, float}, t_allowed)
+    ts_a = column("timestamp", ts, 0, MAX_TIMESTAMP_MS, t_allowed, dtype=np.float64)
+    lens = {}
+    for key, col in (("input_length", il), ("output_length", ol)):
+        check_types(key, col, {int}, n_allowed)
+        lens[key] = column(key, col, 1, MAX_TOKENS, n_allowed)
+    h_allowed = f"a list of integers in [0, 2**63-1], one per {block_tokens}-token block"
+    check_types("hash_ids", hs, {list}, h_allowed)
+    counts = np.fromiter(map(len, hs), dtype=np.int64, count=len(hs))
+    want = -(-lens["input_length"] // block_tokens)
+    bad = np.flatnonzero(counts != want)
+    if len(bad):
+        i = int(bad[0])
+        raise err(linenos[i], f"hash_ids has {counts[i]} ids but input_length {il[i]} needs "
+                              f"ceil({il[i]}/{block_tokens}) = {want[i]}")
+    offsets = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    flat = list(chain.from_iterable(hs))
+    id_allowed = "integers in [0, 2**63-1]"
+    check_types("hash_ids", flat, {int}, id_allowed, rows=offsets)
+    flat_ids = column("hash_ids", flat, 0, MAX_BLOCK_ID, "a list of " + id_allowed, rows=offsets)
+    back = np.flatnonzero(np.diff(ts_a) < 0)
+    if len(back):
+        i = int(back[0]) + 1
+        raise err(linenos[i], f"timestamp {ts[i]!r} is earlier than the previous line's {ts[i - 1]!r} "
+                              f"(timestamps must be non-decreasing)")
+    tr = trace_from_requests(ts_a / 1000.0, lens["input_length"], lens["output_length"], counts, flat_ids,
+                             name=label, source=str(path), block_tokens=block_tokens)
+    clash = _chain_clash(tr)
+    if clash:
+        (j0, r0, p0), (j1, r1, p1) = clash
+        desc = ["first" if p < 0 else f"after id {flat_ids[j - 1]}" for j, p in ((j0, p0), (j1, p1))]
+        raise err(linenos[r1], f"hash_ids: id {flat_ids[j1]} comes {desc[1]} here but {desc[0]} on line "
+                               f"{linenos[r0]}; hash ids must be prefix-chained (equal id ⇒ same block and "
+                               f"same whole prefix, as in the released traces)")
+    return tr
 
 
 # -------------------------------------------------------------------- named traces
 def _looks_like_path(s: str) -> bool:
-    return os.sep in s or "/" in s or s.endswith((".jsonl", ".json")) or Path(s).exists()
+    if os.sep in s or "/" in s or s.endswith((".jsonl", ".json")):
+        return True
+    try:
+        return os.path.lexists(s)
+    except (OSError, ValueError):   # a NUL byte, a name too long …
+        return False
 
 
 def load_trace(name_or_path: str | os.PathLike, *, download: bool = True) -> Trace:
@@ -389,25 +622,32 @@ def load_trace(name_or_path: str | os.PathLike, *, download: bool = True) -> Tra
     in order: the folder in env ``MOONCAKE_LAB_DATA``, the project's ``data/`` folder, the user
     cache, then (if ``download``) fetched from the Mooncake repository at a pinned commit — see
     :func:`mooncake_lab.trace_data.where_is`. Block ids are remapped to dense ints once here.
+    A released trace found locally is checked against its known sha256 (or, where none is pinned,
+    its request count) — once per file version, see :func:`mooncake_lab.trace_data.verify` — and
+    a mismatch warns (:class:`~mooncake_lab.trace_data.TraceMismatchWarning`) and is noted in ``source``.
 
     Raises
     ------
     ValueError : unknown name (the message lists the known ones).
     TraceUnavailableError : the file is nowhere and could not be downloaded.
-    TraceFormatError : the file is malformed (message names file and line).
+    TraceFormatError : the file is malformed (message names file and line), or not a regular file.
     """
     from . import trace_data
 
+    download = flag(download, "download", where="load_trace")
     if isinstance(name_or_path, os.PathLike) or (isinstance(name_or_path, str)
                                                   and name_or_path not in trace_data.TRACE_FILES
                                                   and _looks_like_path(name_or_path)):
-        path = Path(name_or_path)
-        if not path.is_file():
-            raise FileNotFoundError(f"trace file {str(path)!r} does not exist")
-        return read_jsonl(path)
+        return read_jsonl(name_or_path)
     name = trace_data.check_name(name_or_path)
     path = trace_data.fetch(name, download=download)
-    return read_jsonl(path, name=name)
+    raw = read_bytes(path)
+    tr = _parse(raw, Path(path), name=name)
+    ok, found = trace_data.verify(name, path, raw=raw)
+    if not ok:
+        warnings.warn(found, trace_data.TraceMismatchWarning, stacklevel=2)
+        tr = replace(tr, source=f"{tr.source} (NOT the released {name!r} trace: see TraceMismatchWarning)")
+    return tr
 
 
 def load_trace_or_synthetic(name: str, *, download: bool = True, seed: int = 0,
@@ -420,6 +660,7 @@ def load_trace_or_synthetic(name: str, *, download: bool = True, seed: int = 0,
     from . import synthetic, trace_data
 
     name = trace_data.check_name(name)
+    warn = flag(warn, "warn", where="load_trace_or_synthetic")
     try:
         return load_trace(name, download=download)
     except trace_data.TraceUnavailableError as e:

@@ -42,9 +42,15 @@ def describe(value: Any, limit: int = 60) -> str:
     return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
-def fail(name: str, value: Any, allowed: str, where: str = "") -> InputError:
-    """The error to raise: ``where.name: got value; allowed: allowed``."""
-    return InputError(f"{_label(name, where)}: got {describe(value)}; allowed: {allowed}")
+def fail(name: str, value: Any, allowed: str, where: str = "", index: int | None = None) -> InputError:
+    """The error to raise: ``where.name: got value; allowed: allowed``.
+
+    The error also carries ``value``, ``allowed`` and ``index`` (the position of the first bad element
+    of an array, else None), so a caller can re-word it, e.g. name a file's line instead of an index.
+    """
+    err = InputError(f"{_label(name, where)}: got {describe(value)}; allowed: {allowed}")
+    err.value, err.allowed, err.index = value, allowed, index
+    return err
 
 
 def _interval(lo, hi, lo_open=False, hi_open=False) -> str:
@@ -125,7 +131,7 @@ def _array(values: Any, name: str, where: str) -> np.ndarray:
         # Python ints beyond int64, mixed types, None: check element by element, then convert
         for i, x in enumerate(a):
             if not _is_real(x):
-                raise fail(f"{name}[{i}]", x, "a number", where)
+                raise fail(f"{name}[{i}]", x, "a number", where, index=i)
         try:
             a = a.astype(np.float64)
         except OverflowError:
@@ -148,7 +154,7 @@ def int_array(values: Any, name: str, *, lo: int | None = None, hi: int | None =
         bad = ~np.isfinite(a) | (a != np.floor(a))
         if bad.any():
             i = _first_bad(bad)
-            raise fail(f"{name}[{i}]", a[i].item(), allowed, where)
+            raise fail(f"{name}[{i}]", a[i].item(), allowed, where, index=i)
     lo_ = -math.inf if lo is None else lo
     hi_ = math.inf if hi is None else hi
     if a.dtype.kind == "u" and a.size and int(a.max()) > np.iinfo(np.int64).max:
@@ -158,7 +164,7 @@ def int_array(values: Any, name: str, *, lo: int | None = None, hi: int | None =
         bad |= np.abs(a) >= 2.0**63
     if bad.any():
         i = _first_bad(bad)
-        raise fail(f"{name}[{i}]", a[i].item(), allowed, where)
+        raise fail(f"{name}[{i}]", a[i].item(), allowed, where, index=i)
     return a.astype(np.int64)
 
 
@@ -169,5 +175,5 @@ def real_array(values: Any, name: str, *, lo: float = -math.inf, hi: float = mat
     bad = ~np.isfinite(a) | (a < lo) | (a > hi)
     if bad.any():
         i = _first_bad(bad)
-        raise fail(f"{name}[{i}]", a[i].item(), "finite numbers" + _interval(lo, hi), where)
+        raise fail(f"{name}[{i}]", a[i].item(), "finite numbers" + _interval(lo, hi), where, index=i)
     return a

@@ -105,7 +105,7 @@ def test_routing_load_vs_cache_aware(engine):
     # policies (r0's prefill is queued on 0). r2 at t = 100 s repeats r1's prefix + 1 block:
     # every queue is empty again, so "load" ties → instance 0 (nothing cached) while
     # "cache_aware" → instance 1, where 5,120 tokens are cached.
-    chains = [list(range(10)), list(range(100, 110)), list(range(100, 110)) + [7]]
+    chains = [list(range(10)), list(range(100, 110)), list(range(100, 110)) + [999]]
     tr = make([0.0, 0.0, 100.0], [5120, 5120, 5632], [2, 2, 2], chains)
     base = dict(engine_mode="coupled", n_coupled=2, preset="ideal")
     ld = sim.simulate(tr, sim.ClusterConfig(prefill_policy="load", **base), engine=engine).requests

@@ -104,16 +104,16 @@ def test_size_arguments():
 
 
 @pytest.mark.parametrize("kwargs,fragment", [
-    ({"preset": "chat-like"}, "preset must be one of conversation-like, synthetic-like, toolagent-like"),
-    ({"arrivals": "uniform"}, "arrivals must be 'poisson' or 'bursty'"),
-    ({"n_requests": 0}, "n_requests must be a positive finite number, got 0"),
-    ({"n_requests": 10.5}, "n_requests must be an integer"),
-    ({"duration_s": -1.0}, "duration_s must be a positive finite number, got -1.0"),
-    ({"rate": float("nan")}, "rate must be a positive finite number"),
+    ({"preset": "chat-like"}, "synthetic_trace.preset: got 'chat-like'; allowed: one of 'conversation-like', 'synthetic-like', 'toolagent-like'"),
+    ({"arrivals": "uniform"}, "synthetic_trace.arrivals: got 'uniform'; allowed: one of 'poisson', 'bursty'"),
+    ({"n_requests": 0}, "synthetic_trace.n_requests: got 0; allowed: an integer in [1, "),
+    ({"n_requests": 10.5}, "synthetic_trace.n_requests: got 10.5; allowed: an integer"),
+    ({"duration_s": -1.0}, "synthetic_trace.duration_s: got -1.0; allowed: a finite number in [0.001, "),
+    ({"rate": float("nan")}, "synthetic_trace.rate: got nan; allowed: a finite number in (0, "),
     ({"n_requests": 10, "duration_s": 10.0, "rate": 1.0}, "at most two"),
-    ({"seed": 1.5}, "seed must be an integer"),
+    ({"seed": 1.5}, "synthetic_trace.seed: got 1.5; allowed: an integer"),
     ({"p_continu": 0.5}, "unknown SessionModel field"),
-    ({"p_continue": 1.0}, "p_continue must be in [0, 1)"),
+    ({"p_continue": 1.0}, "synthetic_trace.p_continue: got 1.0; allowed: a finite number in [0, 0.999]"),
 ])
 def test_bad_arguments(kwargs, fragment):
     with pytest.raises(ValueError) as e:
