@@ -24,6 +24,15 @@ FAST25 = "FAST'25"
 # ---- 04 KVCache-centric scheduling -----------------------------------------------------------
 
 # ---- 05 long-context prefill -----------------------------------------------------------------
+#: arXiv v3 Fig. 7, read from the rendered figure (≈ ±0.01 s): latency (s) that storing the new KV adds
+#: to a prefill with no store, LLaMA2-70B, per prompt length (tokens). Caption: "Layer-wise latency refers
+#: to the difference in latency between Layer-wise Prefill and Prefill without storing KVCache".
+#: (Lecture 02 quotes the same figure; one copy is kept when the two sections meet.)
+FIG7_STORE_LATENCY_S = {
+    "serialized": {8192: 0.11, 16384: 0.12, 32768: 0.23, 65536: 0.42, 131072: 0.87},
+    "layerwise": {8192: 0.10, 16384: 0.10, 32768: 0.12, 65536: 0.10, 131072: 0.10},
+}
+FIG7_SOURCE = f"{ARXIV}, Fig. 7 (read from the rendered figure)"
 
 # ---- 06 decode, SLOs and goodput -------------------------------------------------------------
 
