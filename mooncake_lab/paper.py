@@ -14,14 +14,41 @@ ARXIV = "arXiv 2407.00079 v3"
 FAST25 = "FAST'25"
 
 # ---- 00 welcome ------------------------------------------------------------------------------
+#: SLOs of the real-workload experiments (arXiv v3 §8): TTFT ≤ 30 s, TBT ≤ 0.1 s per token.
+SLO_TTFT_S = 30.0
+SLO_TBT_S = 0.1
+SLO_SOURCE = f"{ARXIV}, §8 (real-workload experiments)"
+#: Share of requests vLLM served within the TBT SLO in the real-workload run, % (arXiv v3 §8).
+VLLM_TBT_SLO_MET_PCT = 57
+#: KV per token of LLaMA2/3-70B as FAST'25 writes it: "320 KB" (= 327,680 B, i.e. KiB).
+FAST25_KV_PER_TOKEN_KB = 320
+#: RDMA bandwidth per node of the testbed, Gbit/s (arXiv v3 §8.1: "up to 800 Gbps").
+ARXIV_RDMA_GBPS = 800
 
 # ---- 01 roofline -----------------------------------------------------------------------------
 
 # ---- 02 storage for computation --------------------------------------------------------------
 
 # ---- 03 trace and prefix cache ---------------------------------------------------------------
+#: FAST'25 Table 2: the released traces (requests, average input and output tokens, cache ratio).
+FAST25_TABLE2 = {
+    "conversation": {"requests": 12_031, "mean_input": 12_035, "mean_output": 343, "cache_ratio": 0.40},
+    "synthetic": {"requests": 3_993, "mean_input": 15_325, "mean_output": 149, "cache_ratio": 0.66},
+    "toolagent": {"requests": 23_608, "mean_input": 8_596, "mean_output": 182, "cache_ratio": 0.59},
+}
+#: arXiv v3 Table 1: LRU hit ratio of the arXiv experiments' trace vs cache capacity (blocks; inf = ∞).
+ARXIV_TABLE1_HIT = {float("inf"): 0.51, 100_000: 0.51, 50_000: 0.50, 30_000: 0.48, 10_000: 0.40, 1_000: 0.30}
+#: FAST'25 §2.2: 1 TB of DRAM holds ≈ 3M tokens of KV (LLaMA 70B).
+FAST25_TOKENS_PER_TB = 3_000_000
+#: FAST'25 Fig. 10: hit ratio of one global pool over local caches, conversation trace.
+FAST25_FIG10_GLOBAL_OVER_LOCAL = 2.22
 
 # ---- 04 KVCache-centric scheduling -----------------------------------------------------------
+#: arXiv v3 Fig. 8: average TTFT (s) per prefill policy, 8P+8D, ≈ 23k real requests.
+FIG8_TTFT_S = {"random": 92.07, "load": 60.41, "cache_aware": 14.36, "kvcentric": 6.26}
+FIG8_SOURCE = f"{ARXIV}, Fig. 8 (8P+8D, 23k real requests)"
+#: The size of that experiment: prefill and decode instances, requests (arXiv v3 §8).
+FIG8_N_PREFILL, FIG8_N_DECODE, FIG8_REQUESTS = 8, 8, 23_000
 
 # ---- 05 long-context prefill -----------------------------------------------------------------
 #: arXiv v3 Fig. 7, read from the rendered figure (≈ ±0.01 s): latency (s) that storing the new KV adds

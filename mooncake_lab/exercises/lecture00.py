@@ -27,8 +27,14 @@ exercise(Exercise(
          "`stall.set_index('prompt_tokens').loc[32_000, 'stalled_gap_s'] / 0.1`",
     why="The whole prefill sits between two decode steps of every request in the batch."))
 
+
+def _level() -> int:
+    from ..experiments.l00_welcome import MOONCAKE_LEVEL
+    return MOONCAKE_LEVEL
+
+
 exercise(Exercise(
     "00.level", "Level of P/D disaggregation of Mooncake (prefill and decode on separate same-type nodes, RDMA).",
-    answer=lambda: 2, unit="", rel_tol=0.0,
+    answer=_level, unit="", rel_tol=0.0,
     hint="−1 fused, 0 same GPUs, 1 same node, 2 separate nodes, 3 heterogeneous hardware",
     why="Separate nodes of the same GPU type on one RDMA network: level 2."))

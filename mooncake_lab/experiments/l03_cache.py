@@ -6,6 +6,8 @@ blocks; hit ratios are fractions 0..1 (token-weighted unless said otherwise).
 """
 from __future__ import annotations
 
+from .. import paper
+
 import functools
 import math
 
@@ -34,14 +36,14 @@ REFERENCE_HIT = {
 }
 #: arXiv v3 Table 1 (arXiv trace, arxiv-trace/mooncake_trace.jsonl, which we do not ship): LRU hit
 #: ratio at ∞ / 100k / 50k / 30k / 10k / 1k blocks.
-PAPER_TABLE1 = {math.inf: 0.51, 100_000: 0.51, 50_000: 0.50, 30_000: 0.48, 10_000: 0.40, 1_000: 0.30}
+PAPER_TABLE1 = {(math.inf if k == float('inf') else k): v for k, v in paper.ARXIV_TABLE1_HIT.items()}
 
 #: FAST'25 §2.2: 1 TB of DRAM holds ≈ 3M tokens of KV → 3,000,000 // 512 = 5,859 blocks per local cache.
 LOCAL_CAPACITY_BLOCKS = 3_000_000 // 512
 #: The "10 instances of 3M tokens vs one pool of 30M tokens" comparison of cache.*.global_vs_local_ratio.
 N_LOCAL_INSTANCES = 10
 #: FAST'25 Fig. 10: global pool / local caches hit ratio on the conversation trace.
-PAPER_GLOBAL_VS_LOCAL = 2.22
+PAPER_GLOBAL_VS_LOCAL = paper.FAST25_FIG10_GLOBAL_OVER_LOCAL
 
 
 # The real trace if available, else its calibrated synthetic stand-in (named "synthetic:<preset>");

@@ -19,7 +19,7 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
-from .. import sim
+from .. import paper, sim
 from ..prefix_cache import block_popularity, replica_counts, simulate_lru
 from ..reproduce import Metric, figure_group, metric_group
 from ..roofline import cm_kv_transfer_time, cm_prefill_time, cm_total_prefill_time
@@ -33,7 +33,7 @@ __all__ = ["policy_runs", "policy_comparison", "offered_prefill_load", "balanced
            "PAPER_FIG8_TTFT_S", "DEFAULT_REPLAY_SPEED", "REPLAY_SPEEDS", "TRACES", "POLICIES", "SWEEP_SPEEDS"]
 
 #: arXiv v3 Fig. 8: average TTFT (s) per policy, 8P+8D, 23k real requests (reference/mooncake_paper.md).
-PAPER_FIG8_TTFT_S = {"random": 92.07, "load": 60.41, "cache_aware": 14.36, "kvcentric": 6.26}
+PAPER_FIG8_TTFT_S = paper.FIG8_TTFT_S
 _FIG8 = "arXiv v3 Fig. 8 (8P+8D, 23k real requests)"
 POLICIES = tuple(sim.PREFILL_POLICIES)
 #: The lecture's two workloads: the released conversation trace (or its stand-in) and the
