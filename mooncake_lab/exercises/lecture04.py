@@ -63,7 +63,8 @@ exercise(Exercise(
     answer=_balanced_speed, unit="×", rel_tol=0.03,
     hint="`sched.offered_prefill_load(trace)` at 1× is Σ prefill_time(L, 0) / (8 × duration); it grows linearly "
          "with speed (`sched.balanced_replay_speed(trace)` does the division).",
-    why="≈ 1/2.55 ≈ 0.39×: the 0.4× the lecture replays at is where the pool would just keep up if nothing hit."))
+    why="On the released trace ≈ 1/2.55 ≈ 0.39×: the 0.4× the lecture replays at is where the pool would just "
+        "keep up if nothing hit."))
 
 exercise(Exercise(
     "04.hit_gain",
@@ -81,5 +82,5 @@ exercise(Exercise(
     answer=_random_over_kvcentric, unit="×", rel_tol=0.03,
     hint="Divide the two ttft_mean_s values of `comp`: "
          "`comp.loc['random', 'ttft_mean_s'] / comp.loc['kvcentric', 'ttft_mean_s']`.",
-    why="far more than 14.7 here: random leaves 8 independent queues at ~93% utilisation, where the wait "
+    why="far more than 14.7 here: random leaves 8 independent queues at ~93% utilisation (released trace), where the wait "
         "grows like ρ/(1−ρ) — close to saturation, small differences in load give huge differences in TTFT."))

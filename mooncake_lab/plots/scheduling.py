@@ -42,6 +42,10 @@ def _log_ticks(ax, lo: float, hi: float, axis: str = "y"):
         ax.set_xlim(ticks[0], ticks[-1])
 
 
+#: Whisker percentiles of the TTFT boxes (the box is the 25th–75th percentile).
+BOX_WHISKERS = (5, 95)
+
+
 @styled
 def ttft_by_policy(samples: dict, paper: dict | None = None, slo_s: float = _SLO_S):
     """arXiv Fig. 8 style: one box per policy (whiskers 5–95%), mean as a diamond with its value,
@@ -53,7 +57,7 @@ def ttft_by_policy(samples: dict, paper: dict | None = None, slo_s: float = _SLO
     for ax, (name, df) in zip(axes, samples.items()):
         pols = list(dict.fromkeys(df["policy"]))
         data = [df.loc[df["policy"] == p, "ttft_s"].to_numpy() for p in pols]
-        bp = ax.boxplot(data, whis=(5, 95), showfliers=False, patch_artist=True, widths=0.55)
+        bp = ax.boxplot(data, whis=BOX_WHISKERS, showfliers=False, patch_artist=True, widths=0.55)
         for patch, p in zip(bp["boxes"], pols):
             patch.set_facecolor(POLICY_COLORS.get(p, PALETTE[0]))
             patch.set_alpha(0.45)
