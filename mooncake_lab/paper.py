@@ -60,6 +60,11 @@ FIG7_STORE_LATENCY_S = {
     "layerwise": {8192: 0.10, 16384: 0.10, 32768: 0.12, 65536: 0.10, 131072: 0.10},
 }
 FIG7_SOURCE = f"{ARXIV}, Fig. 7 (read from the rendered figure)"
+#: arXiv v3 §3: chunked pipeline prefill starts when uncached tokens exceed ``prefill_chunk``,
+#: "typically > 1,000 tokens".
+PREFILL_CHUNK_TYPICAL_MIN = 1_000
+#: FAST'25 Table 1: host-to-device bandwidth of an 8×A800 node, GB/s.
+FAST25_H2D_GBS = 128
 
 # ---- 06 decode, SLOs and goodput -------------------------------------------------------------
 

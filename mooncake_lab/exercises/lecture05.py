@@ -51,7 +51,7 @@ exercise(Exercise(
     hint="per token per node: 2 all-reduces × 80 layers × 2(X−1)/X × 8,192 × 2 B "
          "(`cpp.tp_allreduce_bytes_per_token(cpp.get_model('llama2-70b'), 4)`); times tokens, over the bandwidth.",
     why="3.93 MB per token × 131,072 / 87 GB/s ≈ 5.9 s of communication on the critical path — "
-        "almost as long as the 6.25 s of compute it was meant to shorten. CPP sends 240× fewer bytes."))
+        "almost as long as the 6.25 s of compute it was meant to shorten. CPP sends 320× fewer bytes in all."))
 
 
 def _min_x_256k() -> int:
