@@ -45,7 +45,13 @@ def trace_summary(traces=("conversation", "synthetic", "toolagent-like")) -> pd.
         d = t.describe().to_dict()
         d["distinct_timestamps"] = int(len(np.unique(t.arrival_s)))
         rows.append({"trace": t.name, **d, "source": t.source})
-    return pd.DataFrame(rows)
+    df = pd.DataFrame(rows)
+    counts = ["requests", "unique_blocks", "distinct_timestamps", "max_input", "max_output", "median_input",
+              "median_output"]
+    for c in counts:  # whole numbers print as 12,031, not 12,031.0
+        if c in df and (df[c] == df[c].round()).all():
+            df[c] = df[c].astype(int)
+    return df
 
 
 def arrivals_per_minute(trace="conversation", bin_s: float = 60.0) -> pd.DataFrame:
