@@ -117,7 +117,7 @@ claim("03.sum_inf", "ratio (≈ 37% conversation, ≈ 65% synthetic)", lambda: [
 claim("03.sum_tb", "1 TB of DRAM = 5,960 blocks ≈ 3M tokens", lambda: [1, _c().dram_bytes_to_blocks(_TB), _TB / _kv() / 1e6])
 claim("03.sum_hit", "reaches ~14% on the released conversation trace; ~100k blocks (≈ 17 TB)", lambda: [
     _f("hit_1tb_pct"), 100, _c().blocks_to_dram_bytes(100_000) / 1e12], trace=R, rel_tol=0.05)
-claim("03.sum_pool", "lose ×3.4 with random routing, ≈ ×1 with sticky routing; the\n  paper's ×2.22",
+claim("03.sum_pool", "lose ×3.4 with random routing, ≈ ×1 with sticky routing (released trace); the\n  paper's ×2.22",
       lambda: [_f("random_over_local"), _f("session_over_local"), paper.FAST25_FIG10_GLOBAL_OVER_LOCAL], trace=R)
 # exercises
 claim("03.ex1_q", "fit in 1 TB (10^12 bytes)", lambda: [1, _TB], where="03.tokens_per_tb")
