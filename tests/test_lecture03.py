@@ -263,3 +263,10 @@ def test_paper_box_selects_the_routing_by_name():
     nb = nbformat.read(str(next(Path(__file__).parent.parent.glob("notebooks/03_*.ipynb"))), as_version=4)
     box = next(c.source for c in nb.cells if c.cell_type == "code" and "FAST'25 Fig. 10" in c.source)
     assert "iloc[1]" not in box and "loc['random'" in box
+
+
+def test_tokens_per_tb_counts_kib_not_kb():
+    # 320 KiB = 327,680 B per token: 1e12 / 327,680 ≈ 3.05M is right; 1e12 / 320,000 = 3.125M (KB) is not
+    from mooncake_lab import check
+    assert check("03.tokens_per_tb", 1e12 / 327_680).correct
+    assert not check("03.tokens_per_tb", 1e12 / 320_000).correct
