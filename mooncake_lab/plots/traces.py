@@ -73,7 +73,8 @@ class ArrivalsView:
         self.ax.set_title(f"Arrivals of the {trace_name} trace ({bin_s:g}-s bins)", y=1.0)
         x0 = float(x[0]) if len(x) else 0.0
         self.ax.set_xlim(x0, span_min if span_min is not None else (float(x[-1]) + bin_s / 60 if len(x) else 1.0))
-        self.ax.set_ylim(0, ymax if ymax is not None else max(1.0, float(rate.max(initial=0)) * 1.05))
+        top = max(1.0, float(rate.max(initial=0)) * 1.15)   # room for the mean's note above the curve
+        self.ax.set_ylim(0, ymax if ymax is not None else top)
         return self
 
 
