@@ -305,3 +305,11 @@ def test_long_prompts_carry_half_the_calibrated_work_and_the_order_holds_under_b
         m = chk[col]
         assert m["random"] > m["load"] > m["cache_aware"] > m["kvcentric"], col
     assert any(c.startswith("modern at 1.7") for c in chk.columns)   # ρ₀ = 1 at ≈ 1.75× under modern
+
+
+def test_algorithm_one_dashboard_says_when_the_fetch_made_it_slower():
+    from mooncake_lab.dashboards.scheduling import AlgorithmOneDashboard
+    d = AlgorithmOneDashboard()
+    assert "slower" not in d.readout.value                      # default RDMA: the fetch pays
+    d.controls["network_gbps"].value = 10.0
+    assert "the fetch made it slower" in d.readout.value
