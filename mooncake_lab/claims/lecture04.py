@@ -131,10 +131,28 @@ def _toolagent_n() -> int:
     return len(cached_trace("toolagent-like"))
 
 
+def _bounds() -> dict:
+    from ..dashboards.scheduling import BOUNDS
+    return BOUNDS
+
+
+def _on_slider(name: str, v: float) -> float:
+    """``v`` if the dashboard's ``name`` control reaches it (log controls: ``capacity_log10`` …), else NaN."""
+    lo, hi = _bounds()[name]
+    if name.endswith("_log10"):
+        lo, hi = 10 ** lo, 10 ** hi
+    return float(v) if lo <= v <= hi else float("nan")
+
+
+def _node_gpus() -> int:
+    from ..hardware import A800_NODE
+    return A800_NODE.n_gpus
+
+
 # ---- section 1 --------------------------------------------------------------------------------
 claim("04.cluster", "**8 prefill instances + 8 decode instances**", lambda: [paper.FIG8_N_PREFILL, paper.FIG8_N_DECODE],
       source="arXiv v3 §8")
-claim("04.node", "8 × A800 running", lambda: __import__("mooncake_lab.hardware", fromlist=["A"]).A800_NODE.n_gpus)
+claim("04.node", "8 × A800 running", lambda: _node_gpus())
 claim("04.blocks", "LRU cache of 512-token KV blocks", _bt)
 claim("04.capacity", "by default ≈ 2 TB = 11,920 blocks", lambda: [_cap_tb(), _cap_blocks()])
 claim("04.cut", "cuts the prompt into 512-token blocks", _bt)
@@ -169,11 +187,9 @@ claim("04.random", "`random` happened to draw instance 0 (3.2 s: 1.2 s of queue 
 claim("04.load", "is lucky to find 4", lambda: _w().loc["load", "cached_tokens"] / _bt())
 claim("04.thr_default", "ours defaults to 1: any longer prefix", lambda: _cfg().kvcache_balancing_threshold)
 claim("04.try_thr", "threshold above 4 (instance 1 may no longer fetch", lambda: [_t().loc[1, "ratio"], 1])
-claim("04.try_net", "network down to 10 Gbps", lambda: 10 ** __import__("mooncake_lab.dashboards.scheduling",
-                                                                         fromlist=["B"]).BOUNDS["network_gbps_log10"][0])
+claim("04.try_net", "network down to 10 Gbps", lambda: 10 ** _bounds()["network_gbps_log10"][0])
 claim("04.try_net2", "Algorithm 1 fetches where fetching is slower", lambda: 1 if not _s().slow_network(10.0)["fetch_pays"].any() else 0)
-claim("04.try_len", "a 120-block prompt", lambda: __import__("mooncake_lab.dashboards.scheduling",
-                                                             fromlist=["B"]).BOUNDS["example_blocks"][1])
+claim("04.try_len", "a 120-block prompt", lambda: _bounds()["example_blocks"][1])
 # ---- section 3: offered load --------------------------------------------------------------------
 claim("04.fig8_setup", "on 23k real requests on 8P+8D", lambda: [paper.FIG8_REQUESTS / 1000, paper.FIG8_N_PREFILL,
                                                                  paper.FIG8_N_DECODE], source="arXiv v3 §8")
@@ -225,9 +241,11 @@ claim("04.arxiv_ratio", "~50% cache ratio", lambda: 100 * paper.ARXIV_TABLE1_HIT
 claim("04.random_paper", "not random's 92 s", lambda: _P8["random"], source=_FIG8)
 # ---- section 6 --------------------------------------------------------------------------------
 claim("04.dash_n", "(12,031 requests on the released trace", lambda: _n_requests(), trace=R)
-claim("04.dash_try", "at 0.45×; 12 prefill instances at 0.6×; a cache of 300 blocks per instance", lambda: [0.45, 12, 0.6, 300])
-claim("04.dash_noise", "estimator noise 0.5 (the Conductor's estimates off by ±50%", lambda: [0.5, 50])
-claim("04.dash_2x", "2× replay, the paper's overload", lambda: 2, source="arXiv v3 Table 3")
+claim("04.dash_try", "at 0.45×; 12 prefill instances at 0.6×; a cache of 300 blocks per instance", lambda: [
+    _on_slider("speed", 0.45), _on_slider("n_prefill", 12), _on_slider("speed", 0.6), _on_slider("capacity_log10", 300)])
+claim("04.dash_noise", "estimator noise 0.5 (the Conductor's estimates off by ±50%", lambda: [
+    _on_slider("noise", 0.5), 100 * _on_slider("noise", 0.5)])
+claim("04.dash_2x", "2× replay, the paper's overload", lambda: _on_slider("speed", 2), source="arXiv v3 Table 3")
 # ---- exercises (markdown) ---------------------------------------------------------------------
 claim("04.q1", "(balancing threshold 1), which prefill instance — 0, 1\nor 2", lambda: [1, 0, 1, 2])
 claim("04.q3", "the capacity of 8 prefill instances?", _n_prefill)
