@@ -14,6 +14,16 @@ ARXIV = "arXiv 2407.00079 v3"
 FAST25 = "FAST'25"
 
 # ---- 00 welcome ------------------------------------------------------------------------------
+#: SLOs of the real-workload experiments (arXiv v3 §8): TTFT ≤ 30 s, TBT ≤ 0.1 s per token.
+SLO_TTFT_S = 30.0
+SLO_TBT_S = 0.1
+SLO_SOURCE = f"{ARXIV}, §8 (real-workload experiments)"
+#: Share of requests vLLM served within the TBT SLO in the real-workload run, % (arXiv v3 §8).
+VLLM_TBT_SLO_MET_PCT = 57
+#: KV per token of LLaMA2/3-70B as FAST'25 writes it: "320 KB" (= 327,680 B, i.e. KiB).
+FAST25_KV_PER_TOKEN_KB = 320
+#: RDMA bandwidth per node of the testbed, Gbit/s (arXiv v3 §8.1: "up to 800 Gbps").
+ARXIV_RDMA_GBPS = 800
 
 # ---- 01 roofline -----------------------------------------------------------------------------
 #: KV cache per LLaMA2-70B/LLaMA3-70B token as FAST'25 writes it: "320 KB" (= 320 KiB, 327,680 B).
@@ -36,22 +46,39 @@ H2D_BW = 128e9                               # FAST'25 Table 1
 EQ2_MIN_GBS = {"a800x8": (8192, 6.0), "h800x8": (8192, 19.0)}    # FAST'25 §2.3, Eq. 2 and text
 #: "1 TB of DRAM holds ≈ 3M tokens" of LLaMA3-70B KV (FAST'25 §2.2), millions of tokens.
 TOKENS_PER_TB_M = 3.0                        # FAST'25 §2.2
-#: arXiv Fig. 7: latency of storing the KV cache of a prefill, serialized (prefill, then store) and
-#: layer-wise, at each prompt length. Caption: "Layer-wise latency refers to the difference in latency
-#: between Layer-wise Prefill and Prefill without storing KVCache": both series are the time *added* to
-#: a prefill that stores nothing, in seconds. Read from the rendered figure (≈ ±0.01 s).
+#: arXiv v3 Fig. 7, read from the rendered figure (≈ ±0.01 s): latency (s) that storing the new KV adds
+#: to a prefill with no store, LLaMA2-70B, per prompt length (tokens), serialized (prefill, then store)
+#: and layer-wise. Caption: "Layer-wise latency refers to the difference in latency between Layer-wise
+#: Prefill and Prefill without storing KVCache". Lectures 02 and 05 quote it.
 FIG7_STORE_LATENCY_S = {
-    "lengths": (8192, 16384, 32768, 65536, 131072),
-    "serialized": (0.11, 0.12, 0.23, 0.42, 0.87),
-    "layerwise": (0.10, 0.10, 0.12, 0.10, 0.10),
+    "serialized": {8192: 0.11, 16384: 0.12, 32768: 0.23, 65536: 0.42, 131072: 0.87},
+    "layerwise": {8192: 0.10, 16384: 0.10, 32768: 0.12, 65536: 0.10, 131072: 0.10},
 }
 FIG7_SOURCE = f"{ARXIV}, Fig. 7 (read from the rendered figure)"
 
 # ---- 03 trace and prefix cache ---------------------------------------------------------------
+#: FAST'25 Table 2: the released traces (requests, average input and output tokens, cache ratio).
+FAST25_TABLE2 = {
+    "conversation": {"requests": 12_031, "mean_input": 12_035, "mean_output": 343, "cache_ratio": 0.40},
+    "synthetic": {"requests": 3_993, "mean_input": 15_325, "mean_output": 149, "cache_ratio": 0.66},
+    "toolagent": {"requests": 23_608, "mean_input": 8_596, "mean_output": 182, "cache_ratio": 0.59},
+}
+#: arXiv v3 Table 1: LRU hit ratio of the arXiv experiments' trace vs cache capacity (blocks; inf = ∞).
+ARXIV_TABLE1_HIT = {float("inf"): 0.51, 100_000: 0.51, 50_000: 0.50, 30_000: 0.48, 10_000: 0.40, 1_000: 0.30}
+#: FAST'25 Fig. 10: hit ratio of one global pool over local caches, conversation trace.
+FAST25_FIG10_GLOBAL_OVER_LOCAL = 2.22
 
 # ---- 04 KVCache-centric scheduling -----------------------------------------------------------
+#: arXiv v3 Fig. 8: average TTFT (s) per prefill policy, 8P+8D, ≈ 23k real requests.
+FIG8_TTFT_S = {"random": 92.07, "load": 60.41, "cache_aware": 14.36, "kvcentric": 6.26}
+FIG8_SOURCE = f"{ARXIV}, Fig. 8 (8P+8D, 23k real requests)"
+#: The size of that experiment: prefill and decode instances, requests (arXiv v3 §8).
+FIG8_N_PREFILL, FIG8_N_DECODE, FIG8_REQUESTS = 8, 8, 23_000
 
 # ---- 05 long-context prefill -----------------------------------------------------------------
+#: arXiv v3 §3: chunked pipeline prefill starts when uncached tokens exceed ``prefill_chunk``,
+#: "typically > 1,000 tokens".
+PREFILL_CHUNK_TYPICAL_MIN = 1_000
 
 # ---- 06 decode, SLOs and goodput -------------------------------------------------------------
 

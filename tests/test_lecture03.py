@@ -238,3 +238,37 @@ def test_exercise_answers_come_from_the_package():
     assert list_exercises("03.blocks_per_tb")[0].answer() == 5_960
     hit = list_exercises("03.hit_1tb")[0].answer()
     assert hit == pytest.approx(C.hit_curve("conversation").hit_ratio([5_960])[0])
+
+
+# ---- issue 13 -------------------------------------------------------------------------------
+def test_trace_summary_counts_print_as_integers():
+    df = T.trace_summary(["conversation"])
+    for c in ("requests", "unique_blocks", "distinct_timestamps"):
+        assert df[c].dtype.kind == "i", c
+    assert "12031.0" not in df.round(1).to_string()
+
+
+def test_this_run_notes_follow_the_trace_in_use():
+    tr = cached_trace("conversation")
+    f = C.trace_facts(tr)
+    lvg = C.local_vs_global(tr, routings=C.ROUTINGS).set_index("routing")["global_over_this"]
+    assert f["random_over_local"] == pytest.approx(lvg["random"])      # by name: iloc[1] is round_robin
+    assert f"×{lvg['random']:.2f} random" in C.this_run_note(tr, "pool")
+    assert f"{f['hit_1tb_pct']:.1f}%" in C.this_run_note(tr, "curve")
+    with pytest.raises(ValueError, match="part"):
+        C.this_run_note(tr, "nope")
+
+
+def test_paper_box_selects_the_routing_by_name():
+    import nbformat
+    from pathlib import Path
+    nb = nbformat.read(str(next(Path(__file__).parent.parent.glob("notebooks/03_*.ipynb"))), as_version=4)
+    box = next(c.source for c in nb.cells if c.cell_type == "code" and "FAST'25 Fig. 10" in c.source)
+    assert "iloc[1]" not in box and "loc['random'" in box
+
+
+def test_tokens_per_tb_counts_kib_not_kb():
+    # 320 KiB = 327,680 B per token: 1e12 / 327,680 ≈ 3.05M is right; 1e12 / 320,000 = 3.125M (KB) is not
+    from mooncake_lab import check
+    assert check("03.tokens_per_tb", 1e12 / 327_680).correct
+    assert not check("03.tokens_per_tb", 1e12 / 320_000).correct

@@ -276,3 +276,40 @@ def test_glossary_has_lecture_04_terms():
 
     g = glossary("04")
     assert "KVCache-centric scheduling" in set(g["term"]) and len(g) >= 5
+
+
+# ---- issue 13: the fetch rule, and which preset the lecture trusts ------------------------------
+def test_algorithm1_fetches_by_prefix_ratio_even_when_the_fetch_is_slower():
+    # 10 Gbps: 12 blocks of 512 × 327,680 B = 2.01 GB take > 1.6 s, longer than recomputing 6,144 tokens
+    slow = S.slow_network(network_gbps=10.0)
+    assert slow.loc[1, "fetched_blocks"] == 12 and slow.loc[2, "fetched_blocks"] == 16
+    assert slow.loc[2, "fetched_GB"] == pytest.approx(16 * 512 * 327_680 / 1e9)
+    assert slow.loc[2, "transfer_s"] >= 16 * 512 * 327_680 / 1.25e9   # at most 10 Gbit/s = 1.25 GB/s
+    assert not slow["fetch_pays"].any()
+    ex = S.worked_example(network_gbps=10.0)
+    assert ex.loc["kvcentric", "ttft_s"] > ex.loc["cache_aware", "ttft_s"]      # the fetch made E slower
+    assert ex.loc["kvcentric", "fetched_tokens"] > 0
+    fast = S.slow_network(network_gbps=None)                                  # the default RDMA: it pays
+    assert fast.loc[[1, 2], "fetch_pays"].all()
+    note = S.slow_network_note(10.0)
+    assert "2.68 s" in note and "prefix ratio" in note
+
+
+def test_long_prompts_carry_half_the_calibrated_work_and_the_order_holds_under_both_presets():
+    sh = S.long_prompt_share("conversation")
+    assert 40_000 < sh["min_tokens"] < 50_000          # prefill > 30 s from ≈ 46k tokens (calibrated)
+    assert 2 < sh["share_requests"] < 6 and 40 < sh["share_work"] < 60
+    assert S.long_prompt_share("conversation", preset="modern")["share_requests"] == 0
+    chk = S.preset_check("conversation")
+    for col in [c for c in chk.columns if "×" in c]:
+        m = chk[col]
+        assert m["random"] > m["load"] > m["cache_aware"] > m["kvcentric"], col
+    assert any(c.startswith("modern at 1.7") for c in chk.columns)   # ρ₀ = 1 at ≈ 1.75× under modern
+
+
+def test_algorithm_one_dashboard_says_when_the_fetch_made_it_slower():
+    from mooncake_lab.dashboards.scheduling import AlgorithmOneDashboard
+    d = AlgorithmOneDashboard()
+    assert "slower" not in d.readout.value                      # default RDMA: the fetch pays
+    d.controls["network_gbps"].value = 10.0
+    assert "the fetch made it slower" in d.readout.value

@@ -132,3 +132,25 @@ def test_exercise_answers_hand_checked():
     assert check("05.pipeline_fill", (16 + 4 - 1) * 0.5).correct        # 9.5 s
     assert check("05.tp_comm", 131072 * 3_932_160 / 87e9).correct       # 5.92 s
     assert check("05.min_x_256k", 4).correct
+
+
+# ---- issue 13: Fig. 7 as the paper drew it, and the chunk size the Gantt shows -------------------
+def test_fig7_paper_bars_beside_ours():
+    from mooncake_lab import paper
+    df = l05.fig7_comparison().set_index("n_tokens")
+    assert list(df.index) == [8192, 16384, 32768, 65536, 131072]
+    assert df["paper_layerwise_s"].between(0.09, 0.13).all()        # ≈ 0.1 s at every length
+    assert df.loc[8192, "paper_serialized_s"] == paper.FIG7_STORE_LATENCY_S["serialized"][8192] == 0.11
+    assert df.loc[8192, "paper_hidden"] < 0.2 and df.loc[131072, "paper_hidden"] > 0.85   # little at 8k, most at 128k
+    assert (df["ours_layerwise_s"] < df["paper_layerwise_s"] / 20).all()   # ours: 1/80 of the store, no fixed cost
+    fit = l05.fig7_fit()
+    assert 45 < fit["gbs"] < 60 and fit["gbs"] < (paper.H2D_BW / 1e9)
+    assert isinstance(plots.fig7_comparison(l05.fig7_comparison()), Figure)
+
+
+def test_chunk_sweep_says_which_chunk_wins():
+    sw = l05.chunk_sweep(32768, x=4).set_index("chunk")
+    best = sw["ttft_s"].idxmin()
+    assert best == 1024                                          # not 512: the overhead starts to win below 1k
+    assert sw.loc[512, "ttft_s"] < sw.loc[4096, "ttft_s"] < sw.loc[16384, "ttft_s"]
+    assert "1,024-token chunks" in l05.chunk_note(32768, x=4)

@@ -1,4 +1,144 @@
-"""Claims of lecture 03: every number its markdown and exercise strings state (see :mod:`mooncake_lab.claims`)."""
+"""Claims of lecture 03: every number its markdown and exercise strings state (see :mod:`mooncake_lab.claims`).
+
+Trace facts are stated for the released conversation trace (``trace="released"``); the notebook prints
+this run's beside them (:func:`mooncake_lab.experiments.l03_cache.this_run_note`).
+"""
 from __future__ import annotations
 
-from . import claim  # noqa: F401
+from functools import lru_cache
+
+from . import claim
+from .. import paper
+from .lecture00 import at_least
+
+
+def _c():
+    from ..experiments import l03_cache
+    return l03_cache
+
+
+@lru_cache(maxsize=None)
+def _facts(name: str = "conversation") -> dict:
+    return _c().trace_facts(name)
+
+
+def _f(key: str) -> float:
+    return _facts()[key]
+
+
+def _kv() -> float:
+    from ..models import get_model
+    return get_model("llama2-70b").kv_bytes_per_token()
+
+
+def _bt() -> int:
+    from ..traces import cached_trace
+    return int(cached_trace("conversation").block_tokens)
+
+
+def _summary():
+    from ..experiments.l03_traces import trace_summary
+    return trace_summary(["conversation", "synthetic", "toolagent-like"])
+
+
+def _calibration_tol_pct() -> float:
+    """10 when every calibrated statistic of the conversation stand-in is within 10% of its target."""
+    from ..experiments.l03_traces import preset_calibration
+    from .lecture00 import at_most
+    df = preset_calibration()
+    return at_most(10, 100.0 * float(df.loc[df["preset"] == "conversation-like", "rel_error"].abs().max()))
+
+
+def _ratio_inf(name: str) -> float:
+    from .. import prefix_cache as pc
+    from ..traces import cached_trace
+    return 100.0 * pc.infinite_cache_hit_ratio(cached_trace(name))
+
+
+_T2 = paper.FAST25_TABLE2
+_TB = 1e12
+_N = 10           # instances of the pool comparison (l03_cache.N_LOCAL_INSTANCES)
+R = "released"
+
+claim("03.blocks_intro", "cut into 512-token blocks", _bt)
+claim("03.standin_tol", "cache ratio (within 10%)", _calibration_tol_pct)
+claim("03.blocks_frame", "the number of 512-token blocks of the prompt", _bt)
+claim("03.means", "means of 8–15k tokens, the longest past 100k", lambda: [
+    _summary()["mean_input"].min() / 1000, _summary()["mean_input"].max() / 1000,
+    at_least(100, _summary()["max_input"].min() / 1000)], rel_tol=0.05, trace=R)
+claim("03.bucket_head", "the 3-second buckets", lambda: _f("bucket_s"), trace=R)
+claim("03.bucket", "**rounded into ~3-second buckets**", lambda: _f("bucket_s"), trace=R)
+claim("03.burst", "a burst of ten simultaneous arrivals every 3 s", lambda: _f("bucket_s"), trace=R)
+claim("03.lengths", "half the prompts are under ~7k tokens,\n1% over ~85k); the mean (12k)", lambda: [
+    _f("median_input") / 1000, 1, _f("p99_input") / 1000, _f("mean_input") / 1000], trace=R)
+claim("03.max_out", "capped at 2,000", lambda: _f("max_output"), trace=R)
+claim("03.block0", "starts with block 0 (the cell prints the share): a 512-token system prompt",
+      lambda: [0, _bt()], trace=R)
+claim("03.block0_b", "Beyond block 0", lambda: 0)
+claim("03.turns", "re-sends turns 1…*k*−1", lambda: [1, -1])
+claim("03.block0_c", "One block (block 0)", lambda: 0)
+claim("03.once", "76% on the released trace", lambda: _f("used_once_pct"), trace=R)
+claim("03.sum_once", "76% are used once (released trace)", lambda: _f("used_once_pct"), trace=R)
+claim("03.hit_block", "a hit block is\nworth 512 tokens", _bt)
+claim("03.kv", "keeps 320 KiB of KV per token", lambda: _kv() / 1024)
+claim("03.few_hundred", "holds little more than block 0: ~4% of tokens", lambda: [0, _f("hit_few_hundred_pct")],
+      trace=R)
+claim("03.one_tb", "One node's 1 TB (≈ 6k blocks, 3M tokens) reaches about **14%**", lambda: [
+    1, _c().dram_bytes_to_blocks(_TB) / 1000, _TB / _kv() / 1e6, _f("hit_1tb_pct")], trace=R)
+claim("03.fast_3m", "a local 3M-token cache", lambda: paper.TOKENS_PER_TB_M, source="FAST'25 §2.2")
+claim("03.ceiling", "Around 100k blocks (≈ 17 TB, 50M tokens)", lambda: [
+    100, _c().blocks_to_dram_bytes(100_000) / 1e12, 100_000 * _bt() / 1e6], rel_tol=0.03)
+claim("03.inf", "ratio**, ≈ 37% here", lambda: _f("hit_inf_pct"), trace=R)
+claim("03.table2", "reports 40% for this trace", lambda: 100 * _T2["conversation"]["cache_ratio"], source="FAST'25 Table 2")
+claim("03.arxiv_ceiling", "cache\n  ratio ≈ 50%", lambda: 100 * paper.ARXIV_TABLE1_HIT[float("inf")], rel_tol=0.05,
+      source="arXiv v3 Table 1")
+claim("03.pool_sizes", "10 nodes × 3M tokens vs one pool of 30M tokens", lambda: [
+    _N, paper.TOKENS_PER_TB_M, _N * paper.TOKENS_PER_TB_M])
+claim("03.random_gain", "the global pool hits about **3.4×** more than ten local caches", lambda: _f("random_over_local"),
+      trace=R)
+claim("03.turn2", "turn 2 of a chat", lambda: 2)
+claim("03.turn1", "where turn 1", lambda: 1)
+claim("03.head4", "block 0, and popularity", lambda: 0)
+claim("03.fig10", "reports **×2.22**", lambda: paper.FAST25_FIG10_GLOBAL_OVER_LOCAL, source="FAST'25 Fig. 10")
+claim("03.sweep_total", "(same 30M-token total)", lambda: _N * paper.TOKENS_PER_TB_M)
+claim("03.sticky", "it stays near 1×. The paper's ×2.22", lambda: [_f("session_over_local"),
+                                                                   paper.FAST25_FIG10_GLOBAL_OVER_LOCAL], trace=R)
+claim("03.q1", "fit in 1 TB (10¹² bytes)", lambda: [_TB / 1e12, _TB])
+claim("03.q2", "How many whole 512-token blocks", _bt)
+claim("03.q2b", "fit in 1 TB of DRAM?", lambda: _TB / 1e12)
+claim("03.q3", "pool of 1 TB (your", lambda: _TB / 1e12)
+claim("03.q4", "each cache 3M tokens locally", lambda: paper.TOKENS_PER_TB_M)
+claim("03.q4b", "one global pool of 30M tokens", lambda: _N * paper.TOKENS_PER_TB_M)
+claim("03.sum_blocks", "a chain of 512-token block ids", _bt)
+claim("03.sum_bucket", "bucketed in ~3 s steps, and every conversation starts with block 0", lambda: [_f("bucket_s"), 0],
+      trace=R)
+claim("03.sum_inf", "ratio (≈ 37% conversation, ≈ 65% synthetic)", lambda: [_ratio_inf("conversation"), _ratio_inf("synthetic")],
+      trace=R)
+claim("03.sum_tb", "1 TB of DRAM = 5,960 blocks ≈ 3M tokens", lambda: [1, _c().dram_bytes_to_blocks(_TB), _TB / _kv() / 1e6])
+claim("03.sum_hit", "reaches ~14% on the released conversation trace; ~100k blocks (≈ 17 TB)", lambda: [
+    _f("hit_1tb_pct"), 100, _c().blocks_to_dram_bytes(100_000) / 1e12], trace=R, rel_tol=0.05)
+claim("03.sum_pool", "lose ×3.4 with random routing, ≈ ×1 with sticky routing (released trace); the\n  paper's ×2.22",
+      lambda: [_f("random_over_local"), _f("session_over_local"), paper.FAST25_FIG10_GLOBAL_OVER_LOCAL], trace=R)
+# exercises
+claim("03.ex1_q", "fit in 1 TB (10^12 bytes)", lambda: [1, _TB], where="03.tokens_per_tb")
+claim("03.ex1_hint", "= 2 (K and V) × layers × KV heads × head dim × 2 bytes; divide 10^12", lambda: [2, 2, _TB],
+      where="03.tokens_per_tb")
+claim("03.ex1_why", "10^12 B / 327,680 B per token ≈ 3.05M tokens", lambda: [_TB, _kv(), _TB / _kv() / 1e6],
+      where="03.tokens_per_tb")
+claim("03.ex1_why2", "'1 TB holds about 3M tokens'", lambda: [1, paper.TOKENS_PER_TB_M], where="03.tokens_per_tb",
+      source="FAST'25 §2.2")
+claim("03.ex2_q", "how many whole 512-token blocks of", _bt, where="03.blocks_per_tb")
+claim("03.ex2_q2", "KV fit in 1 TB of DRAM?", lambda: 1, where="03.blocks_per_tb")
+claim("03.ex2_hint", "One block = 512 tokens × 320 KiB = 160 MiB", lambda: [_bt(), _kv() / 1024, _bt() * _kv() / 2**20],
+      where="03.blocks_per_tb")
+claim("03.ex2_why", "10^12 // (512 × 327,680) = 5,960 blocks", lambda: [_TB, _bt(), _kv(), _c().dram_bytes_to_blocks(_TB)],
+      where="03.blocks_per_tb")
+claim("03.ex3_q", "global LRU pool of 1 TB", lambda: 1, where="03.hit_1tb")
+claim("03.ex3_eg", "(A fraction, e.g. 0.25.)", lambda: 0.25, where="03.hit_1tb")  # an example of the format
+claim("03.ex3_hint", "Read the curve at the 1 TB line", lambda: 1, where="03.hit_1tb")
+claim("03.ex3_why", "1 TB holds 5,960 blocks", lambda: [1, _c().dram_bytes_to_blocks(_TB)], where="03.hit_1tb")
+claim("03.ex4_q", "10 instances each cache 3M tokens locally", lambda: [_N, paper.TOKENS_PER_TB_M],
+      where="03.global_over_local")
+claim("03.ex4_q2", "one global pool of 30M tokens", lambda: _N * paper.TOKENS_PER_TB_M, where="03.global_over_local")
+claim("03.ex4_why", "turns over 10 caches", lambda: _N, where="03.global_over_local")
+claim("03.ex5_q", "with the same 10 local caches", lambda: _N, where="03.best_routing")

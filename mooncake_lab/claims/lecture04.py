@@ -1,4 +1,309 @@
-"""Claims of lecture 04: every number its markdown and exercise strings state (see :mod:`mooncake_lab.claims`)."""
+"""Claims of lecture 04: every number its markdown and exercise strings state (see :mod:`mooncake_lab.claims`).
+
+The worked example (section 2) does not depend on the trace. Sections 3–5 state the numbers of the
+released conversation trace (``trace="released"``); the notebook's cells print this run's.
+"""
 from __future__ import annotations
 
-from . import claim  # noqa: F401
+from functools import lru_cache
+
+from . import claim
+from .. import paper
+from .lecture00 import at_least
+
+R = "released"
+_FIG8 = paper.FIG8_SOURCE
+_P8 = paper.FIG8_TTFT_S
+
+
+def _s():
+    from ..experiments import l04_scheduling
+    return l04_scheduling
+
+
+@lru_cache(maxsize=None)
+def _t(threshold: float = 1.0):
+    return _s().estimate_table(threshold=threshold)
+
+
+@lru_cache(maxsize=None)
+def _w():
+    return _s().worked_example()
+
+
+def _ex():
+    return _s().worked_example_trace()
+
+
+def _cfg():
+    from .. import sim
+    return sim.ClusterConfig()
+
+
+def _kv() -> float:
+    return _s()._kv_bytes_per_token()
+
+
+@lru_cache(maxsize=None)
+def _comp():
+    return _s().policy_comparison("conversation", _s().DEFAULT_REPLAY_SPEED)
+
+
+@lru_cache(maxsize=None)
+def _q():
+    return _s().queueing_check(_s().policy_runs("conversation", _s().DEFAULT_REPLAY_SPEED))
+
+
+@lru_cache(maxsize=None)
+def _sweep():
+    return _s().speed_sweep("conversation").pivot(index="speed", columns="policy", values="ttft_mean_s")
+
+
+def _rho1(trace: str = "conversation") -> float:
+    return _s().offered_prefill_load(trace)
+
+
+def _bt() -> int:
+    return int(_ex().block_tokens)
+
+
+def _doc_blocks() -> int:
+    return int(_t().loc[0, "best_blocks"])
+
+
+def _local1() -> int:
+    return int(_t().loc[1, "local_blocks"])
+
+
+def _E_len() -> int:
+    return int(_ex().input_len[-1])
+
+
+def _computed(row: int) -> int:
+    return _E_len() - int(_t().loc[row, "cached_tokens"])
+
+
+def _ca_computed1() -> int:
+    return _E_len() - _local1() * _bt()
+
+
+def _fetch_gb() -> float:
+    return (_doc_blocks() - _local1()) * _bt() * _kv() / 1e9
+
+
+def _rdma_gbs() -> float:
+    return _fetch_gb() / _t().loc[1, "transfer_s"]
+
+
+def _ca_prefill(row: int) -> float:
+    t = _t()
+    return t.loc[row, "cache_aware_s"] - t.loc[row, "queue_s"]
+
+
+def _n_prefill() -> int:
+    return _cfg().n_prefill
+
+
+def _cap_blocks() -> int:
+    return _cfg().resolve().cache_capacity_blocks
+
+
+def _cap_tb() -> float:
+    from ..experiments.l03_cache import blocks_to_dram_bytes
+    return blocks_to_dram_bytes(_cap_blocks()) / 1e12
+
+
+def _util(p: str) -> float:
+    return float(_q().loc[p, "utilisation"])
+
+
+def _odds(rho: float) -> float:
+    return rho / (1 - rho)
+
+
+def _max_queue_min(policy: str = "random") -> float:
+    runs = _s().policy_runs("conversation", _s().DEFAULT_REPLAY_SPEED)
+    return float(_s().instance_queues(runs[policy]).max().max() / 60)
+
+
+def _toolagent_n() -> int:
+    from ..traces import cached_trace
+    return len(cached_trace("toolagent-like"))
+
+
+def _bounds() -> dict:
+    from ..dashboards.scheduling import BOUNDS
+    return BOUNDS
+
+
+def _on_slider(name: str, v: float) -> float:
+    """``v`` if the dashboard's ``name`` control reaches it (log controls: ``capacity_log10`` …), else NaN."""
+    lo, hi = _bounds()[name]
+    if name.endswith("_log10"):
+        lo, hi = 10 ** lo, 10 ** hi
+    return float(v) if lo <= v <= hi else float("nan")
+
+
+def _node_gpus() -> int:
+    from ..hardware import A800_NODE
+    return A800_NODE.n_gpus
+
+
+# ---- section 1 --------------------------------------------------------------------------------
+claim("04.cluster", "**8 prefill instances + 8 decode instances**", lambda: [paper.FIG8_N_PREFILL, paper.FIG8_N_DECODE],
+      source="arXiv v3 §8")
+claim("04.node", "8 × A800 running", lambda: _node_gpus())
+claim("04.blocks", "LRU cache of 512-token KV blocks", _bt)
+claim("04.capacity", "by default ≈ 2 TB = 11,920 blocks", lambda: [_cap_tb(), _cap_blocks()])
+claim("04.cut", "cuts the prompt into 512-token blocks", _bt)
+# ---- section 2: the worked example ------------------------------------------------------------
+claim("04.doc", "a 16-block document (8,192 tokens)", lambda: [_doc_blocks(), _doc_blocks() * _bt()])
+claim("04.A", "request A on instance 0, which is still busy with it for ≈ 13.5 s", lambda: [0, _t().loc[0, "queue_s"]])
+claim("04.B", "first **4** blocks on instance 1", lambda: [_local1(), 1])
+claim("04.C", "request C keeps instance 2 busy for\nanother 0.55 s", lambda: [2, _t().loc[2, "queue_s"]])
+claim("04.E", "the whole document plus 4 blocks of its own, 10,000 tokens", lambda: [
+    len(_ex().blocks_of(len(_ex()) - 1)) - _doc_blocks(), _E_len()])
+claim("04.row0", "**instance 0** holds all 16 blocks, so it only computes 1,808 tokens (0.63 s) — but 13.5 s of A",
+      lambda: [0, _doc_blocks(), _computed(0), _t().loc[0, "prefill_s"], _t().loc[0, "queue_s"]])
+claim("04.row0b", "nothing to fetch: 14.14 s", lambda: _t().loc[0, "kvcentric_s"])
+claim("04.row1", "**instance 1** holds 4 blocks. Cache-aware computes the other 7,952 tokens: 2.00 s", lambda: [
+    1, _local1(), _ca_computed1(), _t().loc[1, "cache_aware_s"]])
+claim("04.row1b", "best/local = 16/4 = 4 ≥ 1, fetches 12 blocks (6,144 tokens × 320 KiB ≈ 2 GB at 87 GB/s ≈ 23 ms)",
+      lambda: [_doc_blocks(), _local1(), _t().loc[1, "ratio"], 1, _doc_blocks() - _local1(),
+               (_doc_blocks() - _local1()) * _bt(), _kv() / 1024, _fetch_gb(), _rdma_gbs(),
+               _t().loc[1, "transfer_s"] * 1e3])
+claim("04.row1c", "computes 1,808 tokens: 0.65 s", lambda: [_computed(1), _t().loc[1, "kvcentric_s"]])
+claim("04.row2", "**instance 2** holds nothing (ratio ∞): cache-aware 0.55 + 2.26 = 2.81 s", lambda: [
+    2, _t().loc[2, "queue_s"], _ca_prefill(2), _t().loc[2, "cache_aware_s"]])
+claim("04.row2b", "0.55 + 0.031 + 0.63 = 1.20 s", lambda: [_t().loc[2, "queue_s"], _t().loc[2, "transfer_s"],
+                                                          _t().loc[2, "prefill_s"], _t().loc[2, "kvcentric_s"]])
+claim("04.picks", "Cache-aware picks instance 1 and recomputes 7,952 tokens; KVCache-centric picks instance 1 too",
+      lambda: [_w().loc["cache_aware", "prefill_instance"], _w().loc["cache_aware", "computed_tokens"],
+               _w().loc["kvcentric", "prefill_instance"]])
+claim("04.3x", "**3× shorter TTFT for the same request**", lambda: _w().loc["cache_aware", "ttft_s"] / _w().loc["kvcentric", "ttft_s"])
+claim("04.sim", "queue + fetch + prefill = 0.650 s", lambda: _w().loc["kvcentric", "ttft_s"])
+claim("04.random", "`random` happened to draw instance 0 (3.2 s: 1.2 s of queue left", lambda: [
+    _w().loc["random", "prefill_instance"], _w().loc["random", "ttft_s"], _w().loc["random", "queue_wait_s"]])
+claim("04.load", "is lucky to find 4", lambda: _w().loc["load", "cached_tokens"] / _bt())
+claim("04.thr_default", "ours defaults to 1: any longer prefix", lambda: _cfg().kvcache_balancing_threshold)
+claim("04.try_thr", "threshold above 4 (instance 1 may no longer fetch", lambda: [_t().loc[1, "ratio"], 1])
+claim("04.try_net", "network down to 10 Gbps", lambda: 10 ** _bounds()["network_gbps_log10"][0])
+claim("04.try_net2", "Algorithm 1 fetches where fetching is slower", lambda: 1 if not _s().slow_network(10.0)["fetch_pays"].any() else 0)
+claim("04.try_len", "a 120-block prompt", lambda: _bounds()["example_blocks"][1])
+# ---- section 3: offered load --------------------------------------------------------------------
+claim("04.fig8_setup", "on 23k real requests on 8P+8D", lambda: [paper.FIG8_REQUESTS / 1000, paper.FIG8_N_PREFILL,
+                                                                 paper.FIG8_N_DECODE], source="arXiv v3 §8")
+claim("04.rho_below", "Below 1, even a cache-blind", lambda: 1)
+claim("04.rho_formula", "(L_i, 0)", lambda: 0)
+claim("04.sec5", "(section 5 explains why)", lambda: 5)
+claim("04.sum_odds", "queues explode like ρ/(1−ρ)", lambda: 1)
+claim("04.rho_above", "above 1, only cache hits", lambda: 1)
+claim("04.rho1", "the prefill work is **2.55×** what 8 prefill nodes", lambda: [_rho1(), _n_prefill()], trace=R)
+claim("04.best_paper", "its best policy averaged 6.26 s", lambda: _P8["kvcentric"], source=_FIG8)
+claim("04.replay", "We replay at **0.4×**", lambda: _s().DEFAULT_REPLAY_SPEED)
+claim("04.rho_at", "* ρ₀ ≈ 1.0 there", lambda: _rho1() * _s().DEFAULT_REPLAY_SPEED, trace=R)
+claim("04.differ", "policies differ by 15×", lambda: _P8["random"] / _P8["kvcentric"], source=_FIG8)
+claim("04.fit_range", "a fit to prefills of at most 8k tokens", lambda: _fit_max_tokens() / 1000)
+claim("04.rho_speed", "each at its own ρ₀ = 1 speed", lambda: 1)
+claim("04.coincide", "means (6.3 s, 55 s) land near the paper's 6.26 s and\n60.41 s", lambda: [
+    _comp().loc["kvcentric", "ttft_mean_s"], _comp().loc["load", "ttft_mean_s"], _P8["kvcentric"], _P8["load"]], trace=R)
+claim("04.steep", "from 0.35× to 0.45× load balancing goes from 13 s to 320 s", lambda: [
+    0.35, 0.45, _sweep().loc[0.35, "load"], _sweep().loc[0.45, "load"]], rel_tol=0.02, trace=R)
+# ---- section 4 --------------------------------------------------------------------------------
+claim("04.tool", "(23,608 requests, the size", _toolagent_n)
+claim("04.tool_speed", "at *its* balanced speed, 0.5× (ρ₀ = 2.03 at 1×)", lambda: [
+    _s().REPLAY_SPEEDS["toolagent-like"], _rho1("toolagent-like"), 1])
+claim("04.box", "Each box spans the 25th–75th percentile of TTFT, whiskers 5–95%", lambda: [
+    *_box_percentiles()])
+claim("04.slo", "the dashed line the 30 s SLO", lambda: paper.SLO_TTFT_S, source=paper.SLO_SOURCE)
+# ---- section 5 --------------------------------------------------------------------------------
+claim("04.hit_blind", "≈ 13% of prompt tokens", lambda: 100 * _comp().loc["load", "hit_ratio"], trace=R)
+claim("04.hit_kvc", "KVCache-centric reuses ≈ 37%", lambda: 100 * _comp().loc["kvcentric", "hit_ratio"], trace=R)
+claim("04.ceiling", "infinite-cache ceiling (37.4%", lambda: _inf_hit(), trace=R)
+claim("04.busy", "the same 8 nodes are busy ≈ 69% instead of ≈ 93%", lambda: [
+    _n_prefill(), 100 * _comp().loc["kvcentric", "prefill_busy"], 100 * _comp().loc["load", "prefill_busy"]], trace=R)
+claim("04.runaway", "queues of 15+ minutes", lambda: at_least(15, _max_queue_min()), trace=R)
+claim("04.block0", "Block 0 (the system prompt)", lambda: 0)
+claim("04.pk_busy", "At 0.4× random makes the pool ≈ 93% busy", lambda: [
+    _s().DEFAULT_REPLAY_SPEED, 100 * _util("random")], trace=R)
+claim("04.pk_formula", "(1 + C²)/2", lambda: [1, 2])
+claim("04.pk_scv", "≈ 10: prompts", lambda: _q().loc["random", "service_scv"], trace=R)
+claim("04.pk_odds", "ρ/(1−ρ) ≈ 12.5 at 92.6% busy", lambda: [1, _odds(_util("random")), 100 * _util("random")], trace=R)
+claim("04.pk_wait", "P-K's 6 minutes is close to\nthe simulated 5", lambda: [
+    _q().loc["random", "mg1_wait_s"] / 60, _q().loc["random", "simulated_wait_s"] / 60], trace=R)
+claim("04.pk_load", "waits 50 s, not 7 minutes", lambda: [
+    _q().loc["load", "simulated_wait_s"], _q().loc["load", "mg1_wait_s"] / 60], trace=R)
+claim("04.pk_pool", "of 8 queues pools them", _n_prefill)
+claim("04.pk_rho1", "Near ρ = 1 the wait", lambda: 1)
+claim("04.pk_sens", "93% vs 90% busy changes ρ/(1−ρ) from 13 to 9", lambda: [93, 90, 1, _odds(0.93), _odds(0.90)])
+claim("04.arxiv_ratio", "~50% cache ratio", lambda: 100 * paper.ARXIV_TABLE1_HIT[float("inf")], rel_tol=0.05,
+      source="arXiv v3 Table 1")
+claim("04.random_paper", "not random's 92 s", lambda: _P8["random"], source=_FIG8)
+# ---- section 6 --------------------------------------------------------------------------------
+claim("04.dash_n", "(12,031 requests on the released trace", lambda: _n_requests(), trace=R)
+claim("04.dash_try", "at 0.45×; 12 prefill instances at 0.6×; a cache of 300 blocks per instance", lambda: [
+    _on_slider("speed", 0.45), _on_slider("n_prefill", 12), _on_slider("speed", 0.6), _on_slider("capacity_log10", 300)])
+claim("04.dash_noise", "estimator noise 0.5 (the Conductor's estimates off by ±50%", lambda: [
+    _on_slider("noise", 0.5), 100 * _on_slider("noise", 0.5)])
+claim("04.dash_2x", "2× replay, the paper's overload", lambda: _on_slider("speed", 2), source="arXiv v3 Table 3")
+# ---- exercises (markdown) ---------------------------------------------------------------------
+claim("04.q1", "(balancing threshold 1), which prefill instance — 0, 1\nor 2", lambda: [1, 0, 1, 2])
+claim("04.q3", "the capacity of 8 prefill instances?", _n_prefill)
+claim("04.q5", "(The paper's: 92.07 / 6.26 = 14.7.)", lambda: [_P8["random"], _P8["kvcentric"], _P8["random"] / _P8["kvcentric"]],
+      source=_FIG8)
+claim("04.sum_speed", "replay the trace at **0.4×**, where its offered prefill load without cache is\n  ≈ 1.0 of 8 nodes",
+      lambda: [_s().DEFAULT_REPLAY_SPEED, _rho1() * _s().DEFAULT_REPLAY_SPEED, _n_prefill()], trace=R)
+claim("04.sum_3x", "our random policy is 3× worse", lambda: _comp().loc["random", "ttft_mean_s"] / _P8["random"], trace=R)
+# ---- exercise strings -------------------------------------------------------------------------
+E1, E2, E3, E4, E5 = "04.worked_choice", "04.threshold_choice", "04.balanced_speed", "04.hit_gain", "04.random_over_kvcentric"
+claim("04.e1_q", "(balancing threshold 1), which prefill instance (0, 1 or 2)", lambda: [1, 0, 1, 2], where=E1)
+claim("04.e1_why", "instance 1 is idle and already holds 4 of the 16 document blocks: fetching the other 12",
+      lambda: [1, _local1(), _doc_blocks(), _doc_blocks() - _local1()], where=E1)
+claim("04.e1_why2", "takes ≈ 23 ms, then only 1,808 tokens", lambda: [_t().loc[1, "transfer_s"] * 1e3, _computed(1)], where=E1)
+claim("04.e2_q", "kvcache_balancing_threshold = 8", lambda: _high_threshold(), where=E2)
+claim("04.e2_hint", "Instance 1's ratio best/local is 16/4 = 4 < 8, so it must use its own 4 blocks; instance 2",
+      lambda: [1, _doc_blocks(), _local1(), _t().loc[1, "ratio"], _high_threshold(), _local1(), 2], where=E2)
+claim("04.e2_why", "instance 2, although busy for another 0.55 s: fetching all 16 blocks and computing 1,808 tokens "
+      "beats recomputing 7,952 tokens on instance 1", lambda: [
+          _w8(), _t().loc[2, "queue_s"], _doc_blocks(), _computed(2), _ca_computed1(), 1], where=E2)
+claim("04.e3_q", "the capacity of 8 prefill instances", _n_prefill, where=E3)
+claim("04.e3_hint", "at 1× is Σ prefill_time(L, 0) / (8 × duration)", lambda: [1, 0, _n_prefill()], where=E3)
+claim("04.e3_why", "On the released trace ≈ 1/2.55 ≈ 0.39×: the 0.4×", lambda: [
+    1, _rho1(), 1 / _rho1(), _s().DEFAULT_REPLAY_SPEED], trace=R, where=E3)
+claim("04.e4_why", "over 8 local caches", _n_prefill, where=E4)
+claim("04.e5_q", "(The paper's ratio is 92.07 / 6.26 = 14.7.)", lambda: [
+    _P8["random"], _P8["kvcentric"], _P8["random"] / _P8["kvcentric"]], where=E5, source=_FIG8)
+claim("04.e5_why", "far more than 14.7 here: random leaves 8 independent queues at ~93% utilisation", lambda: [
+    _P8["random"] / _P8["kvcentric"], _n_prefill(), 100 * _util("random")], trace=R, where=E5)
+claim("04.e5_why2", "grows like ρ/(1−ρ)", lambda: [1], where=E5)
+
+
+def _high_threshold() -> float:
+    from ..exercises.lecture04 import _HIGH_THRESHOLD
+    return _HIGH_THRESHOLD
+
+
+def _w8() -> int:
+    return int(_s().worked_example(threshold=_high_threshold()).loc["kvcentric", "prefill_instance"])
+
+
+def _fit_max_tokens() -> float:
+    from .. import calibration
+    df = calibration.load_measured()
+    return float(df.loc[df["phase"] == "prefill", "prompt_tokens"].max())
+
+
+def _box_percentiles():
+    from ..plots import scheduling as P
+    return [25, 75, *P.BOX_WHISKERS]  # matplotlib's box is the quartiles; whiskers as drawn
+
+
+def _inf_hit() -> float:
+    from .. import prefix_cache as pc
+    from ..traces import cached_trace
+    return 100 * pc.infinite_cache_hit_ratio(cached_trace("conversation"))
+
+
+def _n_requests() -> int:
+    from ..traces import cached_trace
+    return len(cached_trace("conversation"))

@@ -165,6 +165,9 @@ class AlgorithmOneDashboard(Dashboard):
             f"tokens) · KVCache-centric → instance {int(k['prefill_instance'])} (TTFT {k['ttft_s']:.2f} s, "
             f"fetches {int(k['fetched_tokens']):,} tokens in {k['fetch_s'] * 1e3:.0f} ms, computes "
             f"{int(k['computed_tokens']):,})")
+        if k["fetched_tokens"] > 0 and k["ttft_s"] > got.loc["cache_aware", "ttft_s"]:
+            # Algorithm 1 decides to fetch by the prefix ratio, not by comparing times (lecture 04, section 2)
+            self.readout.value += " · <b>the fetch made it slower</b>: the prefix ratio, not the times, decided it"
         longest = max(float(t[f"{p}_s"].max()) for p, t in tables.items())
         self._xmax = sticky_limit(self._xmax, longest * 1.6, headroom=1.25)  # 1.6: room for the notes
         self.view.update(tables, xmax=self._xmax, threshold=float(v["threshold"]))

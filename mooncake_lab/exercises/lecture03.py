@@ -62,7 +62,8 @@ exercise(Exercise(
     "Question 3 [hit ratio]: with one global LRU pool of 1 TB (your answer to Question 2, in blocks), what "
     "token-weighted hit ratio does the conversation trace reach? (A fraction, e.g. 0.25.)",
     answer=_hit_at_1tb, unit="", rel_tol=0.03,
-    hint="l03_cache.hit_curve('conversation').hit_ratio([blocks]) — or read the curve at the 1 TB line.",
+    hint="Read the curve at the 1 TB line, or compute it: "
+         "`cache.hit_curve(trace).hit_ratio([cache.dram_bytes_to_blocks(1e12)])`.",
     why="far below the infinite-cache ratio: 1 TB holds 5,960 blocks, a small fraction of the distinct blocks the trace touches."))
 
 exercise(Exercise(
@@ -70,7 +71,7 @@ exercise(Exercise(
     "Question 4 [pool layout]: 10 instances each cache 3M tokens locally, requests routed uniformly at "
     "random; how many times higher is the hit ratio of one global pool of 30M tokens?",
     answer=_global_over_local, unit="×", rel_tol=0.03,
-    hint="l03_cache.local_vs_global('conversation', routings=('random',)), column global_over_this.",
+    hint="The random row of `cache.local_vs_global(trace, routings=('random',))`, column global_over_this.",
     why="random routing scatters each conversation's turns over 10 caches, each a tenth of the pool."))
 
 exercise(Exercise(
@@ -78,5 +79,6 @@ exercise(Exercise(
     "Question 5 [routing]: with the same 10 local caches, which routing — 'random', 'round_robin' or "
     "'session' — comes closest to the global pool?",
     answer=_best_routing, choices=("random", "round_robin", "session"),
-    hint="Try each routing in the pool dashboard, or pass routings=l03_cache.ROUTINGS to local_vs_global.",
+    hint="Try each routing in the pool dashboard, or read the hit_ratio column of "
+         "`cache.local_vs_global(trace, routings=cache.ROUTINGS)`.",
     why="sticky 'session' routing keeps a chat's turns on one instance, so its blocks are where it returns."))

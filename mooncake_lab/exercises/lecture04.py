@@ -42,7 +42,7 @@ exercise(Exercise(
     "Question 1 [Algorithm 1]: in the worked example (balancing threshold 1), which prefill instance "
     "(0, 1 or 2) does the KVCache-centric policy choose?",
     answer=lambda: _choice(1.0), unit="", rel_tol=0.0,
-    hint="Add queue + transfer + prefill for each instance (the estimate table's kvcentric_s column) and take "
+    hint="Add queue + transfer + prefill for each instance (the `table['kvcentric_s']` column) and take "
          "the smallest; fetching is allowed wherever best/local ≥ the threshold.",
     why="instance 1 is idle and already holds 4 of the 16 document blocks: fetching the other 12 over RDMA "
         "takes ≈ 23 ms, then only 1,808 tokens are computed."))
@@ -61,15 +61,17 @@ exercise(Exercise(
     "Question 3 [offered load]: at what replay speed of the conversation trace does the prefill work it offers "
     "without any cache equal the capacity of 8 prefill instances (calibrated preset)?",
     answer=_balanced_speed, unit="×", rel_tol=0.03,
-    hint="offered_prefill_load(trace) at 1× is Σ prefill_time(L, 0) / (8 × duration); it grows linearly with speed.",
-    why="≈ 1/2.55 ≈ 0.39×: the 0.4× the lecture replays at is where the pool would just keep up if nothing hit."))
+    hint="`sched.offered_prefill_load(trace)` at 1× is Σ prefill_time(L, 0) / (8 × duration); it grows linearly "
+         "with speed (`sched.balanced_replay_speed(trace)` does the division).",
+    why="On the released trace ≈ 1/2.55 ≈ 0.39×: the 0.4× the lecture replays at is where the pool would just "
+        "keep up if nothing hit."))
 
 exercise(Exercise(
     "04.hit_gain",
     "Question 4 [hit ratio]: at the lecture's replay speed, how many times higher is the cache-aware policy's "
     "prefix-cache hit ratio than load balancing's?",
     answer=_hit_gain, unit="×", rel_tol=0.03,
-    hint="policy_comparison() has a hit_ratio column; divide cache_aware's by load's.",
+    hint="`comp` has a hit_ratio column: `comp.loc['cache_aware', 'hit_ratio'] / comp.loc['load', 'hit_ratio']`.",
     why="load balancing scatters a chat's turns over 8 local caches (like random routing in lecture 03); "
         "cache-aware sends a turn back to the instance that holds its earlier turns."))
 
@@ -78,6 +80,7 @@ exercise(Exercise(
     "Question 5 [Fig. 8]: how many times longer is random's mean TTFT than KVCache-centric's in our run? "
     "(The paper's ratio is 92.07 / 6.26 = 14.7.)",
     answer=_random_over_kvcentric, unit="×", rel_tol=0.03,
-    hint="Divide the two ttft_mean_s values of policy_comparison().",
-    why="far more than 14.7 here: random leaves 8 independent queues at ~93% utilisation, where the wait "
+    hint="Divide the two ttft_mean_s values of `comp`: "
+         "`comp.loc['random', 'ttft_mean_s'] / comp.loc['kvcentric', 'ttft_mean_s']`.",
+    why="far more than 14.7 here: random leaves 8 independent queues at ~93% utilisation (released trace), where the wait "
         "grows like ρ/(1−ρ) — close to saturation, small differences in load give huge differences in TTFT."))

@@ -13,6 +13,18 @@ from ..reproduce import Metric, figure_group, metric_group
 
 DEFAULT_MODEL = "llama2-70b"
 
+#: Levels of prefill/decode disaggregation, as the Chinese explainers of Mooncake name them
+#: (reference/seed_lecture.md): level → where prefill and decode run.
+DISAGGREGATION_LEVELS = {
+    -1: "fused in the same kernels on one GPU",
+    0: "separate phases, scheduled on the same GPUs",
+    1: "separate GPUs of one node",
+    2: "separate nodes on one network",
+    3: "heterogeneous devices and networks",
+}
+#: Mooncake: prefill and decode on separate same-type nodes over RDMA.
+MOONCAKE_LEVEL = 2
+
 
 def one_request(n_prompt: int = 12_035, n_output: int = 343, *, model=DEFAULT_MODEL, node=A800_NODE,
                 preset: str = "ideal") -> pd.Series:

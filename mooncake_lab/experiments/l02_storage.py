@@ -271,9 +271,10 @@ def fig7_comparison(model="llama2-70b", node="a800x8", preset="ideal") -> pd.Dat
     128 GB/s, ideal preset, a two-stage pipeline with no per-layer cost).
     """
     f7 = paper.FIG7_STORE_LATENCY_S
-    ours = layerwise_store(model, node, f7["lengths"], preset=preset)
-    return pd.DataFrame({"n_tokens": list(f7["lengths"]), "paper_serialized_s": list(f7["serialized"]),
-                         "paper_layerwise_s": list(f7["layerwise"]),
+    n = sorted(f7["serialized"])
+    ours = layerwise_store(model, node, n, preset=preset)
+    return pd.DataFrame({"n_tokens": n, "paper_serialized_s": [f7["serialized"][k] for k in n],
+                         "paper_layerwise_s": [f7["layerwise"][k] for k in n],
                          "ours_serialized_s": ours["exposed_serialized_s"].to_numpy(),
                          "ours_layerwise_s": ours["exposed_layerwise_s"].to_numpy()})
 
@@ -287,10 +288,11 @@ def fig7_implied_store(model="llama2-70b") -> dict:
     """
     m = get_model(model)
     f7 = paper.FIG7_STORE_LATENCY_S
-    x = np.array(f7["lengths"], float) * m.kv_bytes_per_token()
-    (fixed, slope), *_ = np.linalg.lstsq(np.column_stack([np.ones_like(x), x]), np.array(f7["serialized"]),
-                                         rcond=None)
-    lw = float(np.mean(f7["layerwise"]))
+    n = sorted(f7["serialized"])
+    x = np.array(n, float) * m.kv_bytes_per_token()
+    (fixed, slope), *_ = np.linalg.lstsq(np.column_stack([np.ones_like(x), x]),
+                                         np.array([f7["serialized"][k] for k in n]), rcond=None)
+    lw = float(np.mean(list(f7["layerwise"].values())))
     return {"bandwidth_gbs": float(1.0 / slope / 1e9), "fixed_s": float(fixed), "layerwise_mean_s": lw,
             "per_layer_ms": lw / m.n_layers * 1e3}
 

@@ -6,6 +6,8 @@ blocks; hit ratios are fractions 0..1 (token-weighted unless said otherwise).
 """
 from __future__ import annotations
 
+from .. import paper
+
 import functools
 import math
 
@@ -34,14 +36,14 @@ REFERENCE_HIT = {
 }
 #: arXiv v3 Table 1 (arXiv trace, arxiv-trace/mooncake_trace.jsonl, which we do not ship): LRU hit
 #: ratio at ∞ / 100k / 50k / 30k / 10k / 1k blocks.
-PAPER_TABLE1 = {math.inf: 0.51, 100_000: 0.51, 50_000: 0.50, 30_000: 0.48, 10_000: 0.40, 1_000: 0.30}
+PAPER_TABLE1 = {(math.inf if k == float('inf') else k): v for k, v in paper.ARXIV_TABLE1_HIT.items()}
 
 #: FAST'25 §2.2: 1 TB of DRAM holds ≈ 3M tokens of KV → 3,000,000 // 512 = 5,859 blocks per local cache.
 LOCAL_CAPACITY_BLOCKS = 3_000_000 // 512
 #: The "10 instances of 3M tokens vs one pool of 30M tokens" comparison of cache.*.global_vs_local_ratio.
 N_LOCAL_INSTANCES = 10
 #: FAST'25 Fig. 10: global pool / local caches hit ratio on the conversation trace.
-PAPER_GLOBAL_VS_LOCAL = 2.22
+PAPER_GLOBAL_VS_LOCAL = paper.FAST25_FIG10_GLOBAL_OVER_LOCAL
 
 
 # The real trace if available, else its calibrated synthetic stand-in (named "synthetic:<preset>");
@@ -352,3 +354,64 @@ def cache_figures() -> dict:
         "l03_global_over_local": plots.global_over_local(local_vs_global_sweep(t), PAPER_GLOBAL_VS_LOCAL,
                                                          N_LOCAL_INSTANCES, trace_name=t.name),
     }
+
+
+# ------------------------------------------------------------------------------- the lecture's facts
+#: The small capacity the lecture reads the curve at ("a few hundred blocks").
+FEW_HUNDRED_BLOCKS = 300
+
+
+def trace_facts(trace="conversation") -> dict:
+    """The numbers lecture 03's prose reads off a trace (computed, so a sentence can be checked on the
+    released trace and printed for this run): lengths (tokens), timestamp buckets, block reuse (%),
+    hit ratios (%) at a few hundred blocks, at 1 TB of DRAM and unbounded, and global ÷ local ratios."""
+    t = _trace(trace)
+    inp, out = np.asarray(t.input_len), np.asarray(t.output_len)
+    arr = np.asarray(t.arrival_s)
+    distinct = np.unique(arr)
+    gaps = np.round(np.diff(distinct), 3)
+    vals, counts = np.unique(gaps, return_counts=True) if len(gaps) else (np.array([np.nan]), np.array([0]))
+    pop = popularity_summary(t).iloc[0]
+    curve = hit_curve(t)
+    tb = dram_bytes_to_blocks(1e12)
+    lvg = local_vs_global(t, routings=ROUTINGS).set_index("routing")["global_over_this"]
+    return {"median_input": float(np.median(inp)), "p99_input": float(np.percentile(inp, 99)),
+            "mean_input": float(inp.mean()), "max_output": float(out.max()),
+            "bucket_s": float(vals[np.argmax(counts)]), "per_timestamp": len(arr) / len(distinct),
+            "first_block_0_pct": 100.0 * float(np.mean([t.blocks_of(i)[0] == 0 for i in range(len(t))])),
+            "used_once_pct": 100.0 * float(pop["share_used_once"]),
+            "hit_few_hundred_pct": 100.0 * float(curve.hit_ratio([FEW_HUNDRED_BLOCKS])[0]),
+            "hit_1tb_pct": 100.0 * float(curve.hit_ratio([tb])[0]),
+            "hit_inf_pct": 100.0 * float(curve.hit_ratio([math.inf])[0]),
+            "blocks_to_ceiling": float(_blocks_to_ceiling(curve)),
+            "random_over_local": float(lvg["random"]), "round_robin_over_local": float(lvg["round_robin"]),
+            "session_over_local": float(lvg["session"])}
+
+
+def _blocks_to_ceiling(curve: HitCurve, within: float = 0.01) -> float:
+    """Smallest capacity (blocks, on a log grid) whose hit ratio is within ``within`` (absolute) of the
+    infinite-cache one."""
+    grid = np.unique(np.round(np.geomspace(100, 1e7, 201)))
+    h = curve.hit_ratio(grid.tolist())
+    top = curve.hit_ratio([math.inf])[0]
+    return float(grid[np.argmax(h >= top - within)])
+
+
+def this_run_note(trace, part: str) -> str:
+    """One line (markdown) with this run's numbers for a paragraph of lecture 03: ``part`` is
+    ``"lengths"``, ``"curve"`` or ``"pool"``."""
+    f = trace_facts(trace)
+    name = _trace(trace).name
+    if part == "lengths":
+        body = (f"median prompt {f['median_input']:,.0f} tokens, p99 {f['p99_input']:,.0f}, mean "
+                f"{f['mean_input']:,.0f}; longest answer {f['max_output']:,.0f} tokens")
+    elif part == "curve":
+        body = (f"{FEW_HUNDRED_BLOCKS} blocks → {f['hit_few_hundred_pct']:.1f}%, 1 TB ({dram_bytes_to_blocks(1e12):,} "
+                f"blocks) → {f['hit_1tb_pct']:.1f}%, unbounded → {f['hit_inf_pct']:.1f}% (within 1 point of it "
+                f"from ≈ {f['blocks_to_ceiling']:,.0f} blocks)")
+    elif part == "pool":
+        body = (f"global ÷ local = ×{f['random_over_local']:.2f} random, ×{f['round_robin_over_local']:.2f} "
+                f"round-robin, ×{f['session_over_local']:.2f} session")
+    else:
+        raise ValueError(f"part must be 'lengths', 'curve' or 'pool', got {part!r}")
+    return f"*This run ({name}):* {body}."

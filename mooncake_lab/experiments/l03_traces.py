@@ -9,6 +9,8 @@ lengths in tokens, ratios as fractions 0..1. Block popularity and cache hit curv
 """
 from __future__ import annotations
 
+from .. import paper
+
 import numpy as np
 import pandas as pd
 
@@ -22,11 +24,7 @@ __all__ = ["trace_summary", "arrivals_per_minute", "length_cdf", "timestamp_gaps
 
 #: FAST'25 Table 2 (also reference/mooncake_paper.md, Traces table): requests, average input and
 #: output length (tokens) and cache ratio (fraction) of the released traces.
-PAPER_TABLE2 = {
-    "conversation": {"requests": 12_031, "mean_input": 12_035, "mean_output": 343, "cache_ratio": 0.40},
-    "synthetic": {"requests": 3_993, "mean_input": 15_325, "mean_output": 149, "cache_ratio": 0.66},
-    "toolagent": {"requests": 23_608, "mean_input": 8_596, "mean_output": 182, "cache_ratio": 0.59},
-}
+PAPER_TABLE2 = paper.FAST25_TABLE2
 _T2 = "FAST'25 Table 2"
 
 
@@ -47,7 +45,13 @@ def trace_summary(traces=("conversation", "synthetic", "toolagent-like")) -> pd.
         d = t.describe().to_dict()
         d["distinct_timestamps"] = int(len(np.unique(t.arrival_s)))
         rows.append({"trace": t.name, **d, "source": t.source})
-    return pd.DataFrame(rows)
+    df = pd.DataFrame(rows)
+    counts = ["requests", "unique_blocks", "distinct_timestamps", "max_input", "max_output", "median_input",
+              "median_output"]
+    for c in counts:  # whole numbers print as 12,031, not 12,031.0
+        if c in df and (df[c] == df[c].round()).all():
+            df[c] = df[c].astype(int)
+    return df
 
 
 def arrivals_per_minute(trace="conversation", bin_s: float = 60.0) -> pd.DataFrame:

@@ -19,7 +19,7 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
-from .. import sim
+from .. import paper, sim
 from ..prefix_cache import block_popularity, replica_counts, simulate_lru
 from ..reproduce import Metric, figure_group, metric_group
 from ..roofline import cm_kv_transfer_time, cm_prefill_time, cm_total_prefill_time
@@ -33,7 +33,7 @@ __all__ = ["policy_runs", "policy_comparison", "offered_prefill_load", "balanced
            "PAPER_FIG8_TTFT_S", "DEFAULT_REPLAY_SPEED", "REPLAY_SPEEDS", "TRACES", "POLICIES", "SWEEP_SPEEDS"]
 
 #: arXiv v3 Fig. 8: average TTFT (s) per policy, 8P+8D, 23k real requests (reference/mooncake_paper.md).
-PAPER_FIG8_TTFT_S = {"random": 92.07, "load": 60.41, "cache_aware": 14.36, "kvcentric": 6.26}
+PAPER_FIG8_TTFT_S = paper.FIG8_TTFT_S
 _FIG8 = "arXiv v3 Fig. 8 (8P+8D, 23k real requests)"
 POLICIES = tuple(sim.PREFILL_POLICIES)
 #: The lecture's two workloads: the released conversation trace (or its stand-in) and the
@@ -384,3 +384,94 @@ def _figures() -> dict:
         "l04_instance_queues": plots.instance_queues_grid({p: instance_queues(r) for p, r in conv.items()}),
         "l04_hot_block_replicas": plots.replica_bars(replica_summary(conv), n_instances=8),
     }
+
+
+# ------------------------------------------------------------------------------- teaching notes
+def slow_network(network_gbps: float = 10.0, threshold: float = 1.0, preset: str = "calibrated") -> pd.DataFrame:
+    """The worked example at ``network_gbps``: per instance, what Algorithm 1 fetches and how long the
+    fetch takes (s), its estimate with the fetch (``kvcentric_s``) and without it (``cache_aware_s``),
+    and ``fetch_pays`` (the fetch shortens the estimate). Algorithm 1's branch is decided by the prefix
+    ratio best/local ≥ threshold, not by these times, so it fetches even where ``fetch_pays`` is False."""
+    t = estimate_table(threshold=threshold, network_gbps=network_gbps, preset=preset)
+    bt = int(worked_example_trace().block_tokens)
+    out = pd.DataFrame({"fetched_blocks": np.where(t["remote"], t["best_blocks"] - t["local_blocks"], 0)},
+                       index=t.index)
+    out["fetched_GB"] = out["fetched_blocks"] * bt * _kv_bytes_per_token() / 1e9
+    out["transfer_s"] = t["transfer_s"]
+    out["kvcentric_s"] = t["kvcentric_s"]
+    out["cache_aware_s"] = t["cache_aware_s"]
+    out["fetch_pays"] = t["kvcentric_s"] < t["cache_aware_s"]
+    return out
+
+
+def _kv_bytes_per_token() -> float:
+    from ..models import get_model
+
+    return float(get_model(sim.ClusterConfig().model).kv_bytes_per_token())
+
+
+def slow_network_note(network_gbps: float = 10.0) -> str:
+    """One paragraph (markdown) on the worked example at ``network_gbps``, computed (lecture 04, §2)."""
+    s = slow_network(network_gbps)
+    chosen = int(worked_example(network_gbps=network_gbps).loc["kvcentric", "prefill_instance"])
+    ca = worked_example(network_gbps=network_gbps, policies=("cache_aware",)).loc["cache_aware", "ttft_s"]
+    kv = worked_example(network_gbps=network_gbps, policies=("kvcentric",)).loc["kvcentric", "ttft_s"]
+    parts = [f"instance {p}: {int(r.fetched_blocks)} blocks = {r.fetched_GB:.2f} GB in {r.transfer_s:.2f} s, "
+             f"estimate {r.kvcentric_s:.2f} s with the fetch vs {r.cache_aware_s:.2f} s without"
+             for p, r in s.iterrows() if r.fetched_blocks > 0]
+    return (f"**At {network_gbps:g} Gbps** Algorithm 1 still fetches ({'; '.join(parts)}). The branch is "
+            f"decided by the prefix ratio best/local ≥ threshold, not by comparing times, so here the fetch "
+            f"makes every estimate *worse*: the simulator sends E to instance {chosen} with a TTFT of "
+            f"{kv:.2f} s, where cache-aware — which never fetches — gets {ca:.2f} s. A higher threshold, or a "
+            f"rule that fetches only when it shortens the estimate, avoids that.")
+
+
+#: The lecture's second cost model for the policy comparison: valid at the trace's long prompts
+#: (lecture 01: the calibrated fit is measured up to 8k tokens only).
+CHECK_PRESET = "modern"
+
+
+def long_prompt_share(trace: Trace | str = "conversation", preset: str = "calibrated",
+                      limit_s: float = 30.0) -> dict:
+    """How much of the trace's cache-less prefill work comes from prompts whose prefill alone exceeds
+    ``limit_s`` under ``preset``: ``{"p99_tokens", "min_tokens", "share_requests" (%), "share_work" (%)}``
+    (``min_tokens`` = the shortest such prompt; NaN if none)."""
+    tr = _trace(trace)
+    c = sim.ClusterConfig(preset=preset).resolve().cost
+    L = np.asarray(tr.input_len)
+    t = np.array([float(cm_prefill_time(c, int(x), 0)) for x in L])
+    big = t > float(limit_s)
+    return {"p99_tokens": float(np.percentile(L, 99)),
+            "min_tokens": float(L[big].min()) if big.any() else float("nan"),
+            "share_requests": 100.0 * float(big.mean()), "share_work": 100.0 * float(t[big].sum() / t.sum())}
+
+
+def preset_check(trace: Trace | str = "conversation") -> pd.DataFrame:
+    """Mean TTFT (s) per policy under ``calibrated`` at :data:`DEFAULT_REPLAY_SPEED` and under
+    :data:`CHECK_PRESET` at its own balanced speed (ρ₀ = 1), beside the paper's Fig. 8 means."""
+    tr = _trace(trace)
+    cols = {}
+    for preset, speed in (("calibrated", DEFAULT_REPLAY_SPEED),
+                          (CHECK_PRESET, balanced_replay_speed(tr, sim.ClusterConfig(preset=CHECK_PRESET)))):
+        speed = round(speed, 2)
+        df = policy_comparison(tr, speed, preset=preset)
+        cols[f"{preset} at {speed:g}×"] = df["ttft_mean_s"]
+        cols[f"{preset} hit ratio"] = df["hit_ratio"]
+    out = pd.DataFrame(cols)
+    out["paper (Fig. 8)"] = pd.Series(PAPER_FIG8_TTFT_S)
+    return out
+
+
+def preset_note(trace: Trace | str = "conversation") -> str:
+    """Markdown: how much of ``trace``'s prefill work the calibrated fit extrapolates, and the policy
+    order under both presets (from :func:`long_prompt_share` and :func:`preset_check`)."""
+    tr = _trace(trace)
+    sh = long_prompt_share(tr)
+    chk = preset_check(tr)
+    cal, mod = [c for c in chk.columns if "×" in c]
+    order = {c: " > ".join(chk[c].sort_values(ascending=False).index) for c in (cal, mod)}
+    beyond = (f"its prefill alone exceeds 30 s above {sh['min_tokens']:,.0f} tokens, and those "
+              f"{sh['share_requests']:.1f}% of requests carry {sh['share_work']:.0f}% of the prefill work"
+              if sh["share_requests"] > 0 else "no prefill exceeds 30 s")
+    return (f"On the {tr.name} trace (p99 prompt {sh['p99_tokens']:,.0f} tokens) under calibrated, {beyond}. "
+            f"Order of mean TTFT — {cal}: {order[cal]}; {mod}: {order[mod]}.")

@@ -158,3 +158,55 @@ def figures() -> dict:
         "l05_vram_st": plots.vram_profile(cpp.kv_vram_profile(layerwise=False),
                                           cpp.kv_vram_profile(layerwise=True), n_tokens=131072),
     }
+
+
+def fig7_comparison(model="llama2-70b", node="a800x8", preset=DEFAULT_PRESET) -> pd.DataFrame:
+    """Paper Fig. 7 beside ours (:func:`l02_storage.fig7_comparison`, on this lecture's preset), plus
+    kv_gb (the KV stored, GB) and paper_hidden (share of the serialized store that layer-wise hides in
+    the paper)."""
+    df = l02.fig7_comparison(model, node, preset=preset)
+    df.insert(1, "kv_gb", df["n_tokens"] * get_model(model).kv_bytes_per_token() / 1e9)
+    df["paper_hidden"] = 1.0 - df["paper_layerwise_s"] / df["paper_serialized_s"]
+    return df
+
+
+def fig7_fit(model="llama2-70b") -> dict:
+    """A straight line through the paper's serialized bars (:func:`l02_storage.fig7_implied_store`):
+    store ≈ ``fixed_s`` + KV bytes / ``gbs`` GB/s, and the mean of its layer-wise bars (s)."""
+    f = l02.fig7_implied_store(model)
+    return {"gbs": f["bandwidth_gbs"], "fixed_s": f["fixed_s"], "layerwise_mean_s": f["layerwise_mean_s"]}
+
+
+def chunk_sweep(n_tokens: int = 32768, x: int = 4, chunks: Iterable[int] = (512, 1024, 2048, 4096, 8192, 16384),
+                preset=DEFAULT_PRESET) -> pd.DataFrame:
+    """TTFT (s) of one ``n_tokens`` prompt through an idle CPP group of ``x`` nodes per chunk size
+    (the Gantt dashboard's experiment), with the number of chunks."""
+    rows = [{"chunk": int(c), "chunks": int(-(-int(n_tokens) // int(c))),
+             "ttft_s": float(gantt(n_tokens, chunk=int(c), x=x, preset=preset).ttft[0])} for c in chunks]
+    return pd.DataFrame(rows)
+
+
+def fig7_note() -> str:
+    """Markdown: the paper's Fig. 7 against ours, computed (:func:`fig7_comparison`, :func:`fig7_fit`)."""
+    df = fig7_comparison().set_index("n_tokens")
+    fit = fig7_fit()
+    lo, hi = df.index.min(), df.index.max()
+    return (f"Paper: serialized {df.loc[lo, 'paper_serialized_s']:.2f} s at {lo // 1024}k → "
+            f"{df.loc[hi, 'paper_serialized_s']:.2f} s at {hi // 1024}k; layer-wise ≈ {fit['layerwise_mean_s']:.1f} s "
+            f"at every length, so it hides {df.loc[lo, 'paper_hidden']:.0%} of the store at {lo // 1024}k and "
+            f"{df.loc[hi, 'paper_hidden']:.0%} at {hi // 1024}k. A straight line through the serialized bars: "
+            f"≈ {fit['fixed_s']:.2f} s + KV bytes at {fit['gbs']:.0f} GB/s. Ours: serialized "
+            f"{df.loc[lo, 'ours_serialized_s'] * 1e3:.0f} ms → {df.loc[hi, 'ours_serialized_s']:.3f} s "
+            f"(the KV at 128 GB/s), layer-wise {df.loc[lo, 'ours_layerwise_s'] * 1e3:.2f} → "
+            f"{df.loc[hi, 'ours_layerwise_s'] * 1e3:.1f} ms (one layer's store).")
+
+
+def chunk_note(n_tokens: int = 32768, x: int = 4) -> str:
+    """Markdown: which chunk size gives the shortest TTFT in :func:`chunk_sweep`, computed."""
+    df = chunk_sweep(n_tokens, x).set_index("chunk")
+    best = int(df["ttft_s"].idxmin())
+    small = int(df.index.min())
+    return (f"{n_tokens:,} tokens on {x} nodes: the TTFT is shortest at {best:,}-token chunks "
+            f"({df.loc[best, 'ttft_s']:.2f} s); {small:,}-token chunks give {df.loc[small, 'ttft_s']:.2f} s, "
+            f"{DEFAULT_CHUNK:,} (the lecture's default) {df.loc[DEFAULT_CHUNK, 'ttft_s']:.2f} s, "
+            f"{int(df.index.max()):,} {df['ttft_s'].iloc[-1]:.2f} s.")

@@ -24,11 +24,16 @@ __all__ = ["hit_ratio_curve", "pool_layout", "global_over_local", "HitRatioChart
 _TB = 1e12  # bytes per TB (decimal, as in FAST'25 §2.2)
 
 
+def _tb(v: float) -> str:
+    """A DRAM size in TB as a tick prints it: two significant digits, never in e-notation (170, not 1.7e+02)."""
+    return f"{v:,.0f}" if v >= 100 else f"{v:.2g}"
+
+
 def _log_block_ticks(ax, lo: float, hi: float, block_bytes: float | None):
     """Decade ticks in blocks, each with its DRAM size under it; no minor ticks (fast to redraw:
     a secondary axis or log minor labels triple the render time of a dashboard figure)."""
     ticks = [10.0 ** k for k in range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1)]
-    labels = [f"{c:,.0f}" + (f"\n{c * block_bytes / _TB:.2g} TB" if block_bytes else "") for c in ticks]
+    labels = [f"{c:,.0f}" + (f"\n{_tb(c * block_bytes / _TB)} TB" if block_bytes else "") for c in ticks]
     ax.set_xticks(ticks, labels)
     ax.xaxis.set_minor_locator(NullLocator())
     ax.set_xlim(ticks[0] / 1.3, ticks[-1] * 1.3)
@@ -47,7 +52,7 @@ class HitRatioChart:
     @styled
     def __init__(self, paper=None, block_bytes: float | None = None, model_label: str = "LLaMA2-70B", *,
                  live: bool = False):
-        self.figure, ax = new_figure(height=4.4)
+        self.figure, ax = new_figure(width=10.0, height=4.4)
         self.ax, self.block_bytes, self.model_label = ax, block_bytes, model_label
         self.curve, = ax.plot([], [], color=PALETTE[0])
         self.inf = ax.axhline(0, color=PALETTE[0], ls="--", lw=1, label="infinite cache")
@@ -66,7 +71,7 @@ class HitRatioChart:
             self.fixed.append(ax.axvline(one_tb, color=PALETTE[4], ls=":", lw=1.5, label=label))
         self.marker, = ax.plot([], [], "o", color=PALETTE[1], ms=9, zorder=5, label="chosen capacity")
         self.note = ax.annotate("", (1, 0), xytext=(8, -14), textcoords="offset points", color="k", zorder=6,
-                                fontsize="small", bbox={"fc": "white", "ec": "none", "alpha": 0.8})
+                                bbox={"fc": "white", "ec": "none", "alpha": 0.8})
         ax.set_xscale("log")
         ax.set_title(" ", y=1.0)
         dram = f"; under it: TB of {model_label} KV in DRAM" if block_bytes else ""
@@ -125,7 +130,8 @@ class HitRatioChart:
                    if not a.get_label().startswith("_")]
         labels = tuple(h.get_label() for h in handles)
         if labels != self.static_state:           # the legend is static: rebuilt only when it changes
-            self._legend = ax.legend(handles=handles, loc="upper left", fontsize="small")
+            # outside the axes, right: inside it covered the paper's Table 1 markers
+            self._legend = ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
             self.static_state = labels
         return self
 
@@ -164,7 +170,7 @@ class PoolLayoutChart:
         ax2.set(xlabel="instance (index)", ylabel="fraction (hit ratio; load share)")
         # bars change colour with the layout shown: the legend's bar key is neutral grey
         key = Patch(color="0.6", label="hit ratio per instance (token-weighted)")
-        ax2.legend(handles=[key, self.load, self.even], loc="upper right", fontsize="small")
+        ax2.legend(handles=[key, self.load, self.even], loc="upper right")
         self._n_slots = None
         if live:
             for a in (*self.totals, *self.values, self.note, ax.title, *self.bars, self.load, self.even,
@@ -251,5 +257,5 @@ def global_over_local(sweep, paper_ratio: float | None = None, paper_n: int | No
     ax.xaxis.set_minor_locator(NullLocator())
     ax.set_title(f"How much a global pool beats local caches of the same total size, {trace_name}", y=1.0)
     ax.set(xlabel="number of instances (local caches)", ylabel="hit ratio: global ÷ local (×)")
-    ax.legend(fontsize="small")
+    ax.legend()
     return fig

@@ -5,6 +5,7 @@ Inputs come from :mod:`mooncake_lab.experiments.l05_prefill` and :mod:`mooncake_
 """
 from __future__ import annotations
 
+import matplotlib as mpl
 import numpy as np
 import pandas as pd
 from matplotlib.patches import PathPatch
@@ -14,6 +15,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 from . import PALETTE, SLO_COLOR, figure_style, log_limits, new_figure, styled
 
 __all__ = ["Gantt", "gantt", "TTFTVsLength", "ttft_vs_length", "mfu_and_traffic", "interleave", "vram_profile",
+           "fig7_comparison",
            "SCHEME_STYLE"]
 
 #: label and colour of each scheme, shared by every lecture-05 figure.
@@ -58,8 +60,10 @@ class Gantt:
                         for c in PALETTE[:6] + [_GREY]}
         self.sends = ax.add_patch(PathPatch(_rects(np.zeros(1), np.zeros(1), 0.0, 0.0), facecolor="none",
                                             edgecolor=PALETTE[3], linewidth=0.5, hatch="////", visible=False))
-        self.labels = [ax.text(0, 0, "", ha="center", va="center", fontsize="x-small", color="white", visible=False)
-                       for _ in range(_MAX_CHUNK_LABELS)]
+        with figure_style(self.figure):   # chunk numbers at the style's smallest readable size
+            self.labels = [ax.text(0, 0, "", ha="center", va="center", color="white", visible=False,
+                                   fontsize=mpl.rcParams["legend.fontsize"])
+                           for _ in range(_MAX_CHUNK_LABELS)]
         ax.set_xlabel("time since arrival (s)")
         ax.set_ylabel("pipeline stage")
         ax.set_title(" ")
@@ -133,7 +137,7 @@ class TTFTVsLength:
         ax.set_xlabel("prompt length (tokens)")
         ax.set_ylabel("TTFT of one request on idle nodes (s, log)")
         ax.set_title(" ")
-        self.figure.legend(fontsize="small", loc="outside lower center", ncol=3, frameon=False)
+        self.figure.legend(loc="outside lower center", ncol=3, frameon=False)
         self._tokens = None
         if live:
             for a in (*self.lines.values(), ax.title):
@@ -190,7 +194,7 @@ def mfu_and_traffic(df: pd.DataFrame, title: str | None = None):
     ax1.bar(pos, d["mfu"] * 100, color=colors)
     for p, v in zip(pos, d["mfu"] * 100):
         ax1.annotate(f"{v:.0f}%", (p, v), xytext=(0, 2), textcoords="offset points", ha="center")
-    ax1.set_xticks(pos, labels, fontsize="small")
+    ax1.set_xticks(pos, labels)
     ax1.set_ylabel("MFU over all nodes (%)")
     ax1.set_xlabel("scheme (nodes)")
     ax1.set_title("compute efficiency")
@@ -198,12 +202,13 @@ def mfu_and_traffic(df: pd.DataFrame, title: str | None = None):
     gb = np.maximum(d["net_bytes"].to_numpy() / 1e9, 1e-3)
     ax2.bar(pos, gb, color=colors)
     for p, v, raw in zip(pos, gb, d["net_bytes"]):
-        ax2.annotate("0" if raw == 0 else f"{v:,.3g}", (p, v), xytext=(0, 2), textcoords="offset points",
+        ax2.annotate("0" if raw == 0 else (f"{v:,.0f}" if v >= 100 else f"{v:.3g}"), (p, v), xytext=(0, 2), textcoords="offset points",
                      ha="center")
     ax2.set_yscale("log")
+    ax2.set_ylim(5e-4, float(gb.max()) * 6)   # room for the top bar's label under the panel title
     ax2.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax2.yaxis.set_minor_locator(NullLocator())
-    ax2.set_xticks(pos, labels, fontsize="small")
+    ax2.set_xticks(pos, labels)
     ax2.set_ylabel("bytes sent over RDMA, all nodes (GB, log)")
     ax2.set_xlabel("scheme (nodes)")
     ax2.set_title("network traffic")
@@ -225,12 +230,16 @@ def interleave(df: pd.DataFrame, title: str | None = None):
     base = df[df["order"] == "fifo"].set_index("request").loc[reqs]
     ax.set_xticks(pos, [f"{int(n) // 1000}k\nat {a:g} s" for n, a in zip(base["n_new"], base["arrival_s"])])
     ax.set_yscale("log")
+    lo, hi = float(df["ttft_s"].min()), float(df["ttft_s"].max())
+    ax.set_ylim(lo / 1.5, hi * 4)          # headroom above the bars for the legend
+    ticks = [v for v in (0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100) if lo / 1.5 <= v <= hi * 4]
+    ax.yaxis.set_major_locator(FixedLocator(ticks))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.yaxis.set_minor_locator(NullLocator())
     ax.set_xlabel("request (prompt tokens, arrival time)")
     ax.set_ylabel("TTFT (s, log)")
     ax.set_title(title or "Short requests behind a 128k prefill in one CPP group")
-    ax.legend(fontsize="small")
+    ax.legend(loc="upper right", ncol=2)
     return fig
 
 
@@ -246,6 +255,32 @@ def vram_profile(serialized: dict, layerwise: dict, n_tokens: int | None = None,
     ax.set_xlabel("time since the prefill started (s)")
     ax.set_ylabel("this request's KV in VRAM (GB)")
     ax.set_title(title or f"VRAM occupation of one {n_tokens or 0:,}-token prefill's KV")
-    ax.legend(fontsize="small", loc="upper left")
-    ax.set_ylim(0, max(serialized["peak_bytes"], layerwise["peak_bytes"]) / 1e9 * 1.25)
+    ax.legend(loc="upper left")
+    ax.set_ylim(0, max(serialized["peak_bytes"], layerwise["peak_bytes"]) / 1e9 * 1.3)
+    return fig
+
+
+@styled
+def fig7_comparison(df: pd.DataFrame, title: str | None = None):
+    """Paper Fig. 7 beside ours (:func:`~mooncake_lab.experiments.l05_prefill.fig7_comparison`): store
+    latency added to a prefill (ms, log), serialized and layer-wise, per prompt length."""
+    fig, ax = new_figure(width=8.5, height=4.4)
+    pos = np.arange(len(df))
+    bars = (("paper_serialized_s", "paper, serialized", PALETTE[3], "//"),
+            ("ours_serialized_s", "ours, serialized", PALETTE[3], None),
+            ("paper_layerwise_s", "paper, layer-wise", PALETTE[0], "//"),
+            ("ours_layerwise_s", "ours, layer-wise", PALETTE[0], None))
+    w = 0.2
+    for k, (col, label, color, hatch) in enumerate(bars):
+        ax.bar(pos + (k - 1.5) * w, df[col] * 1e3, width=w, color="white" if hatch else color,
+               edgecolor=color, hatch=hatch, label=label)
+    ax.set_yscale("log")
+    lo, hi = float(df[[b[0] for b in bars]].min().min() * 1e3), float(df[[b[0] for b in bars]].max().max() * 1e3)
+    ax.set_ylim(lo / 2, hi * 8)   # headroom above the bars for the legend
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.set_xticks(pos, [f"{n // 1024}k" for n in df["n_tokens"]])
+    ax.set_xlabel("prompt length (tokens)")
+    ax.set_ylabel("latency added by the KV store (ms, log)")
+    ax.legend(loc="upper left", ncol=2)
+    ax.set_title(title or "KV store latency: arXiv Fig. 7 (hatched, read from the figure) vs ours")
     return fig

@@ -42,6 +42,10 @@ def _log_ticks(ax, lo: float, hi: float, axis: str = "y"):
         ax.set_xlim(ticks[0], ticks[-1])
 
 
+#: Whisker percentiles of the TTFT boxes (the box is the 25th–75th percentile).
+BOX_WHISKERS = (5, 95)
+
+
 @styled
 def ttft_by_policy(samples: dict, paper: dict | None = None, slo_s: float = _SLO_S):
     """arXiv Fig. 8 style: one box per policy (whiskers 5–95%), mean as a diamond with its value,
@@ -53,7 +57,7 @@ def ttft_by_policy(samples: dict, paper: dict | None = None, slo_s: float = _SLO
     for ax, (name, df) in zip(axes, samples.items()):
         pols = list(dict.fromkeys(df["policy"]))
         data = [df.loc[df["policy"] == p, "ttft_s"].to_numpy() for p in pols]
-        bp = ax.boxplot(data, whis=(5, 95), showfliers=False, patch_artist=True, widths=0.55)
+        bp = ax.boxplot(data, whis=BOX_WHISKERS, showfliers=False, patch_artist=True, widths=0.55)
         for patch, p in zip(bp["boxes"], pols):
             patch.set_facecolor(POLICY_COLORS.get(p, PALETTE[0]))
             patch.set_alpha(0.45)
@@ -61,7 +65,7 @@ def ttft_by_policy(samples: dict, paper: dict | None = None, slo_s: float = _SLO
             m = float(np.mean(v))
             ax.plot(k, m, "D", color=POLICY_COLORS.get(p, PALETTE[0]), mec="black", ms=8,
                     label="our mean" if k == 1 else None)
-            ax.annotate(f"{m:.3g} s", (k, m), xytext=(8, 4), textcoords="offset points", fontsize=9)
+            ax.annotate(f"{m:.3g} s", (k, m), xytext=(8, 4), textcoords="offset points")
             if paper and p in paper:
                 ax.plot(k, paper[p], "x", color="black", ms=9, mew=2, label="paper's mean (Fig. 8)" if k == 1 else None)
         ax.axhline(slo_s, color=SLO_COLOR, ls="--", lw=1.2, label=f"TTFT SLO {slo_s:g} s")
@@ -70,7 +74,7 @@ def ttft_by_policy(samples: dict, paper: dict | None = None, slo_s: float = _SLO
         ax.set_title(f"TTFT per policy — {name}", y=1.0)
         ax.set_xlabel("Conductor policy (8 prefill + 8 decode)")
     axes[0].set_ylabel("TTFT (s, log scale)")
-    axes[0].legend(loc="upper right", fontsize=8)
+    axes[0].legend(loc="upper right")
     return fig
 
 
@@ -89,7 +93,7 @@ def speed_sweep(sweep: pd.DataFrame, paper: dict | None = None, chosen_speed: fl
     if chosen_speed is not None:
         ax.axvline(chosen_speed, color="black", lw=1, alpha=0.6)
         ax.annotate(f"chosen: {chosen_speed:g}×", (chosen_speed, 0.98), xycoords=("data", "axes fraction"),
-                    xytext=(4, -12), textcoords="offset points", fontsize=9)
+                    xytext=(4, -12), textcoords="offset points")
     sp = sorted(sweep["speed"].unique())
     load = sweep.drop_duplicates("speed").set_index("speed")["offered_load"]
     ax.set_xticks(sp, [f"{s:g}×\n{load[s]:.2f}" for s in sp])
@@ -97,7 +101,7 @@ def speed_sweep(sweep: pd.DataFrame, paper: dict | None = None, chosen_speed: fl
     ax.set_xlabel("replay speed (×) / offered prefill load without cache (fraction of the pool's capacity)")
     ax.set_ylabel("mean TTFT (s, log scale)")
     ax.set_title("Mean TTFT vs replay speed (dotted: the paper's Fig. 8 means)", y=1.0)
-    ax.legend(fontsize=8, loc="upper left")
+    ax.legend(loc="upper left")
     return fig
 
 
@@ -112,7 +116,7 @@ def policy_metrics(table: pd.DataFrame):
     labels = [_SHORT.get(p, p) for p in pols]
     a1.bar(x, table["ttft_slo_attainment"], color=colors)
     for k, v in enumerate(table["ttft_slo_attainment"]):
-        a1.annotate(f"{v:.0%}", (k, v), ha="center", va="bottom", fontsize=9)
+        a1.annotate(f"{v:.0%}", (k, v), ha="center", va="bottom")
     a1.set_ylim(0, 1.08)
     a1.set_ylabel("share of requests with TTFT ≤ 30 s")
     a1.set_title("TTFT SLO attainment", y=1.0)
@@ -121,7 +125,7 @@ def policy_metrics(table: pd.DataFrame):
     a2.bar(x, table["fetched_ratio"], bottom=local, color=colors, alpha=0.45, hatch="//", label="fetched (RDMA)")
     a2.set_ylabel("reused prompt tokens (fraction)")
     a2.set_title("Prefix-cache hit ratio", y=1.0)
-    a2.legend(fontsize=8)
+    a2.legend()
     g = 1e9
     comp, hit, fet = (table[k].to_numpy(dtype=float) / g for k in ("computed_tokens", "local_hit_tokens",
                                                                     "fetched_tokens"))
@@ -131,9 +135,9 @@ def policy_metrics(table: pd.DataFrame):
     a3.set_ylim(0, float((comp + hit + fet).max()) * 1.08)
     a3.set_ylabel("prompt tokens (billions)")
     a3.set_title("Computed vs reused tokens", y=1.0)
-    a3.legend(fontsize=8, loc="lower right")
+    a3.legend(loc="lower right")
     for ax in (a1, a2, a3):
-        ax.set_xticks(x, labels, fontsize=8)
+        ax.set_xticks(x, labels)
         ax.set_xlabel("policy")
     return fig
 
@@ -180,7 +184,7 @@ def replica_bars(summary: pd.DataFrame, n_instances: int | None = None):
     ax.set_xlabel("popularity rank of the block (1 = used by the most requests)")
     ax.set_ylabel("instances holding it at the end (mean)")
     ax.set_title("Hot-block replicas in the prefill instances' caches", y=1.0)
-    ax.legend(fontsize=8)
+    ax.legend()
     return fig
 
 
@@ -288,15 +292,15 @@ class EstimateBars:
             self.bars[pol] = (ax.barh(y, zero, color=PALETTE[7], alpha=0.35, label="queue"),
                               ax.barh(y, zero, color=PALETTE[2], label="transfer (RDMA)"),
                               ax.barh(y, zero, color=PALETTE[0], label="prefill"))
-            self.notes[pol] = [ax.annotate("", (0, yi), xytext=(4, 0), textcoords="offset points", va="center",
-                                           fontsize="small") for yi in y]
+            self.notes[pol] = [ax.annotate("", (0, yi), xytext=(4, 0), textcoords="offset points", va="center")
+                               for yi in y]
             ax.set_yticks(y, [f"instance {i}" for i in instances])
             ax.set_ylim(k - 0.5, -0.5)  # instance 0 on top
             ax.set_xlabel("estimated TTFT (s)")
             ax.set_title(f"{POLICY_LABELS.get(pol, pol)}", y=1.0)
         self.axes[policies[0]].set_ylabel("prefill instance")
         handles = self.bars[policies[0]]
-        self.figure.legend(handles, [h.get_label() for h in handles], fontsize="small", loc="outside lower center",
+        self.figure.legend(handles, [h.get_label() for h in handles], loc="outside lower center",
                            ncol=3, frameon=False)
         if live:
             for pol in policies:

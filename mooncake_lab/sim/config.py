@@ -121,7 +121,7 @@ class ClusterConfig:
     cpp_chunk : disaggregated, X > 1: a request's uncached tokens are cut into chunks of at most
         this many tokens and pipelined through the X stages (≤ ``cpp_chunk`` uncached tokens: one
         chunk, i.e. unchunked). Default 4096: the paper says ``prefill_chunk`` is "typically >
-        1,000 tokens" (arXiv §5.1) and lecture 05's pipeline (:func:`mooncake_lab.cpp.cpp_ttft`)
+        1,000 tokens" (arXiv v3 §3) and lecture 05's pipeline (:func:`mooncake_lab.cpp.cpp_ttft`)
         defaults to 4096, so both lectures show the same group.
     cpp_overlap : X > 1: True = a stage's NIC sends a chunk's activations while its GPUs compute
         the next chunk; False = the stage is busy until the send is done (:mod:`mooncake_lab.cpp`).
@@ -151,7 +151,7 @@ class ClusterConfig:
     chunked_prefill: bool = False
     prefill_chunk: int = 512  # vLLM 0.4–0.5 default max_num_batched_tokens with chunked prefill
     cpp_group_size: int = 1
-    cpp_chunk: int = 4096     # arXiv §5.1: prefill_chunk "typically > 1,000 tokens"; cpp.py's default
+    cpp_chunk: int = 4096     # arXiv v3 §3: prefill_chunk "typically > 1,000 tokens"; cpp.py's default
     cpp_overlap: bool = True
 
     def __post_init__(self):
