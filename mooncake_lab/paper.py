@@ -28,5 +28,11 @@ FAST25 = "FAST'25"
 # ---- 06 decode, SLOs and goodput -------------------------------------------------------------
 
 # ---- 07 overload-oriented scheduling ---------------------------------------------------------
+#: arXiv v3 Table 3: rejected requests per admission policy (8P+8D, the trace replayed at 2×).
+TABLE3_REJECTED = {"baseline": 4183, "early": 3771, "predicted": 3589}
+#: arXiv v3 §8.2 / Table 3 set-up: prefill and decode nodes, replay speed, requests (≈ 23,000 real requests).
+TABLE3_SETUP = {"n_prefill": 8, "n_decode": 8, "speed": 2.0, "requests": 23_000}
+#: arXiv v3 section numbers of the admission policies (§7.2 early rejection, §7.4 with prediction).
+SECTION_EARLY, SECTION_PREDICTED = "7.2", "7.4"
 
 # ---- 08 capstone -----------------------------------------------------------------------------
