@@ -1,6 +1,8 @@
 """Figures of lecture 06: continuous batching, TBT vs batch, SLO attainment and effective capacity."""
 from __future__ import annotations
 
+import matplotlib as mpl
+
 import numpy as np
 
 from . import PALETTE, new_figure, styled
@@ -78,7 +80,7 @@ def plot_tbt_vs_batch(df, tbt_slo_ms=100):
     ax.set_xlabel("decode batch (sequences)")
     ax.set_ylabel("step time = TBT (ms)")
     ax.set_title("Decode is memory-bound: step time grows slowly with batch (× = KV does not fit)")
-    ax.legend(fontsize="small")
+    ax.legend(fontsize=mpl.rcParams["legend.fontsize"])
     return fig
 
 
@@ -99,7 +101,7 @@ class CapacityPlot:
         ax.set_xlabel("request rate (req/s)")
         ax.set_ylabel("requests meeting both SLOs (%)")
         ax.set_title(" ")
-        self.legend = self.figure.legend(handles=[*self.lines, self.target], fontsize="small",
+        self.legend = self.figure.legend(handles=[*self.lines, self.target],
                                          loc="outside lower center", ncol=n_systems + 1, frameon=False)
         if live:
             for a in (*self.lines, self.mark, ax.title, self.legend):  # the legend names the systems shown
@@ -166,5 +168,5 @@ def plot_tbt_cdf(results: dict, tbt_slo_ms=100):
     ax.set_xlabel("TBT = mean of the longest 10% token intervals (ms)")
     ax.set_ylabel("requests at or below (%)")
     ax.set_title("Per-request TBT: who stalls?")
-    ax.legend(fontsize="small")
+    ax.legend(fontsize=mpl.rcParams["legend.fontsize"])
     return fig
