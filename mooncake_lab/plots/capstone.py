@@ -31,7 +31,7 @@ def capacity_bars(caps: dict, labels: dict, tbt_slo_ms: float = 100, top_rates: 
             mark = "≥ " if top is not None and v >= top - 1e-9 else ""
             ax.text(v, y, f" {mark}{v:.1f}", va="center", fontsize=mpl.rcParams["legend.fontsize"])
         ax.set_xlim(0, max(float(np.nanmax(vals)), 1e-9) * 1.2)
-        ax.set_xlabel("effective capacity (req/s)")
+        ax.set_xlabel("90 % capacity (req/s)")
         ax.set_ylabel("system (16 nodes)" if k == 0 else "")
         ax.set_title(f"{trace}: TBT ≤ {tbt_slo_ms:g} ms", fontsize="medium")
     fig.suptitle("Effective request capacity: ≥ 90% of requests within TTFT ≤ 30 s and the TBT SLO")
@@ -64,7 +64,7 @@ def gain_waterfall(shares, coupled_rps: float, title: str = "Where Mooncake's ga
     ax.text(len(names) - 1, level, f"{level:.1f}", ha="center", va="bottom", fontsize=mpl.rcParams["legend.fontsize"])
     ax.set_xticks(range(len(names)), names, fontsize=mpl.rcParams["legend.fontsize"])
     ax.set_ylim(0, top * 1.12)
-    ax.set_ylabel("effective capacity (req/s)")
+    ax.set_ylabel("90 % capacity (req/s)")
     ax.set_xlabel("step added on the way from the coupled cluster to Mooncake (leave-one-out, share of the gain)")
     ax.set_title(title)
     return fig
