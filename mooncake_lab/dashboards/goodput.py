@@ -16,7 +16,7 @@ class GoodputDashboard(Dashboard):
     system when the dashboard is built (free after the lecture's P:D sweep); a move only redraws.
     """
 
-    title = "Effective request capacity: disaggregated vs coupled (16 nodes)"
+    title = "90 % capacity: disaggregated vs coupled (16 nodes)"
 
     def _build_controls(self):
         from ..experiments import l06_goodput as g

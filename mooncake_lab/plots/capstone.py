@@ -14,7 +14,7 @@ _OUTCOME_COLORS = {"met both": PALETTE[2], "rejected": "0.55", "missed TTFT": PA
 
 @styled
 def capacity_bars(caps: dict, labels: dict, tbt_slo_ms: float = 100, top_rates: dict | None = None):
-    """Effective capacity (req/s) per system, one panel per trace. ``caps``: ``{trace: capacity_table}``;
+    """90 % capacity (req/s) per system, one panel per trace. ``caps``: ``{trace: capacity_table}``;
     ``labels``: ``{system: display name}``; ``top_rates``: ``{trace: highest swept rate}`` (a bar
     that reaches it is a lower bound, marked "≥")."""
     if not caps:
@@ -34,7 +34,7 @@ def capacity_bars(caps: dict, labels: dict, tbt_slo_ms: float = 100, top_rates: 
         ax.set_xlabel("90 % capacity (req/s)")
         ax.set_ylabel("system (16 nodes)" if k == 0 else "")
         ax.set_title(f"{trace}: TBT ≤ {tbt_slo_ms:g} ms", fontsize="medium")
-    fig.suptitle("Effective request capacity: ≥ 90% of requests within TTFT ≤ 30 s and the TBT SLO")
+    fig.suptitle("90 % capacity: highest rate with ≥ 90% of requests within TTFT ≤ 30 s and the TBT SLO")
     return fig
 
 

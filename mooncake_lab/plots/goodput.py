@@ -145,14 +145,16 @@ def plot_capacity(curve, tbt_slo_ms=100, target=0.9, mark_rate=None):
 
 @styled
 def plot_pd_sweep(df, highlight=None):
-    """Effective capacity (req/s) vs number of prefill nodes (rows of ``pd_sweep``)."""
+    """90 % capacity (req/s) vs number of prefill nodes (rows of ``pd_sweep``); a split still ≥ 90% at the
+    top of the sweep is labelled "≥ value" (a lower bound)."""
     fig, ax = new_figure()
     names = df.n_prefill.astype(str) + "P:" + df.n_decode.astype(str) + "D"
     ax.bar(names, df.effective_capacity_rps, color=[PALETTE[1] if p == highlight else PALETTE[0] for p in df.n_prefill])
     if "lower_bound" in df:  # at the top of the replay-speed sweep: only a lower bound
         for k, (v, lb) in enumerate(zip(df.effective_capacity_rps, df.lower_bound)):
             if lb:
-                ax.annotate("≥", (k, v), ha="center", va="bottom", fontsize=mpl.rcParams["font.size"])
+                ax.annotate(f"≥ {v:.1f}", (k, v), ha="center", va="bottom", fontsize=mpl.rcParams["font.size"])
+        ax.set_ylim(0, 1.12 * float(df.effective_capacity_rps.max()))
     ax.set_xlabel("P:D split of 16 nodes")
     ax.set_ylabel("90 % capacity (req/s)")
     ax.set_title("Mooncake's 90 % capacity vs P:D split (TBT ≤ 100 ms; ≥ = top of the sweep)")
