@@ -155,3 +155,4 @@ claim("08.x4_hint", "network_break_even_usd_per_gb() × 1000", lambda: 1e12 / 1e
 claim("08.x4_why", "a prompt of 12k tokens carries ≈ 3.9 GB of KV", lambda: (12, 12_000 * _kvb() / 1e9),
       where="08.network_break_even")
 claim("08.x4_zones", "($20/TB)", lambda: 1e3 * _c().NETWORK_USD_PER_GB["across cloud zones"], where="08.network_break_even")
+claim("08.x1_q90", "Mooncake's 90 % capacity", lambda: 100 * _g().TARGET, where="08.capacity_gain")

@@ -59,7 +59,7 @@ def _same_as_least_ttft() -> str:
 
 exercise(Exercise(
     "08.capacity_gain",
-    "Question 1 [headline]: by how many percent does Mooncake's effective request capacity exceed the coupled "
+    "Question 1 [headline]: by how many percent does Mooncake's 90 % capacity exceed the coupled "
     "cluster's (no chunked prefill) at TBT ≤ 100 ms on the conversation trace?",
     answer=_gain_percent, unit="%", rel_tol=0.03,
     hint="capacity_gain(cap, 100) gives the ratio − 1; multiply by 100.",
