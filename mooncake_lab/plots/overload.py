@@ -67,7 +67,7 @@ class PolicyResults:
                   max((paper[p] for p in self.policies if paper and p in paper), default=0.0))
         comp = table["completed"].to_numpy(dtype=float)
         lo = comp.min() * 0.9
-        return [(0.0, max(top, 1.0) * 1.45),  # room for the legend; ≥ 1: no rejection at all
+        return [(0.0, max(top, 1.0) * 1.15),  # room for the bar labels; ≥ 1: no rejection at all
                 (lo, max(comp.max() + (comp.max() - lo) * 0.15, lo + 1.0)),
                 (0.0, max(float(table["wasted_prefill_s"].max()), 1.0) * 1.18)]
 
@@ -95,7 +95,10 @@ class PolicyResults:
         self.paper.set_data([k + 0.3 for k in px], [paper[self.policies[k]] for k in px])
         if bool(px) != self._legend_paper:  # the legend lists the paper's marks only when they are shown
             handles = [bars for bars in self.rejected] + ([self.paper] if px else [])
-            self.axes[0].legend(handles=handles, loc="upper center", ncol=2)
+            if getattr(self, "_legend", None) is not None:
+                self._legend.remove()
+            # below the panels: in the projector style an in-axes legend is wider than the panel
+            self._legend = self.figure.legend(handles=handles, loc="outside lower center", ncol=len(handles))
             self._legend_paper = bool(px)
         for ax, lim in zip(self.axes, self.fitted_ylims(table, paper) if ylims is None else ylims):
             ax.set_ylim(*lim)
