@@ -241,7 +241,7 @@ def describe_headline(caps: dict, tbt_slo_ms: float = 100) -> str:
     """Markdown: Mooncake's 90 % capacity beside the two coupled baselines on each trace (computed)."""
     parts = []
     for t, cap in caps.items():
-        parts.append(f"`{t}`: Mooncake {cap.loc['mooncake', tbt_slo_ms]:.2f} req/s, coupled "
+        parts.append(f"`{_trace(t).name}`: Mooncake {cap.loc['mooncake', tbt_slo_ms]:.2f} req/s, coupled "
                      f"{cap.loc['coupled', tbt_slo_ms]:.2f} ({_pct(capacity_gain(cap, tbt_slo_ms))}), coupled + chunked "
                      f"{cap.loc['coupled_chunked', tbt_slo_ms]:.2f} ({_pct(capacity_gain(cap, tbt_slo_ms, 'coupled_chunked'))})")
     return f"90 % capacity at TBT ≤ {tbt_slo_ms:g} ms — " + "; ".join(parts) + "."
@@ -261,7 +261,7 @@ def describe_rejection(profile: pd.DataFrame, caps: dict, tokcaps: dict, tbt_slo
         drop = 1 - tokcaps[t][tbt_slo_ms] / caps[t][tbt_slo_ms]
         plain = [s for s in drop.index if config_of(s).admission == "none"]  # the systems without rejection
         others = drop[plain].replace([np.inf, -np.inf], np.nan).dropna()
-        out.append(f"`{t}`: counting prompt tokens, Mooncake's 90 % capacity falls by {100 * drop['mooncake']:.0f}%, "
+        out.append(f"`{_trace(t).name}`: counting prompt tokens, Mooncake's 90 % capacity falls by {100 * drop['mooncake']:.0f}%, "
                    f"that of the systems without rejection by at most {100 * others.max():.0f}%.")
     return " ".join(out)
 
@@ -275,7 +275,7 @@ def describe_shares(caps: dict) -> str:
             continue
         x = ok[0] if ok[0] == cap.columns[0] else ok[-1]  # 100 ms, else the loosest SLO (as the waterfalls)
         sh = gain_shares(cap, x).share.drop("interaction").sort_values(ascending=False)
-        out.append(f"`{t}` (TBT ≤ {x:g} ms): " + ", ".join(f"{k} {100 * v:+.0f}%" for k, v in sh.items()))
+        out.append(f"`{_trace(t).name}` (TBT ≤ {x:g} ms): " + ", ".join(f"{k} {100 * v:+.0f}%" for k, v in sh.items()))
     return "Shares of the gain, largest first — " + "; ".join(out) + "."
 
 
