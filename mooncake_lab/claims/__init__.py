@@ -218,7 +218,7 @@ def unclaimed(text: str, texts: Iterable[str]) -> list[str]:
 # ----------------------------------------------------------------------------------------------
 #: Lectures whose claims table is complete: every number of their markdown and exercise strings is
 #: claimed or a reference (tests/test_claims.py enforces it for these; the others are reported).
-COMPLETE: frozenset[str] = frozenset({"00", "01", "02", "03", "04", "05"})
+COMPLETE: frozenset[str] = frozenset(LECTURES)
 
 
 def markdown_of(notebook) -> str:

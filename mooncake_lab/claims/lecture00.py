@@ -97,7 +97,7 @@ claim("00.box_ours", "one unchunked 32k prefill stretches a 16 ms token gap past
     _Q_TOKENS / 1000, _stall()["normal_tbt_s"] * 1e3, at_least(2, _stall()["stalled_gap_s"])])
 claim("00.box_57", "the paper's 57%", lambda: paper.VLLM_TBT_SLO_MET_PCT, source="arXiv v3 §8")
 claim("00.box_cost", "≈ 140 GFLOP, 320 KB of KV", lambda: [
-    round(_m().linear_flops_per_token() / 1e9, -1), paper.FAST25_KV_PER_TOKEN_KB], source="FAST'25 §2 (\"320 KB\")")
+    round(_m().linear_flops_per_token() / 1e9, -1), paper.KV_PER_TOKEN_KB], source="FAST'25 §2 (\"320 KB\")")
 claim("00.summary_32k", "one 32k prompt breaks the TBT SLO many times over", lambda: _Q_TOKENS / 1000)
 claim("00.summary_level", "(level 2)", lambda: _levels()[1])
 claim("00.summary_slo", "TTFT ≤ 30 s and TBT ≤ 0.1 s", lambda: [paper.SLO_TTFT_S, paper.SLO_TBT_S], source=_SLO)

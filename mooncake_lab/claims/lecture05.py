@@ -121,7 +121,7 @@ def _fit_max_tokens() -> float:
 
 def _modern_mfu() -> float:
     from ..calibration import get_preset
-    return get_preset("modern").mfu_at(8)
+    return get_preset("modern").linear_efficiency_at(8)
 
 
 def _in_range(v: float, lo: float, hi: float) -> float:

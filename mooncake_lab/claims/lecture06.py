@@ -1,4 +1,146 @@
-"""Claims of lecture 06: every number its markdown and exercise strings state (see :mod:`mooncake_lab.claims`)."""
+"""Claims of lecture 06: every number its markdown and exercise strings state (see :mod:`mooncake_lab.claims`).
+
+Sentences about simulation results on the conversation trace (capacities, the best P:D split, the
+request capacity ratio, the paper-vs-ours box) are computed in the notebook (``g.describe_*``,
+``g.paper_box``), so they follow the trace in use; the claims here are cost-model facts, the
+lecture's parameters, quotes of the papers and two statistics of the released trace.
+"""
 from __future__ import annotations
 
-from . import claim  # noqa: F401
+from . import claim
+from .. import paper
+
+_FAST = "FAST'25 §5.1 and Fig. 1"
+
+
+def _g():
+    from ..experiments import l06_goodput as g
+    return g
+
+
+def _ex():
+    from ..exercises import lecture06 as ex
+    return ex
+
+
+def _m():
+    from ..models import get_model
+    return get_model("llama2-70b")
+
+
+def _n():
+    from ..hardware import get_node
+    return get_node("a800x8")
+
+
+def _frac() -> float:
+    from ..roofline import IDEAL
+    return IDEAL.kv_usable_fraction
+
+
+def _cap_tokens() -> float:
+    from ..roofline import decode_kv_capacity_tokens
+    return decode_kv_capacity_tokens("llama2-70b", "a800x8")
+
+
+def _pt(n, cached=0, preset=None) -> float:
+    from ..roofline import prefill_time
+    return prefill_time("llama2-70b", "a800x8", n, cached, preset=preset or _g().PRESET)
+
+
+def _step(b, ctx) -> float:
+    from ..roofline import decode_step_time
+    return decode_step_time("llama2-70b", "a800x8", b, ctx, preset=_g().PRESET)
+
+
+def _calibrated_max_prompt_k() -> float:
+    from ..calibration import load_measured
+    return float(load_measured().prompt_tokens.max()) / 1024
+
+
+def _conv():
+    from ..traces import cached_trace
+    return cached_trace("conversation")
+
+
+def _mooncake():
+    c = _g().config_for("mooncake")
+    return c.n_prefill, c.n_decode
+
+
+def _chunk() -> int:
+    from .. import sim
+    return sim.ClusterConfig().prefill_chunk
+
+
+# ---- recurring parameters --------------------------------------------------------------------
+for _w in ("notebook", "06.capacity_gain"):
+    _s = _w.replace("06.", "")
+    claim(f"06.pd_{_s}", "8P+8D", _mooncake, where=_w)
+    claim(f"06.tbt100_{_s}", "100 ms", lambda: _g().TBT_SLOS_MS[0], where=_w, source="FAST'25: TBT SLO 100 ms")
+claim("06.target", "90 %", lambda: 100 * _g().TARGET)
+claim("06.target_q4x", "90 % capacity", lambda: 100 * _g().TARGET, where="06.capacity_gain")
+claim("06.target_q4", "≥ 90%", lambda: 100 * _g().TARGET, where="06.capacity_gain")
+claim("06.speed", "2×", lambda: _g().DEMO_SPEED)
+
+# ---- notebook ---------------------------------------------------------------------------------
+claim("06.goal_kv", "(8 × 80 GB minus the weights, 320 KiB per token)",
+      lambda: (_n().n_gpus, _n().gpu.hbm_bytes / 1e9, _m().kv_bytes_per_token() / 1024))
+claim("06.nodes", "on the same 16 nodes by each", lambda: _g().N_NODES)
+claim("06.calibrated_range", "at most 8k tokens", _calibrated_max_prompt_k, source="data/measured_latency_splitwise.csv")
+claim("06.conv_lengths", "prompts average 12k tokens with a p99 of 85k",
+      lambda: (_conv().input_len.mean() / 1e3, __import__("numpy").percentile(_conv().input_len, 99) / 1e3),
+      trace="released")
+claim("06.deep_chunk", "a 512-token chunk deep inside a 30k prompt cost 0.47 s",
+      lambda: (_chunk(), 30, _pt(_chunk(), 30_000, "calibrated")))
+claim("06.weights", "all 138 GB of weights", lambda: _m().weight_bytes() / 1e9)
+claim("06.kv_cap", "(0.9 × 640 GB − 138 GB) / 320 KiB ≈ 1.34 M tokens",
+      lambda: (_frac(), _n().hbm_bytes / 1e9, _m().weight_bytes() / 1e9, _m().kv_bytes_per_token() / 1024,
+               _cap_tokens() / 1e6))
+claim("06.stall", "(≈ 3.3 s for a 30k prompt)", lambda: (_pt(30_000), 30))
+claim("06.chunk", "≤ 512 prompt tokens", _chunk)
+claim("06.fused", "saving ≤ ≈ 14 ms", lambda: 1e3 * _step(1, 0))
+claim("06.tail", "longest 10 %", lambda: 10, source="FAST'25 §5.1: TBT = mean of the longest 10% intervals")
+claim("06.ttft", "(TTFT ≤ 30 s, TBT ≤ a threshold)", lambda: _g().TTFT_SLO_S, source="FAST'25 §5.1")
+claim("06.five", "Our five clusters (16 nodes each", lambda: _g().N_NODES)
+claim("06.speeds", "at 1× (the paper's setting) and at 2×", lambda: (1.0, _g().DEMO_SPEED))
+claim("06.paper_range", "beside the paper's +59 % … +498 %",
+      lambda: (100 * paper.FIG1_GAIN[300], 100 * paper.FIG1_GAIN[100]), source=_FAST)
+claim("06.prefill_nodes", "because the 8 prefill nodes", lambda: _mooncake()[0])
+claim("06.best_pd", "near 1:1", lambda: paper.BEST_PD_RATIO, source="FAST'25 §5")
+claim("06.q1", "sequences of 12,000 tokens fit at once in one 8×A800", lambda: (_ex()._CTX, _n().n_gpus))
+claim("06.q2", "decodes 101 tokens (100 intervals) at 20 ms per step",
+      lambda: (_ex()._INTERVALS + 1, _ex()._INTERVALS, 1e3 * _ex()._STEP_S))
+claim("06.q2_prompt", "a 32,768-token prompt", lambda: _ex()._PROMPT)
+claim("06.q3", "16 sequences ×\n12,000 tokens", lambda: (_ex()._BATCH, _ex()._CTX))
+claim("06.q3_budget", "(multiple of 128, nothing cached) keeping it ≤ 100 ms",
+      lambda: (_ex()._K_STEP, 1e3 * _ex()._BUDGET_S))
+
+# ---- exercises --------------------------------------------------------------------------------
+claim("06.x1_q", "sequences of 12,000 tokens of context fit at once in the KV memory of one 8×A800",
+      lambda: (_ex()._CTX, _n().n_gpus), where="06.max_batch")
+claim("06.x1_q2", "(90% of 640 GB minus the weights, 320 KiB per token)",
+      lambda: (100 * _frac(), _n().hbm_bytes / 1e9, _m().kv_bytes_per_token() / 1024), where="06.max_batch")
+claim("06.x1_why", "(576 GB − 138 GB) / 327,680 B ≈ 1.34 M tokens → ≈ 111 sequences of 12k",
+      lambda: (_frac() * _n().hbm_bytes / 1e9, _m().weight_bytes() / 1e9, _m().kv_bytes_per_token(),
+               _cap_tokens() / 1e6, _ex()._max_batch(), _ex()._CTX / 1e3), where="06.max_batch")
+claim("06.x2_q", "decodes 101 tokens (100 intervals) at 20 ms per step",
+      lambda: (_ex()._INTERVALS + 1, _ex()._INTERVALS, 1e3 * _ex()._STEP_S), where="06.stall_tail")
+claim("06.x2_prompt", "a 32,768-token prompt", lambda: _ex()._PROMPT, where="06.stall_tail")
+claim("06.x2_tail", "the longest 10% of intervals", lambda: 10, where="06.stall_tail",
+      source="FAST'25 §5.1")
+claim("06.x2_why", "one prefill of ≈ 3.6 s lifts the tail mean to ≈ 380 ms: a single stall breaks even a 300 ms SLO",
+      lambda: (_pt(_ex()._PROMPT), _ex()._stalled_tail_ms(), _g().TBT_SLOS_MS[-1]), where="06.stall_tail",
+      rel_tol=0.02)
+claim("06.x3_q", "16 sequences × 12,000 tokens", lambda: (_ex()._BATCH, _ex()._CTX), where="06.largest_chunk")
+claim("06.x3_budget", "(a multiple of 128, no cached prefix) that keeps the iteration ≤ 100 ms",
+      lambda: (_ex()._K_STEP, 1e3 * _ex()._BUDGET_S), where="06.largest_chunk")
+claim("06.x3_hint", "Loop k over 128, 256, … and test prefill_time(k) + decode_step_time(16, 16 × 12,000) ≤ 0.1 s.",
+      lambda: (_ex()._K_STEP, 2 * _ex()._K_STEP, _ex()._BATCH, _ex()._BATCH, _ex()._CTX, _ex()._BUDGET_S),
+      where="06.largest_chunk")
+claim("06.x3_why", "the decode step costs ≈ 19 ms, leaving ≈ 81 ms for the chunk: ≈ 900 tokens — vLLM's 512",
+      lambda: (1e3 * _step(_ex()._BATCH, _ex()._BATCH * _ex()._CTX),
+               1e3 * (_ex()._BUDGET_S - _step(_ex()._BATCH, _ex()._BATCH * _ex()._CTX)),
+               _ex()._largest_chunk(), _chunk()), where="06.largest_chunk", rel_tol=0.02)
+claim("06.x4_paper", "+59% … +498% are gains", lambda: (100 * paper.FIG1_GAIN[300], 100 * paper.FIG1_GAIN[100]),
+      where="06.capacity_gain", source=_FAST)

@@ -50,15 +50,19 @@ class OverloadDashboard(Dashboard):
     """One admission policy on a whole trace: prefill and decode load over time, and the counts.
 
     Controls: ``trace``, ``policy`` (baseline / early / predicted / none), ``speed`` (0.25–3×),
-    ``threshold`` (0.5–2), ``t_d`` (s, 1–60), ``horizon`` (0–2), ``kv`` (tokens per decode node,
+    ``threshold`` (0.5–2), ``t_d`` (s, 1–60; default: :func:`~...l07_overload.decode_time_estimate` of the
+    initial trace, to 0.5 s), ``horizon`` (0–2: 0 = now, 1 = the end of the prefill, 2 = as far again), ``kv`` (tokens per decode node,
     log, 10k–1.58M). Preset ``modern`` (:data:`~...l07_overload.DEFAULT_CONFIG`).
     """
 
     title = "Lecture 07 · admission control on the whole trace (one simulation per move)"
 
     def __init__(self, trace: str = "conversation", policy: str = "early", speed: float = exp.DEFAULT_SPEED,
-                 threshold: float = 1.0, t_d: float = 10.0, horizon: float = 1.0,
+                 threshold: float = 1.0, t_d: float | None = None, horizon: float = 1.0,
                  kv_tokens: float = exp.DEFAULT_CONFIG["decode_kv_capacity_tokens"]):
+        if t_d is None:  # derived from the trace and KV capacity, on the slider's 0.5 s grid
+            est = exp.decode_time_estimate(trace, decode_kv_capacity_tokens=float(kv_tokens))
+            t_d = min(max(round(est * 2) / 2, BOUNDS["t_d"][0]), BOUNDS["t_d"][1])
         self._init = (trace, policy, speed, threshold, t_d, horizon, kv_tokens)
         super().__init__()
 
@@ -73,8 +77,8 @@ class OverloadDashboard(Dashboard):
                                          description="replay speed (×)", readout_format=".2f", **_slider_style()),
             "threshold": widgets.FloatSlider(value=thr, min=b["threshold"][0], max=b["threshold"][1], step=0.05,
                                              description="threshold θ", readout_format=".2f", **_slider_style()),
-            "t_d": widgets.FloatSlider(value=t_d, min=b["t_d"][0], max=b["t_d"][1], step=1.0,
-                                       description="t_d (s)", readout_format=".0f", **_slider_style()),
+            "t_d": widgets.FloatSlider(value=t_d, min=b["t_d"][0], max=b["t_d"][1], step=0.5,
+                                       description="t_d (s)", readout_format=".1f", **_slider_style()),
             "horizon": widgets.FloatSlider(value=hor, min=b["horizon"][0], max=b["horizon"][1], step=0.1,
                                            description="prediction horizon", readout_format=".1f",
                                            **_slider_style()),

@@ -45,7 +45,7 @@ exercise(Exercise(
     answer=_fit_small, unit="requests", rel_tol=0.03,
     hint="Mean size = mean(input_len + output_len) of the trace (≈ 8.5k tokens); divide the node's capacity by it.",
     why="fewer than 5: a decode node that can hold only a handful of requests is full most of the time at 2× — "
-        "the decode-bound overload of the paper's experiment. A real node (1.34M tokens) holds ≈ 150."))
+        "the decode-bound overload of the paper's experiment. A real node (1.34M tokens) holds ≈ 157."))
 
 exercise(Exercise(
     "07.wasted_prefill",
@@ -79,6 +79,8 @@ exercise(Exercise(
     "Question 5 [when the ordering flips]: in the lecture's speed sweep (0.75× … 2×), what is the lowest "
     "replay speed at which the baseline rejects FEWER requests than early rejection?",
     answer=_crossover, unit="×", rel_tol=0.0,
-    hint="crossover_speed(sweep), or read where the baseline's line crosses below early's.",
+    hint="crossover_speed(sweep), or the sweep table: the first speed of the grid (0.75, 1, 1.25, …) whose "
+         "baseline count is below early's. The lines cross between two grid points (≈ 1.4×, crossing_speed); "
+         "the answer is the grid point after the crossing.",
     why="from there on the overload is deep enough that the baseline's size-selective late check beats a "
         "size-blind early one."))

@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .. import paper as _paper
 from .. import sim
 from ..reproduce import Metric, figure_group, metric_group
 from ..traces import Trace
@@ -32,10 +33,11 @@ __all__ = ["overload_comparison", "policy_counts", "policy_jobs", "PAPER_TABLE3_
            "POLICIES", "run", "policy_runs", "load_timeseries", "speed_sweep", "SWEEP_SPEEDS", "regime_table",
            "REGIMES",
            "rejection_ordering", "paper_ordering_holds", "crossover_speed", "real_kv_capacity_tokens",
-           "requests_per_node", "TRACES"]
+           "requests_per_node", "TRACES", "decode_time_estimate", "td_sweep", "TD_SWEEP", "mean_decode_time",
+           "crossing_speed", "describe_comparison", "describe_td_sweep", "describe_correlations"]
 
-#: arXiv v3 Table 3: rejected requests, 8P+8D, ~23k real requests replayed at 2× (reference/mooncake_paper.md).
-PAPER_TABLE3_REJECTED = {"baseline": 4183, "early": 3771, "predicted": 3589}
+#: arXiv v3 Table 3: rejected requests, 8P+8D, ~23k real requests replayed at 2× (:mod:`mooncake_lab.paper`).
+PAPER_TABLE3_REJECTED = dict(_paper.TABLE3_REJECTED)
 _TABLE3 = "arXiv v3 Table 3 (8P+8D, ~23k real requests, 2× replay)"
 POLICIES = ("baseline", "early", "predicted")
 TRACES = ("toolagent-like", "conversation")
@@ -44,6 +46,8 @@ DEFAULT_SPEED = 2.0  # arXiv v3 §8.2: the trace replayed at 2× speed
 DEFAULT_CONFIG = dict(preset="modern", decode_kv_capacity_tokens=40_000.0)
 #: Replay speeds of the lecture's sweep (× the trace's own arrival rate): mild to the paper's 2×.
 SWEEP_SPEEDS = (0.75, 1.0, 1.25, 1.5, 1.75, 2.0)
+#: t_d (s) of :func:`td_sweep`: from far too short to the simulator's round default and beyond.
+TD_SWEEP = (1.0, 2.0, 5.0, 10.0, 20.0, 40.0)
 #: Named regimes of :func:`regime_table`: (replay speed, ClusterConfig overrides on top of 8P+8D).
 REGIMES = {
     "decode-bound, 2× (lecture default)": (2.0, dict(DEFAULT_CONFIG)),
@@ -59,19 +63,47 @@ _READ_BY = {"decode_time_s": ("predicted",), "prediction_horizon": ("predicted",
             "admission_threshold": ("baseline", "early", "predicted")}
 
 
-def _config(**config) -> sim.ClusterConfig:
+def _config(trace: Trace | str | None = None, **config) -> sim.ClusterConfig:
     """``ClusterConfig(**DEFAULT_CONFIG, **config)`` with the admission parameters the policy does not
     read left at their defaults: runs that must be equal share one memo entry (a dashboard moving
-    t_d under ``early`` runs nothing)."""
+    t_d under ``early`` runs nothing). ``predicted`` without a ``decode_time_s`` gets
+    :func:`decode_time_estimate` of ``trace`` and this config (not the simulator's round 10 s)."""
     c = {**DEFAULT_CONFIG, **config}
     adm = c.get("admission", "none")
+    if adm == "predicted" and c.get("decode_time_s") is None and trace is not None:
+        c["decode_time_s"] = decode_time_estimate(trace, **{k: v for k, v in c.items() if k != "decode_time_s"})
     return sim.ClusterConfig(**{k: v for k, v in c.items() if adm in _READ_BY.get(k, (adm,))})
+
+
+def decode_time_estimate(trace: Trace | str = "toolagent-like", **config) -> float:
+    """t_d (s) for prediction-based rejection, derived from the trace and the cost model in use:
+    the trace's mean output length (tokens) × the decode step time (s) of a *full* decode node —
+    as many requests of the trace's mean size (input + output tokens) as its KV holds, attending to
+    all of it. ``config`` as for :func:`run` (preset, ``decode_kv_capacity_tokens``). It matches
+    the simulated mean decode time (≈ 2.7 s on toolagent-like, ≈ 5 s on conversation at 2×)."""
+    from ..roofline import cm_decode_step_time
+
+    tr = _trace(trace)
+    c = {**DEFAULT_CONFIG, **config}
+    r = sim.ClusterConfig(**{k: v for k, v in c.items() if k in ("preset", "model", "node",
+                                                                 "decode_kv_capacity_tokens")}).resolve()
+    cap = float(r.decode_kv_capacity)
+    batch = max(1, int(round(cap / float(np.mean(tr.input_len + tr.output_len)))))
+    return float(np.mean(tr.output_len)) * float(cm_decode_step_time(r.cost, batch, cap))
+
+
+def mean_decode_time(res: sim.SimResult) -> float:
+    """Mean time (s) a completed request spent decoding in ``res`` (finish − decode admission)."""
+    a = res.arrays
+    done = a["outcome"] == sim.COMPLETED
+    return float(np.nanmean((a["finish"] - a["decode_admit"])[done])) if done.any() else float("nan")
 
 
 def run(trace: Trace | str = "toolagent-like", speed: float = DEFAULT_SPEED, **config) -> sim.SimResult:
     """One simulation of ``trace`` replayed at ``speed`` on ``ClusterConfig(**DEFAULT_CONFIG, **config)``,
     memoised (a notebook cell, a dashboard and the CLI asking the same question share one run)."""
-    return simulate_at_speed(trace, speed, _config(**config))
+    tr = _trace(trace)
+    return simulate_at_speed(tr, speed, _config(tr, **config))
 
 
 def policy_runs(trace: Trace | str = "toolagent-like", speed: float = DEFAULT_SPEED, policies=POLICIES,
@@ -86,7 +118,7 @@ def policy_jobs(trace: Trace | str = "toolagent-like", speed: float = DEFAULT_SP
     """The ``(trace, speed, ClusterConfig)`` runs of :func:`policy_runs` (to compute ahead,
     :class:`~mooncake_lab.experiments.common.Prefetch`)."""
     tr = _trace(trace)
-    return [(tr, speed, _config(**config, admission=p)) for p in policies]
+    return [(tr, speed, _config(tr, **config, admission=p)) for p in policies]
 
 
 def _counts(res: sim.SimResult) -> dict:
@@ -110,7 +142,9 @@ def _row(res: sim.SimResult, dt: float) -> dict:
     need = res.trace.input_len.astype(np.float64) + out_len
     ts = res.timeseries(dt)
     w = ts[ts.index <= float(res.trace.arrival_s.max())]
+    tail = np.nan_to_num(res.arrays["tbt_tail"], nan=0.0)
     return {**_counts(res), "goodput": int(round(s["slo_attainment"] * s["requests"])),
+            "missed_tbt": int((done & (tail > res.config.tbt_slo_s)).sum()),
             "load_corr": res.load_correlation(dt), "prefill_load_mean": float(w.prefill_load.mean()),
             "decode_load_mean": float(w.decode_load.mean()),
             "decode_kv_fraction_mean": float(w.decode_kv_fraction.mean()),
@@ -197,6 +231,91 @@ def speed_sweep(trace: Trace | str = "toolagent-like", speeds=SWEEP_SPEEDS, poli
                          "wasted_prefill_s": r["wasted_prefill_s"], "rejected_kv_mean": r["rejected_kv_mean"],
                          "load_corr": r["load_corr"]})
     return pd.DataFrame(rows)
+
+
+def td_sweep(trace: Trace | str = "toolagent-like", speed: float = DEFAULT_SPEED, t_ds=TD_SWEEP,
+             **config) -> pd.DataFrame:
+    """How prediction-based rejection depends on its t_d: one row per t_d (s) — the derived
+    :func:`decode_time_estimate` included, marked ``derived`` — with predicted's rejected, completed
+    and goodput (completed within both SLOs), and early rejection's for comparison (which does not
+    read t_d). Index: ``t_d_s``."""
+    tr = _trace(trace)
+    est = decode_time_estimate(tr, **config)
+    early = _row(run(tr, speed, admission="early", **config), 10.0)
+    rows = []
+    for td in sorted({*map(float, t_ds), est}):
+        r = _row(run(tr, speed, admission="predicted", decode_time_s=td, **config), 10.0)
+        rows.append({"t_d_s": td, "derived": td == est, "rejected_predicted": r["rejected"],
+                     "rejected_early": early["rejected"], "completed_predicted": r["completed"],
+                     "completed_early": early["completed"], "goodput_predicted": r["goodput"],
+                     "goodput_early": early["goodput"]})
+    return pd.DataFrame(rows).set_index("t_d_s")
+
+
+def crossing_speed(sweep: pd.DataFrame) -> float:
+    """Where the baseline's rejected count first falls below early's, interpolated linearly between
+    the two swept speeds around it (the lines' crossing in the sweep figure; NaN if none)."""
+    piv = sweep.pivot(index="speed", columns="policy", values="rejected").sort_index()
+    d = (piv["baseline"] - piv["early"]).to_numpy(dtype=float)
+    v = piv.index.to_numpy(dtype=float)
+    k = np.flatnonzero(d < 0)
+    if not len(k):
+        return float("nan")
+    k = k[0]
+    if k == 0:
+        return float(v[0])
+    return float(v[k - 1] + d[k - 1] / (d[k - 1] - d[k]) * (v[k] - v[k - 1]))
+
+
+def describe_comparison(comp: pd.DataFrame, name: str) -> str:
+    """One markdown paragraph of what :func:`overload_comparison` found (computed, so it never
+    contradicts the table, on the released trace or on its stand-in)."""
+    r, g = comp["rejected"], comp["goodput"]
+    most = str(comp["completed"].idxmax())
+    fewer = int(r["early"] - r["predicted"])
+    dg = int(g["predicted"] - g["early"])
+    return (f"On `{name}`: prediction rejects {abs(fewer):,} {'fewer' if fewer >= 0 else 'more'} requests than "
+            f"early rejection ({r['predicted']:,} vs {r['early']:,}) and serves {abs(dg):,} "
+            f"{'more' if dg >= 0 else 'fewer'} within both SLOs ({g['predicted']:,} vs {g['early']:,}); "
+            f"the baseline rejects {r['baseline']:,} (after prefill: {comp.loc['baseline', 'rejected_after_prefill']:,}, "
+            f"{comp.loc['baseline', 'wasted_prefill_s']:,.0f} s of prefill wasted); **{most}** completes the most "
+            f"({comp.loc[most, 'completed']:,}). Rejected, most → fewest: {rejection_ordering(r)}.")
+
+
+def describe_td_sweep(tds: pd.DataFrame, name: str) -> str:
+    """One markdown paragraph of a :func:`td_sweep` (computed)."""
+    d = tds[tds.derived].iloc[0]
+    td = float(tds.index[tds.derived][0])
+    wins = tds.index[tds.goodput_predicted >= tds.goodput_early]
+    low = tds.iloc[0]
+    fewer_all = bool((tds.rejected_predicted < tds.rejected_early).all())
+    out = (f"On `{name}`: at the derived t_d = {td:.1f} s prediction rejects {int(d.rejected_predicted):,} "
+           f"(early {int(d.rejected_early):,}) and serves {int(d.goodput_predicted):,} within both SLOs "
+           f"(early {int(d.goodput_early):,}). At t_d = {tds.index[0]:g} s it rejects {int(low.rejected_predicted):,} "
+           f"and serves {int(low.goodput_predicted):,}. ")
+    out += (f"It rejects fewer than early at every t_d swept. " if fewer_all else
+            f"It rejects fewer than early at {int((tds.rejected_predicted < tds.rejected_early).sum())} of "
+            f"{len(tds)} t_d values. ")
+    if len(wins):
+        out += (f"It serves at least as many within the SLOs as early only from t_d = {float(wins[0]):g} s "
+                f"({float(wins[0]) / td:.1f}× the derived value)" + (" on." if (tds.index >= wins[0]).sum() == len(wins)
+                                                                     else ", not at every larger t_d."))
+    else:
+        out += "It never serves as many within the SLOs as early rejection."
+    return out
+
+
+def describe_correlations(comps: dict, prefill_load: float | None = None) -> str:
+    """Load correlations of early vs predicted per trace (``{name: overload_comparison}``), computed."""
+    parts = []
+    for name, comp in comps.items():
+        e, p = float(comp.loc["early", "load_corr"]), float(comp.loc["predicted", "load_corr"])
+        parts.append(f"`{name}`: early r = {e:+.2f}, predicted r = {p:+.2f} "
+                     f"({'weaker' if abs(p) < abs(e) else 'not weaker'} under prediction)")
+    out = "Correlation of the sampled prefill and decode loads at 2× — " + "; ".join(parts) + "."
+    if prefill_load is not None:
+        out += f" Mean prefill load under early rejection: {prefill_load:.1%} of the TTFT SLO."
+    return out
 
 
 def crossover_speed(sweep: pd.DataFrame) -> float:

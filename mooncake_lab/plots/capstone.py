@@ -1,6 +1,8 @@
 """Figures of lecture 08: capacity per system, where the gain comes from, outcome shares, fleet cost."""
 from __future__ import annotations
 
+import matplotlib as mpl
+
 import numpy as np
 
 from . import PALETTE, new_figure, styled
@@ -12,7 +14,7 @@ _OUTCOME_COLORS = {"met both": PALETTE[2], "rejected": "0.55", "missed TTFT": PA
 
 @styled
 def capacity_bars(caps: dict, labels: dict, tbt_slo_ms: float = 100, top_rates: dict | None = None):
-    """Effective capacity (req/s) per system, one panel per trace. ``caps``: ``{trace: capacity_table}``;
+    """90 % capacity (req/s) per system, one panel per trace. ``caps``: ``{trace: capacity_table}``;
     ``labels``: ``{system: display name}``; ``top_rates``: ``{trace: highest swept rate}`` (a bar
     that reaches it is a lower bound, marked "≥")."""
     if not caps:
@@ -27,12 +29,12 @@ def capacity_bars(caps: dict, labels: dict, tbt_slo_ms: float = 100, top_rates: 
         top = (top_rates or {}).get(trace)
         for y, v in enumerate(vals):
             mark = "≥ " if top is not None and v >= top - 1e-9 else ""
-            ax.text(v, y, f" {mark}{v:.1f}", va="center", fontsize="small")
+            ax.text(v, y, f" {mark}{v:.1f}", va="center", fontsize=mpl.rcParams["legend.fontsize"])
         ax.set_xlim(0, max(float(np.nanmax(vals)), 1e-9) * 1.2)
-        ax.set_xlabel("effective capacity (req/s)")
+        ax.set_xlabel("90 % capacity (req/s)")
         ax.set_ylabel("system (16 nodes)" if k == 0 else "")
         ax.set_title(f"{trace}: TBT ≤ {tbt_slo_ms:g} ms", fontsize="medium")
-    fig.suptitle("Effective request capacity: ≥ 90% of requests within TTFT ≤ 30 s and the TBT SLO")
+    fig.suptitle("90 % capacity: highest rate with ≥ 90% of requests within TTFT ≤ 30 s and the TBT SLO")
     return fig
 
 
@@ -49,20 +51,20 @@ def gain_waterfall(shares, coupled_rps: float, title: str = "Where Mooncake's ga
     names = ["coupled\n(vLLM-like)"] + [_SHORT.get(str(p), str(p)) for p in shares.index] + ["Mooncake"]
     level = float(coupled_rps)
     ax.bar(0, level, color=PALETTE[3])
-    ax.text(0, level, f"{level:.1f}", ha="center", va="bottom", fontsize="small")
+    ax.text(0, level, f"{level:.1f}", ha="center", va="bottom", fontsize=mpl.rcParams["legend.fontsize"])
     top = level
     for k, (_, r) in enumerate(shares.iterrows(), start=1):
         step = float(r.gain_rps)
         ax.bar(k, step, bottom=level, color=PALETTE[2] if step >= 0 else PALETTE[3])
         txt = f"{step:+.1f}" + (f" ({r.share:+.0%})" if np.isfinite(r.share) else "")
-        ax.text(k, max(level, level + step), txt, ha="center", va="bottom", fontsize="x-small")
+        ax.text(k, max(level, level + step), txt, ha="center", va="bottom", fontsize=mpl.rcParams["legend.fontsize"])
         level += step
         top = max(top, level, level - step)
     ax.bar(len(names) - 1, level, color=PALETTE[0])
-    ax.text(len(names) - 1, level, f"{level:.1f}", ha="center", va="bottom", fontsize="small")
-    ax.set_xticks(range(len(names)), names, fontsize="small")
+    ax.text(len(names) - 1, level, f"{level:.1f}", ha="center", va="bottom", fontsize=mpl.rcParams["legend.fontsize"])
+    ax.set_xticks(range(len(names)), names, fontsize=mpl.rcParams["legend.fontsize"])
     ax.set_ylim(0, top * 1.12)
-    ax.set_ylabel("effective capacity (req/s)")
+    ax.set_ylabel("90 % capacity (req/s)")
     ax.set_xlabel("step added on the way from the coupled cluster to Mooncake (leave-one-out, share of the gain)")
     ax.set_title(title)
     return fig
@@ -84,15 +86,15 @@ class OutcomeBars:
         y = np.arange(len(self.names))[::-1]
         zero = np.zeros(len(y))
         self.segments = {key: ax.barh(y, zero, color=color, label=key) for key, color in _OUTCOME_COLORS.items()}
-        self.notes = [ax.text(0, yy, "", va="center", ha="left", fontsize="small", color="white") for yy in y]
-        self.caption = ax.text(0.5, 1.02, "", transform=ax.transAxes, ha="center", va="bottom", fontsize="small")
+        self.notes = [ax.text(0, yy, "", va="center", ha="left", fontsize=mpl.rcParams["legend.fontsize"], color="white") for yy in y]
+        self.caption = ax.text(0.5, 1.02, "", transform=ax.transAxes, ha="center", va="bottom", fontsize=mpl.rcParams["legend.fontsize"])
         ax.set_yticks(y, self.names)
         ax.set_xlim(0, 100)
         ax.axvline(90, color="k", ls="--", lw=1)
         ax.set_xlabel("requests (%)")
         ax.set_ylabel("system (16 nodes)")
         ax.set_title(title, pad=18)
-        self.figure.legend(*ax.get_legend_handles_labels(), ncol=4, fontsize="small", loc="outside lower center",
+        self.figure.legend(*ax.get_legend_handles_labels(), ncol=4, loc="outside lower center",
                            frameon=False)
         if live:
             for a in (*(b for bars in self.segments.values() for b in bars), *self.notes, self.caption):
@@ -143,13 +145,13 @@ def fleet_costs(table, title: str = "Cost of serving the same load: homogeneous 
             ax.bar(range(len(t)), v, bottom=bottom, color=color, label=name)
             bottom += v
         for j, (tot, p, d) in enumerate(zip(bottom, t.n_prefill, t.n_decode)):
-            ax.text(j, tot, f"${tot:,.0f}\n{p}P+{d}D", ha="center", va="bottom", fontsize="x-small")
-        ax.set_xticks(range(len(t)), [f.replace(" + ", "\n+ ") for f in t.fleet], fontsize="small")
+            ax.text(j, tot, f"${tot:,.0f}\n{p}P+{d}D", ha="center", va="bottom", fontsize=mpl.rcParams["legend.fontsize"])
+        ax.set_xticks(range(len(t)), [f.replace(" + ", "\n+ ") for f in t.fleet], fontsize=mpl.rcParams["legend.fontsize"])
         ax.set_ylim(0, float(bottom.max()) * 1.25)
         ax.set_ylabel("USD per million requests" if k == 0 else "")
         ax.set_xlabel("fleet: prefill + decode nodes")
         ax.set_title(f"KV travels {net}", fontsize="medium")
         if k == 0:
-            ax.legend(fontsize="small", loc="upper left")
+            ax.legend(fontsize=mpl.rcParams["legend.fontsize"], loc="upper left")
     fig.suptitle(title)
     return fig

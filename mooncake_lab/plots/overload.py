@@ -5,6 +5,8 @@ Inputs are the DataFrames of :mod:`mooncake_lab.experiments.l07_overload`. Loads
 """
 from __future__ import annotations
 
+import matplotlib as mpl
+
 import numpy as np
 import pandas as pd
 
@@ -41,7 +43,7 @@ class PolicyResults:
         self.completed = a2.bar(x, zero, color=colors, width=0.6)
         self.wasted = a3.bar(x, zero, color=colors, width=0.6)
         self.notes = [[ax.annotate("", (k, 0), xytext=(0, 0), textcoords="offset points", ha="center", va="bottom",
-                                   fontsize=9) for k in x] for ax in axes]  # the text follows .xy
+                                   fontsize=mpl.rcParams["legend.fontsize"]) for k in x] for ax in axes]  # the text follows .xy
         (self.paper,) = a1.plot([], [], "x", color="black", ms=10, mew=2, label="paper (Table 3)")
         a1.set_ylabel("rejected requests")
         a1.set_title("Rejected, by where", y=1.0)
@@ -65,7 +67,7 @@ class PolicyResults:
                   max((paper[p] for p in self.policies if paper and p in paper), default=0.0))
         comp = table["completed"].to_numpy(dtype=float)
         lo = comp.min() * 0.9
-        return [(0.0, max(top, 1.0) * 1.45),  # room for the legend; ≥ 1: no rejection at all
+        return [(0.0, max(top, 1.0) * 1.15),  # room for the bar labels; ≥ 1: no rejection at all
                 (lo, max(comp.max() + (comp.max() - lo) * 0.15, lo + 1.0)),
                 (0.0, max(float(table["wasted_prefill_s"].max()), 1.0) * 1.18)]
 
@@ -93,7 +95,10 @@ class PolicyResults:
         self.paper.set_data([k + 0.3 for k in px], [paper[self.policies[k]] for k in px])
         if bool(px) != self._legend_paper:  # the legend lists the paper's marks only when they are shown
             handles = [bars for bars in self.rejected] + ([self.paper] if px else [])
-            self.axes[0].legend(handles=handles, fontsize=7.5, loc="upper center", ncol=2)
+            if getattr(self, "_legend", None) is not None:
+                self._legend.remove()
+            # below the panels: in the projector style an in-axes legend is wider than the panel
+            self._legend = self.figure.legend(handles=handles, loc="outside lower center", ncol=len(handles))
             self._legend_paper = bool(px)
         for ax, lim in zip(self.axes, self.fitted_ylims(table, paper) if ylims is None else ylims):
             ax.set_ylim(*lim)
@@ -136,7 +141,7 @@ class LoadOverTime:
             ax2.set_ylabel("prefill load")
             ax2.grid(False)
             ax.set_title(" ", y=1.0)
-            leg = ax2.legend([d, th, p], [d.get_label(), th.get_label(), p.get_label()], fontsize=8,
+            leg = ax2.legend([d, th, p], [d.get_label(), th.get_label(), p.get_label()],
                              loc="upper left", ncol=3)
             self.twins.append(ax2)
             self.decode.append(d)
@@ -220,7 +225,7 @@ def rejection_sweep(sweep: pd.DataFrame, chosen_speed: float | None = None, titl
     a1.set_xlabel("replay speed (× the trace's arrival rate)")
     a1.set_ylabel("rejected requests (% of the trace)")
     a1.set_title("Rejections vs overload depth", y=1.0)
-    a1.legend(fontsize=8, loc="upper left")
+    a1.legend(loc="upper left")
     a2.set_xlabel("replay speed (× the trace's arrival rate)")
     a2.set_ylabel("mean size of a rejected request (k tokens)")
     a2.set_title("Who gets rejected: size of the rejected", y=1.0)

@@ -92,7 +92,10 @@ class ClusterConfig:
         :func:`~mooncake_lab.sim.admission.decode_load`) exceeds this (1.0 = exactly at the SLO /
         full memory; the paper gives no value).
     decode_time_s : ``predicted``: the uniform decode time t_d (s) assumed for every request
-        (arXiv §7.4). Default 10 s ≈ 182 output tokens (toolagent mean) × ~55 ms per step.
+        (arXiv §7.4; the paper gives no value). Default 10 s: a round number, not derived — under
+        the ``modern`` preset with 40k-token decode nodes a step takes ≈ 15 ms and the mean decode
+        lasts ≈ 2.7 s (toolagent-like) / ≈ 5 s (conversation); lecture 07 derives t_d from the trace
+        and preset in use (:func:`mooncake_lab.experiments.l07_overload.decode_time_estimate`).
     prediction_horizon : ``predicted``: the decode load is predicted at
         ``arrival + horizon × (KV ready − arrival)``; 1 = when this request's prefill ends (the
         paper), 0 = now (a current-load check under the t_d model).
