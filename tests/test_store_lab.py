@@ -213,6 +213,14 @@ def test_failure_outcomes_count_each_probed_read():
     assert plots.failure_outcomes(res, 2, "before the kill")["served"] == 1.0
 
 
+def test_the_short_lease_store_is_lru_at_the_watermark_capacity():
+    rows = L.watermark_agreement(L.load_recorded())
+    assert [r["watermark_capacity"] for r in rows] == [int(0.9 * r["capacity_blocks"]) - 4 for r in rows]
+    short = [r for r in rows if r["lease"] == "1ms"]
+    assert short and all(r["agreement_at_watermark"] > r["agreement"] for r in short)   # "agrees even more often"
+    assert min(r["agreement_at_watermark"] for r in short) > 0.99
+
+
 def test_recorded_round_trip_shows_why_the_namespace_is_needed():
     rt = L.load_recorded()["roundtrip"]
     assert rt["rows"] and all(r["put_rc"] == 0 and r["content_ok"] for r in rt["rows"])
@@ -252,7 +260,8 @@ def _lab_claims():
         ("**32 MiB pool** (2 × 16 MiB", [L.POOL_MIB, 2, L.POOL_MIB / 2]),
         ("up to\n20 times", [retries]), ("holds 512, 256 or 128 values (64, 128, 256 KiB)",
                                         caps + [s / 1024 for s in L.EVICTION_SIZES]),
-        ("**1 ms lease**", [1]), ("(5 % of the\n  evictable objects once use passes 90 %)", [5, 90]),
+        ("**1 ms lease**", [1]), ("once use passes 90 % and then removes 5 % of the evictable", [L.HIGH_WATERMARK * 100, 5]),
+        ("at 90 % of the capacity less the pins (the second table) the 1 ms store", [L.HIGH_WATERMARK * 100, 1]),
         ("**default 10 s lease** every key read in the last 10 s", [10, 10]),
         ("(code −200, `NO_AVAILABLE_HANDLE`", [L.NO_AVAILABLE_HANDLE]), ("four **hard-pinned** keys", []),
         ("a\nmoving window of 200 accesses", [EvictionChart.window]),
@@ -306,7 +315,7 @@ def test_the_master_defaults_the_lab_quotes(tmp_path):
 
     def default(flag):
         return re.search(rf"-{flag} \(.*?\) type: \w+ default: (\S+)", text).group(1).strip('"')
-    assert float(default("eviction_high_watermark_ratio")) == pytest.approx(0.9)
+    assert float(default("eviction_high_watermark_ratio")) == pytest.approx(L.HIGH_WATERMARK) == 0.9
     assert float(default("eviction_ratio")) == pytest.approx(0.05)
     assert default("default_kv_lease_ttl") == "10000"   # ms: the "10 s" the lab quotes
     assert default("client_ttl") == "10" and default("dynamic_replication_mode") == "off"

@@ -27,7 +27,8 @@ __all__ = ["KV_LAYER_BYTES", "KV_BLOCK_BYTES", "FAST25_RDMA_GBPS", "TRANSFER_SIZ
            "measure_eviction", "measure_replication_failure", "run_all", "results", "record",
            "RECORDED", "load_recorded", "hits_array", "NO_AVAILABLE_HANDLE", "OBJECT_NOT_FOUND",
            "TRANSFER_FAIL", "lease_agreement", "MAIN_LAB", "can_run_live", "header",
-           "recorded_note", "eviction_lab", "start_labs", "MODE_ENV", "measure_roundtrip"]
+           "recorded_note", "eviction_lab", "start_labs", "MODE_ENV", "measure_roundtrip", "HIGH_WATERMARK",
+           "watermark_capacity", "watermark_agreement"]
 
 MiB = 1 << 20
 KiB = 1 << 10
@@ -47,6 +48,8 @@ LEASES = ("1ms", "10s")                            # default_kv_lease_ttl; 10 s 
 POOL_MIB = 32                                      # 2 memory nodes × 16 MiB (the store's minimum segment)
 EVICTION_SIZES = (64 * KiB, 128 * KiB, 256 * KiB)  # → 512, 256, 128 blocks of capacity
 N_KEYS, N_ACCESSES, ZIPF_A = 2000, 2000, 1.0       # the replayed stream
+#: ``eviction_high_watermark_ratio``: mooncake_master's default (``--help``; tests check it).
+HIGH_WATERMARK = 0.9
 
 RECORDED = "store_lab_recorded.json"
 #: ``MOONCAKE_LAB_STORE=recorded`` makes the lab show the recording even where the store could run.
@@ -344,6 +347,24 @@ def _cpu_count():
 def hits_array(bits: str) -> np.ndarray:
     """A recorded hit string ("0110…", one character per access) as a bool array."""
     return np.frombuffer(bits.encode(), dtype=np.uint8) == ord("1")
+
+
+def watermark_capacity(row: dict) -> int:
+    """Values the pool keeps before it evicts: ``HIGH_WATERMARK`` of its capacity, less the pinned keys."""
+    return int(HIGH_WATERMARK * row["capacity_blocks"]) - int(row.get("pins", 0))
+
+
+def watermark_agreement(res: dict, stream=None) -> list[dict]:
+    """Per eviction run: agreement of the store with exact LRU at the nominal capacity and at
+    :func:`watermark_capacity` (same stream as the replay; ``stream`` defaults to :func:`zipf_stream`)."""
+    stream = zipf_stream() if stream is None else stream
+    out = []
+    for r in res["eviction"]:
+        store, cap = hits_array(r["store_hits"]), watermark_capacity(r)
+        out.append({"lease": r["lease"], "capacity_blocks": r["capacity_blocks"], "agreement": r["agreement"],
+                    "watermark_capacity": cap,
+                    "agreement_at_watermark": float((exact_lru_hits(stream, cap) == store).mean())})
+    return out
 
 
 def lease_agreement(res: dict) -> dict[str, float]:
