@@ -318,7 +318,8 @@ def start_labs(leases=LEASES) -> tuple:
 
 
 def run_all(leases=LEASES) -> dict:
-    """Every measurement of the lab on the real store (≈ 40 s here). Raises StoreLabError if it cannot run."""
+    """Every measurement of the lab on the real store (``run_s`` records how long it took). Raises
+    StoreLabError if it cannot run."""
     t0 = time.perf_counter()
     main, evs = start_labs(leases)
     try:
