@@ -147,7 +147,9 @@ def test_refuses_the_host_network_without_an_explicit_opt_in(monkeypatch):
     {"buffer_mib": -1}, {"clients": ("a", "a")}, {"clients": ("node0",)}, {"clients": ("not a name",)},
     {"timeout_s": 0}, {"timeout_s": float("nan")}, {"allow_host_network": "yes"},
     {"master_flags": {"Client-TTL": 3}}, {"master_flags": {"client_ttl": "3 --rpc_port=1"}},
-    {"master_flags": {"client_ttl": None}},
+    {"master_flags": {"client_ttl": None}}, {"clients": "writer"}, {"clients": ("writer", 3)},
+    {"master_flags": "client_ttl=3"}, {"master_flags": {"rpc_port": 5}},
+    {"master_flags": {"http_metadata_server_host": "0.0.0.0"}},
 ])
 def test_bad_lab_settings_are_named(kwargs):
     with pytest.raises(InputError) as err:
@@ -172,6 +174,151 @@ def test_bad_inputs_of_the_experiments_are_named():
                          ({"keys": ["k"], "size": 2**31}, "size"), ({"keys": ["k"], "size": 1, "api": "x"}, "api")]:
         with pytest.raises(InputError, match=name):
             StoreLab().put(**kwargs)
+
+
+def test_bad_store_calls_and_experiment_settings_are_named_before_the_store_is_touched():
+    lab = StoreLab()   # not started: every check below must fire before any request is sent
+    calls = [
+        (lambda: lab.put(["k"], 10, replicas=2), "replicas"), (lambda: lab.put(["k"], 10, replica_num=0), "replica_num"),
+        (lambda: lab.put(["k"], 10, replica_num=3), "replica_num"), (lambda: lab.put(["k"], 10, hard_pin=1), "hard_pin"),
+        (lambda: lab.put(["k"], 10, preferred_segment="127.0.0.1:1"), "preferred_segment"),
+        (lambda: lab.replay(["k"], 10, retries=-1), "retries"), (lambda: lab.replay(["k"], 10, foo=1), "foo"),
+        (lambda: lab.http("metrics"), "path"), (lambda: lab.http("/metrics", server="bogus"), "server"),
+        (lambda: lab.kill("node0", sig=999), "sig"),
+        (lambda: L.zipf_stream(seed="x"), "seed"), (lambda: L.results(live="yes"), "live"),
+        (lambda: L.measure_transfer(None), "lab"), (lambda: L.measure_transfer(lab, sizes=(0,)), "sizes"),
+        (lambda: L.measure_transfer(lab, sizes=()), "sizes"), (lambda: L.measure_transfer(lab, rounds=0), "rounds"),
+        (lambda: L.measure_transfer(lab, total_bytes=0), "total_bytes"),
+        (lambda: L.measure_eviction(lab, "1ms", sizes=(10**9,)), "sizes"),
+        (lambda: L.measure_eviction(lab, "1ms", pins=-1), "pins"),
+        (lambda: L.measure_eviction(StoreLab(clients=("reader",)), "1ms"), "lab"),
+        (lambda: L.measure_replication_failure(StoreLab(nodes=1)), "lab"),
+        (lambda: L.measure_replication_failure(lab, value_bytes=0), "value_bytes"),
+        (lambda: L.measure_roundtrip(lab, n=0), "n"),
+    ]
+    for call, name in calls:
+        with pytest.raises(InputError, match=name):
+            call()
+
+
+def test_failure_outcomes_count_each_probed_read():
+    from mooncake_lab.plots import store_lab as plots
+
+    res = json.loads(json.dumps(L.load_recorded()))
+    rep = res["replication"]
+    assert plots.failure_outcomes(res, 1, "before the kill")["n"] == len(rep["before_kill"]["one"])
+    rep["before_kill"]["one"] = [1 << 20, L.OBJECT_NOT_FOUND, 1 << 20, L.TRANSFER_FAIL]
+    out = plots.failure_outcomes(res, 1, "before the kill")
+    assert out["served"] == 0.5 and out["-704 not found"] == 0.25 and out["-800 transfer failed"] == 0.25
+    assert plots.failure_outcomes(res, 2, "before the kill")["served"] == 1.0
+
+
+def test_the_short_lease_store_is_lru_at_the_watermark_capacity():
+    rows = L.watermark_agreement(L.load_recorded())
+    assert [r["watermark_capacity"] for r in rows] == [int(0.9 * r["capacity_blocks"]) - 4 for r in rows]
+    short = [r for r in rows if r["lease"] == "1ms"]
+    assert short and all(r["agreement_at_watermark"] > r["agreement"] for r in short)   # "agrees even more often"
+    assert min(r["agreement_at_watermark"] for r in short) > 0.99
+
+
+def test_recorded_round_trip_shows_why_the_namespace_is_needed():
+    rt = L.load_recorded()["roundtrip"]
+    assert rt["rows"] and all(r["put_rc"] == 0 and r["content_ok"] for r in rt["rows"])
+    assert {s for r in rt["rows"] for s in r["segments"]} <= set(rt["segments"].values())
+    ports = {p for _, p in rt["listening"]}
+    assert set(rt["ports"].values()) <= ports
+    assert any(a in ("0.0.0.0", "::") for a, _ in rt["listening"])   # wildcard listeners exist inside
+
+
+# Every number the lab's markdown and exercise strings state, beside what it must equal. The lab is not
+# in mooncake_lab/claims (a lecture table); this test is its claims table: each snippet must occur, its
+# numbers must equal the values, and no other number may appear in the prose or the exercises.
+def _lab_claims():
+    from mooncake_lab.models import get_model
+    from mooncake_lab.plots.store_lab import EvictionChart
+    from mooncake_lab.store_lab._worker import Worker
+
+    m = get_model("llama2-70b")
+    per_layer = L.KV_LAYER_BYTES // 512
+    rdma = list(L.FAST25_RDMA_GBPS.values())
+    retries = __import__("inspect").signature(Worker.replay).parameters["retries"].default
+    caps = [L.POOL_MIB * 2**20 // s for s in L.EVICTION_SIZES]
+    polls_default = __import__("inspect").signature(L.measure_replication_failure).parameters["polls"].default
+    pins = __import__("inspect").signature(L.measure_eviction).parameters["pins"].default
+    # the lease names "1ms" and "10s" are L.LEASES
+    assert [float(x.rstrip("ms")) for x in L.LEASES] == [1, 10]
+    return [
+        ("(FAST'25: 87 / 190 GB/s)", rdma), ("**87 GB/s over 4×200 Gbps RDMA and 190 GB/s over\n  8×400 Gbps**",
+                                              [rdma[0], 4, 200, rdma[1], 8, 400]),
+        ("unit is a 512-token block", [512]), ("**2 MiB values", [L.KV_LAYER_BYTES / 2**20]),
+        ("16 MiB per point", [L.TRANSFER_BYTES / 2**20]), ("shared 2-core machine", [2]),
+        ("a whole 160 MiB block at this lab's fastest 2 MiB read", [L.KV_BLOCK_BYTES / 2**20, L.KV_LAYER_BYTES / 2**20]),
+        ("the same at 87 GB/s", [rdma[0]]),
+        ("` = 0.9: above 90 % use", [0.9, 90]), ("` = 0.05: it removes 5 % of", [0.05, 5]),
+        ("` = 10 s: a **read**", [10]), ("it fails (−200)", [L.NO_AVAILABLE_HANDLE]),
+        (f"stream of 2,000 block accesses (Zipf over 2,000 keys", [L.N_ACCESSES, L.N_KEYS]),
+        ("**32 MiB pool** (2 × 16 MiB", [L.POOL_MIB, 2, L.POOL_MIB / 2]),
+        ("up to\n20 times", [retries]), ("holds 512, 256 or 128 values (64, 128, 256 KiB)",
+                                        caps + [s / 1024 for s in L.EVICTION_SIZES]),
+        ("**1 ms lease**", [1]), ("once use passes 90 % and then removes 5 % of the evictable", [L.HIGH_WATERMARK * 100, 5]),
+        ("at 90 % of the capacity less the pins (the second table) the 1 ms store", [L.HIGH_WATERMARK * 100, 1]),
+        ("**default 10 s lease** every key read in the last 10 s", [10, 10]),
+        ("(code −200, `NO_AVAILABLE_HANDLE`", [L.NO_AVAILABLE_HANDLE]), ("four **hard-pinned** keys", []),
+        ("a\nmoving window of 200 accesses", [EvictionChart.window]),
+        ("**SIGKILL memory node 0**", [0]), ("(all on node 0)", [0]), ("node 0's heartbeats", [0]),
+        ("(3 s here; default 10 s)", [L.MAIN_LAB["master_flags"]["client_ttl"], 10]),
+        ("**−800** `TRANSFER_FAIL`, **−704** `OBJECT_NOT_FOUND`", [L.TRANSFER_FAIL, L.OBJECT_NOT_FOUND]),
+        ("lists node 0's segment", [0]), ("key on node 0 fails with −800", [0, L.TRANSFER_FAIL]),
+        ("replica is\n  on node 0", [0]), ("(−704, `is_exist` = 0)", [L.OBJECT_NOT_FOUND, 0]),
+        ("every 10th read", [10]),
+        ("ONE layer of one 512-token", [512]), ("At FAST'25's 87 GB/s (4×200 Gbps RDMA)", [rdma[0], 4, 200]),
+        ("one whole 512-token\nLLaMA2-70B block (all 80 layers)", [512, m.n_layers]),
+        ("one whole "
+         "512-token LLaMA2-70B block (all 80 layers)", [512, m.n_layers]),
+        ("RDMA\n  (87–190 GB/s", rdma), ("with the default 10 s\n  lease", [10]),
+        # exercise strings
+        ("2 (K, V) × 8 KV heads × 128 × 2 bytes; × 512 tokens", [2, m.n_kv_heads, m.d_head, m.kv_bytes_per_elem, 512]),
+        ("512 × 4,096 B = 2 MiB per layer", [512, per_layer, L.KV_LAYER_BYTES / 2**20]),
+        ("× 80 layers = 160 MiB per block", [m.n_layers, L.KV_BLOCK_BYTES / 2**20]),
+        ("160 MiB = 167,772,160 bytes; divide by 87 × 10^9 B/s", [160, L.KV_BLOCK_BYTES, rdma[0], 1e9]),
+        ("every key read in the last 10 s", [10]), ("\"1ms\" or \"10s\"", [1, 10]), ("\n\n1ms\n\n10s\n", [1, 10]), ("at FAST'25's 87 GB/s (4×200 Gbps RDMA)", [rdma[0], 4, 200]),
+        ("−800 is TRANSFER_FAIL", [L.TRANSFER_FAIL]), ("−704, OBJECT_NOT_FOUND", [L.OBJECT_NOT_FOUND]),
+        ("a 1 ms lease", [1]), ("A 10 s lease pins every key read in the last 10 s", [10, 10]),
+    ], pins, polls_default
+
+
+def test_every_number_in_the_lab_prose_and_exercises_is_checked():
+    from mooncake_lab import claims as C
+
+    md = C.markdown_of(ROOT / "notebooks" / "lab_mooncake_store.ipynb")
+    ex = "\n".join(C.exercise_text(e) for e in list_exercises("lab."))
+    table, pins, _ = _lab_claims()
+    assert pins == 4  # "four hard-pinned keys" in the prose
+    for text, want in table:
+        assert text in md or text in ex, f"{text!r} is no longer in the lab's prose or exercises"
+        if want:
+            spans = C._not_claim_spans(text)   # references such as "FAST'25" state no quantity
+            stated = [x for a, b, x, _ in C.number_spans(text) if not C._covered((a, b), spans)]
+            assert stated == pytest.approx([float(w) for w in want]), text
+    texts = [t for t, _ in table]
+    assert C.unclaimed(md, texts) == [] and C.unclaimed(ex, texts) == []
+
+
+def test_the_master_defaults_the_lab_quotes(tmp_path):
+    from mooncake_lab.store_lab._supervisor import master_binary
+
+    if not store_lab.store_status()[0]:
+        pytest.skip(store_lab.store_status()[1])
+    text = " ".join(subprocess.run([master_binary(), "--help"], capture_output=True, text=True, timeout=30,
+                                   stdin=subprocess.DEVNULL).stdout.split())
+    import re
+
+    def default(flag):
+        return re.search(rf"-{flag} \(.*?\) type: \w+ default: (\S+)", text).group(1).strip('"')
+    assert float(default("eviction_high_watermark_ratio")) == pytest.approx(L.HIGH_WATERMARK) == 0.9
+    assert float(default("eviction_ratio")) == pytest.approx(0.05)
+    assert default("default_kv_lease_ttl") == "10000"   # ms: the "10 s" the lab quotes
+    assert default("client_ttl") == "10" and default("dynamic_replication_mode") == "off"
 
 
 def test_can_run_live_gives_the_reason(monkeypatch):

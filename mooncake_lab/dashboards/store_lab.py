@@ -67,9 +67,11 @@ class FailureDashboard(Dashboard):
 
     def _update(self):
         rep = self.res["replication"]
+        t = rep["timeline"][0]
+        probed_dead, probed = len(t["two_first_on_killed"]), len(t["two_first_on_killed"] + t["two_first_on_survivor"])
         self.readout.value = (
             f"node0 was SIGKILLed; the master dropped it {rep['node_dropped_after_s']:.1f} s later "
             f"(client_ttl = {rep['client_ttl_s']:g} s). {rep['two_first_on_killed']} of the {rep['n_two']} "
-            f"two-replica keys listed node0 first (half of the two-replica reads probed are of those). Replicas per two-replica key "
-            f"afterwards: {rep['two_replicas_after']} (nothing re-replicates).")
+            f"two-replica keys listed node0 first ({probed_dead} of the {probed} two-replica reads probed are of "
+            f"those). Replicas per two-replica key afterwards: {rep['two_replicas_after']} (nothing re-replicates).")
         self.view.update(self.res, int(self.value("replicas")), self.value("phase"))

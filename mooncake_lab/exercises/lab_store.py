@@ -39,7 +39,7 @@ exercise(Exercise(
     "Question 1 [block scale]: how many MiB of KV does ONE layer of one 512-token LLaMA2-70B block hold (BF16)?",
     answer=_layer_mib, unit="MiB", rel_tol=0.01,
     hint="KV per token per layer = 2 (K, V) × 8 KV heads × 128 × 2 bytes; × 512 tokens.",
-    why="512 × 4,096 B = 2 MiB per layer; × 80 layers = 160 MiB per block — the value size the lab puts."))
+    why="512 × 4,096 B = 2 MiB per layer — the value size the lab puts; × 80 layers = 160 MiB per block."))
 
 exercise(Exercise(
     "lab.block_ms_rdma",
@@ -47,8 +47,8 @@ exercise(Exercise(
     "512-token LLaMA2-70B block (all 80 layers) take to move?",
     answer=_block_ms_rdma, unit="ms", rel_tol=0.03,
     hint="160 MiB = 167,772,160 bytes; divide by 87 × 10^9 B/s.",
-    why="≈ 1.9 ms: over TCP loopback at ≈ 1 GB/s the same block takes ≈ 170 ms — the 'fast network' is "
-        "what makes the pool worth fetching from (lecture 02's Eq. 2)."))
+    why="Over this lab's TCP loopback the same block takes far longer (the transfer section computes it at your measured "
+        "rate): the 'fast network' is what makes the pool worth fetching from (lecture 02's Eq. 2)."))
 
 exercise(Exercise(
     "lab.closer_lease",
@@ -66,5 +66,5 @@ exercise(Exercise(
     "code does get_into give for a single-replica key that lived on it?",
     answer=_code_before_ttl, unit="", rel_tol=0.0,
     hint="The master still lists the key and hands out its replica; the Transfer Engine then cannot reach it.",
-    why="-800 is TRANSFER_FAIL; once client_ttl expires the master drops the segment and the key: -704, "
+    why="−800 is TRANSFER_FAIL; once client_ttl expires the master drops the segment and the key: −704, "
         "OBJECT_NOT_FOUND."))

@@ -27,7 +27,8 @@ __all__ = ["KV_LAYER_BYTES", "KV_BLOCK_BYTES", "FAST25_RDMA_GBPS", "TRANSFER_SIZ
            "measure_eviction", "measure_replication_failure", "run_all", "results", "record",
            "RECORDED", "load_recorded", "hits_array", "NO_AVAILABLE_HANDLE", "OBJECT_NOT_FOUND",
            "TRANSFER_FAIL", "lease_agreement", "MAIN_LAB", "can_run_live", "header",
-           "recorded_note", "eviction_lab", "start_labs", "MODE_ENV"]
+           "recorded_note", "eviction_lab", "start_labs", "MODE_ENV", "measure_roundtrip", "HIGH_WATERMARK",
+           "watermark_capacity", "watermark_agreement"]
 
 MiB = 1 << 20
 KiB = 1 << 10
@@ -47,6 +48,8 @@ LEASES = ("1ms", "10s")                            # default_kv_lease_ttl; 10 s 
 POOL_MIB = 32                                      # 2 memory nodes × 16 MiB (the store's minimum segment)
 EVICTION_SIZES = (64 * KiB, 128 * KiB, 256 * KiB)  # → 512, 256, 128 blocks of capacity
 N_KEYS, N_ACCESSES, ZIPF_A = 2000, 2000, 1.0       # the replayed stream
+#: ``eviction_high_watermark_ratio``: mooncake_master's default (``--help``; tests check it).
+HIGH_WATERMARK = 0.9
 
 RECORDED = "store_lab_recorded.json"
 #: ``MOONCAKE_LAB_STORE=recorded`` makes the lab show the recording even where the store could run.
@@ -62,7 +65,7 @@ def zipf_stream(n_accesses: int = N_ACCESSES, n_keys: int = N_KEYS, a: float = Z
     n_accesses = v.integer(n_accesses, "n_accesses", lo=2, hi=10**6)
     n_keys = v.integer(n_keys, "n_keys", lo=1, hi=10**7)
     a = v.real(a, "a", lo=0, hi=5)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(v.integer(seed, "seed", lo=0))
     p = 1.0 / np.arange(1, n_keys + 1) ** a
     ranks = rng.choice(n_keys, size=n_accesses, p=p / p.sum())
     first, second = rng.permutation(n_keys), rng.permutation(n_keys)
@@ -79,6 +82,25 @@ def exact_lru_hits(stream, capacity: int) -> np.ndarray:
     return pc.stack_distances(tr) < v.integer(capacity, "capacity", lo=1)
 
 
+def _needs(lab, nodes: int, clients, where: str) -> None:
+    """``lab`` must be a running StoreLab with at least ``nodes`` memory nodes and these clients."""
+    from ..store_lab import StoreLab
+
+    if not isinstance(lab, StoreLab):
+        raise v.fail("lab", lab, "a started StoreLab (e.g. L.start_labs() or `with StoreLab(...) as lab`)", where)
+    missing = [c for c in clients if c not in lab.clients]
+    if len(lab.nodes) < nodes or missing:
+        raise v.fail("lab", f"StoreLab(nodes={len(lab.nodes)}, clients={tuple(lab.clients)})",
+                     f"a lab with >= {nodes} memory nodes and the clients {tuple(clients)}", where)
+
+
+def _sizes(sizes, name: str, hi: int, where: str) -> tuple[int, ...]:
+    sizes = tuple(sizes) if isinstance(sizes, (list, tuple)) else None
+    if not sizes:
+        raise v.fail(name, sizes, "a non-empty list of value sizes in bytes", where)
+    return tuple(v.integer(s, name, lo=1, hi=hi, where=where) for s in sizes)
+
+
 def eviction_lab(lease: str):
     """A (not yet started) store for the eviction replay: a 32 MiB pool, one writer, lease TTL ``lease``."""
     from ..store_lab import StoreLab
@@ -90,10 +112,15 @@ def eviction_lab(lease: str):
 def measure_eviction(lab, lease: str, sizes=EVICTION_SIZES, stream=None, pins: int = 4) -> list[dict]:
     """Replay ``stream`` with ``is_exist``-before-``put`` through ``lab``'s pool (from
     :func:`eviction_lab`) at each value size, beside the course's exact LRU at the same capacity."""
-    stream = zipf_stream() if stream is None else np.asarray(stream)
+    where = "measure_eviction"
+    _needs(lab, 1, ("writer",), where)
+    stream = zipf_stream() if stream is None else v.int_array(stream, "stream", lo=0, where=where)
+    pins = v.integer(pins, "pins", lo=0, hi=64, where=where)
     half = len(stream) // 2
     out = []
     pool = len(lab.nodes) * lab.segment_mib * MiB
+    # a value must fit one segment, and the pool must hold more values than the pins take
+    sizes = _sizes(sizes, "sizes", min(lab.segment_mib * MiB, pool // (pins + 2)), where)
     for size in sizes:
         cap = pool // size
         pinned = [f"pin{size}-{i}" for i in range(pins)]
@@ -117,11 +144,33 @@ def measure_eviction(lab, lease: str, sizes=EVICTION_SIZES, stream=None, pins: i
 
 
 # ---------------------------------------------------------------------------------------- transfer
+def measure_roundtrip(lab, n: int = 4) -> dict:
+    """Put ``n`` KV layers (2 MiB each) from the writer, read them on the reader, checksum every byte;
+    also the listening TCP sockets inside the lab's network namespace (address, port)."""
+    where = "measure_roundtrip"
+    _needs(lab, 1, ("writer", "reader"), where)
+    keys = [f"block0/layer{i}" for i in range(v.integer(n, "n", lo=1, hi=16, where=where))]
+    put = lab.put(keys, KV_LAYER_BYTES)                       # writer → segments of the memory nodes
+    got = lab.get(keys, KV_LAYER_BYTES)                       # segments → reader, checksummed
+    rows = [{"key": k, "put_rc": rc, "content_ok": ok,
+             "segments": [d["segment"] for d in lab.replica_desc(k, who="writer")]}
+            for k, rc, ok in zip(keys, put["rc"], got["ok"])]
+    lab.call("writer", "remove_all")
+    return {"rows": rows, "segments": dict(lab.segments), "listening": sorted(set(lab.listening())),
+            "ports": {k: lab.ports[k] for k in ("rpc", "metadata", "metrics")}}
+
+
 def measure_transfer(lab, sizes=TRANSFER_SIZES, total_bytes: int = TRANSFER_BYTES, rounds: int = 2) -> list[dict]:
     """GB/s of each put API (writer → memory nodes) and get API (memory nodes → reader), checksummed.
 
     Each point moves ``total_bytes`` in ``rounds`` rounds and reports the fastest round (the least
     disturbed by other work on the machine)."""
+    where = "measure_transfer"
+    _needs(lab, 1, ("writer", "reader"), where)
+    rounds = v.integer(rounds, "rounds", lo=1, hi=10, where=where)
+    total_bytes = v.integer(total_bytes, "total_bytes", lo=1, hi=len(lab.nodes) * lab.segment_mib * MiB // 2,
+                            where=where)
+    sizes = _sizes(sizes, "sizes", min(lab.segment_mib, lab.buffer_mib) * MiB, where)
     rows = []
     for size in sizes:
         n = max(1, total_bytes // rounds // size)
@@ -150,6 +199,15 @@ def _n_replicas(lab, key):
 def measure_replication_failure(lab, value_bytes: int = MiB, hot_reads: int = 200, n_two: int = 12,
                                 n_one: int = 4, client_ttl_s: float = 3.0, polls: int = 20) -> dict:
     """Replica placement, hot-spot replication, and what a SIGKILLed memory node takes with it."""
+    where = "measure_replication_failure"
+    _needs(lab, 2, ("writer", "reader"), where)
+    value_bytes = v.integer(value_bytes, "value_bytes", lo=1, hi=min(lab.segment_mib, lab.buffer_mib) * MiB // 8,
+                            where=where)
+    hot_reads = v.integer(hot_reads, "hot_reads", lo=10, hi=10_000, where=where)
+    n_two = v.integer(n_two, "n_two", lo=2, hi=64, where=where)
+    n_one = v.integer(n_one, "n_one", lo=1, hi=64, where=where)
+    client_ttl_s = v.real(client_ttl_s, "client_ttl_s", lo=0.1, hi=60, where=where)
+    polls = v.integer(polls, "polls", lo=1, hi=1000, where=where)
     segs = lab.segments
     n0, n1 = segs["node0"], segs["node1"]
     out: dict = {"segments": dict(segs), "client_ttl_s": client_ttl_s}
@@ -210,6 +268,7 @@ def measure_replication_failure(lab, value_bytes: int = MiB, hot_reads: int = 20
     probe("after client_ttl")
     out["timeline"] = timeline
     out["before_kill_ok"] = int(sum(r == value_bytes for r in before.values()))
+    out["before_kill"] = {"one": [before[k] for k in ones], "two": [before[k] for k in twos]}
     out["two_replicas_after"] = sorted({_n_replicas(lab, k) for k in twos})
     out["codes"] = {str(TRANSFER_FAIL): "TRANSFER_FAIL", str(OBJECT_NOT_FOUND): "OBJECT_NOT_FOUND"}
     return out
@@ -259,12 +318,14 @@ def start_labs(leases=LEASES) -> tuple:
 
 
 def run_all(leases=LEASES) -> dict:
-    """Every measurement of the lab on the real store (≈ 40 s here). Raises StoreLabError if it cannot run."""
+    """Every measurement of the lab on the real store (``run_s`` records how long it took). Raises
+    StoreLabError if it cannot run."""
     t0 = time.perf_counter()
     main, evs = start_labs(leases)
     try:
         res = header(main)
         res["start_s"] = time.perf_counter() - t0
+        res["roundtrip"] = measure_roundtrip(main)
         res["transfer"] = measure_transfer(main)
         res["eviction"] = []
         for lease, lab in evs.items():
@@ -287,6 +348,24 @@ def _cpu_count():
 def hits_array(bits: str) -> np.ndarray:
     """A recorded hit string ("0110…", one character per access) as a bool array."""
     return np.frombuffer(bits.encode(), dtype=np.uint8) == ord("1")
+
+
+def watermark_capacity(row: dict) -> int:
+    """Values the pool keeps before it evicts: ``HIGH_WATERMARK`` of its capacity, less the pinned keys."""
+    return int(HIGH_WATERMARK * row["capacity_blocks"]) - int(row.get("pins", 0))
+
+
+def watermark_agreement(res: dict, stream=None) -> list[dict]:
+    """Per eviction run: agreement of the store with exact LRU at the nominal capacity and at
+    :func:`watermark_capacity` (same stream as the replay; ``stream`` defaults to :func:`zipf_stream`)."""
+    stream = zipf_stream() if stream is None else stream
+    out = []
+    for r in res["eviction"]:
+        store, cap = hits_array(r["store_hits"]), watermark_capacity(r)
+        out.append({"lease": r["lease"], "capacity_blocks": r["capacity_blocks"], "agreement": r["agreement"],
+                    "watermark_capacity": cap,
+                    "agreement_at_watermark": float((exact_lru_hits(stream, cap) == store).mean())})
+    return out
 
 
 def lease_agreement(res: dict) -> dict[str, float]:
@@ -314,6 +393,8 @@ def results(live: bool | None = None) -> tuple[dict, str]:
     """(results, where they come from). ``live=None``: run the store if it can run here, else the recording."""
     from ..store_lab import StoreLabError
 
+    if live is not None:
+        live = v.flag(live, "live", "results")
     ok, why = can_run_live() if live is not False else (False, "live=False was asked for")
     if ok:
         try:

@@ -104,13 +104,15 @@ def failure_outcomes(res: dict, replicas: int, phase: str) -> dict:
         raise ValueError(f"phase={phase!r}: allowed {_PHASES}")
     if replicas not in (1, 2):
         raise ValueError(f"replicas={replicas!r}: allowed 1 or 2")
-    if phase == _PHASES[0]:
-        return {"served": 1.0, OUTCOMES[1]: 0.0, OUTCOMES[2]: 0.0} if rep["before_kill_ok"] else {}
-    t = rep["timeline"][0 if phase == _PHASES[1] else 1]
-    rcs = t["one"] if replicas == 1 else t["two_first_on_killed"] + t["two_first_on_survivor"]
+    if phase == _PHASES[0]:  # every key of both kinds was read once before the kill
+        rcs = rep["before_kill"]["one" if replicas == 1 else "two"]
+    else:
+        t = rep["timeline"][0 if phase == _PHASES[1] else 1]
+        rcs = t["one"] if replicas == 1 else t["two_first_on_killed"] + t["two_first_on_survivor"]
     n = max(1, len(rcs))
     return {"served": sum(r > 0 for r in rcs) / n, OUTCOMES[1]: sum(r == -800 for r in rcs) / n,
-            OUTCOMES[2]: sum(r == -704 for r in rcs) / n}
+            OUTCOMES[2]: sum(r == -704 for r in rcs) / n,
+            "other": sum(r <= 0 and r not in (-800, -704) for r in rcs) / n, "n": len(rcs)}
 
 
 class FailureChart:
@@ -133,7 +135,8 @@ class FailureChart:
         out = failure_outcomes(res, replicas, phase)
         for b, k in zip(self.bars, OUTCOMES):
             b.set_height(out.get(k, 0.0))
-        self.title.set_text(f"{replicas} replica{'s' if replicas > 1 else ''}, {phase}")
+        self.title.set_text(f"{replicas} replica{'s' if replicas > 1 else ''}, {phase} "
+                            f"({out['n']} read{'s' if out['n'] != 1 else ''} probed)")
         return self.figure
 
 

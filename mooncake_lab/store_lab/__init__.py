@@ -100,6 +100,13 @@ def _size(size) -> int:
     return v.integer(size, "size", lo=1, hi=1 << 30)  # bytes per value
 
 
+#: Flags the lab sets itself (loopback addresses, its ports, the metadata server): not overridable.
+RESERVED_FLAGS = ("rpc_port", "rpc_address", "enable_http_metadata_server", "http_metadata_server_host",
+                  "http_metadata_server_port", "metrics_host", "metrics_port", "logtostderr")
+#: ``ReplicateConfig`` settings :meth:`StoreLab.put` and :meth:`StoreLab.replay` accept.
+CONFIG_KEYS = ("replica_num", "preferred_segment", "hard_pin", "soft_pin")
+
+
 def _die_with_parent():
     from ._proto import die_with_parent
 
@@ -120,14 +127,20 @@ class StoreLab:
         self.nodes = [f"node{i}" for i in range(v.integer(nodes, "nodes", lo=1, hi=8))]
         self.segment_mib = v.integer(segment_mib, "segment_mib", lo=1, hi=4096)
         self.buffer_mib = v.integer(buffer_mib, "buffer_mib", lo=1, hi=4096)
-        self.clients = [str(c) for c in clients]
+        if isinstance(clients, str) or not isinstance(clients, (list, tuple)):
+            raise v.fail("clients", clients, "a list or tuple of client names, e.g. ('writer', 'reader')")
+        self.clients = list(clients)
         if len(set(self.clients)) != len(self.clients) or set(self.clients) & set(self.nodes) or \
-                not all(c.isidentifier() for c in self.clients):
+                not all(isinstance(c, str) and c.isidentifier() for c in self.clients):
             raise v.fail("clients", clients, "distinct names (identifiers), none of them 'nodeN'")
+        if master_flags is not None and not isinstance(master_flags, dict):
+            raise v.fail("master_flags", master_flags, "a dict of mooncake_master flags, e.g. {'client_ttl': 3}")
         self.master_flags = dict(master_flags or {})
         for k, val in self.master_flags.items():
             if not (isinstance(k, str) and k.isidentifier() and k.islower()):
                 raise v.fail("master_flags", k, "mooncake_master flag names (e.g. 'client_ttl')")
+            if k in RESERVED_FLAGS:
+                raise v.fail("master_flags", k, f"a flag the lab does not set itself (it sets {', '.join(RESERVED_FLAGS)})")
             if not isinstance(val, (str, int, float, bool)) or any(ch.isspace() for ch in str(val)) or str(val) == "":
                 raise v.fail(f"master_flags[{k!r}]", val, "a number, a bool or a string without spaces")
         self.timeout_s = v.real(timeout_s, "timeout_s", lo=1, hi=600)
@@ -231,10 +244,27 @@ class StoreLab:
         t = timeout_s or self.timeout_s
         return self._ask("call", timeout_s=t + 5, name=who, method=method, kwargs=kwargs, call_timeout_s=t)
 
+    def _config(self, cfg: dict, where: str, extra=()) -> dict:
+        """Check ``ReplicateConfig`` settings (:data:`CONFIG_KEYS`) before they reach a worker."""
+        for k in cfg:
+            if k not in CONFIG_KEYS + tuple(extra):
+                raise v.fail(k, cfg[k], f"one of the settings {', '.join(CONFIG_KEYS + tuple(extra))}", where)
+        if "replica_num" in cfg:
+            v.integer(cfg["replica_num"], "replica_num", lo=1, hi=len(self.nodes), where=where)
+        if cfg.get("preferred_segment") is not None:
+            v.choice(cfg["preferred_segment"], "preferred_segment", sorted(self.segments.values()), where)
+        for k in ("hard_pin", "soft_pin"):
+            if k in cfg:
+                v.flag(cfg[k], k, where)
+        if "retries" in cfg:
+            v.integer(cfg["retries"], "retries", lo=0, hi=1000, where=where)
+        return cfg
+
     def put(self, keys, size, who="writer", api="put", **cfg):
         """Put each key's value (``size`` bytes, derived from the key) from client ``who``: rc per key, seconds."""
         return self.call(who, "put", keys=_keys(keys), size=_size(size),
-                         api=v.choice(api, "api", ("put", "put_batch", "batch_put_from")), **cfg)
+                         api=v.choice(api, "api", ("put", "put_batch", "batch_put_from")),
+                         **self._config(cfg, "StoreLab.put", extra=("retries",)))
 
     def get(self, keys, size, who="reader", api="get", check=True):
         """Read keys on client ``who``; ``ok`` per key says the content matched its checksum."""
@@ -255,19 +285,22 @@ class StoreLab:
         """``is_exist``-before-``put`` over ``keys`` in order; ``hits`` is a bool array."""
         import numpy as np
 
-        r = self.call(who, "replay", keys=_keys(keys), size=_size(size), **cfg)
+        r = self.call(who, "replay", keys=_keys(keys), size=_size(size),
+                      **self._config(cfg, "StoreLab.replay", extra=("retries",)))
         r["hits"] = np.frombuffer(r["hits"], dtype=np.int8).astype(bool)
         return r
 
     def kill(self, who: str, sig: int = int(signal.SIGKILL)) -> int:
         """Send ``sig`` (default SIGKILL) to one process of the lab (a node, a client or "master")."""
-        rc = self._ask("kill", name=who, sig=int(sig))
+        rc = self._ask("kill", name=who, sig=v.integer(sig, "sig", lo=1, hi=int(signal.SIGRTMAX)))
         self.pids.pop(who, None)
         return rc
 
     def http(self, path: str, server: str = "metrics") -> str:
         """GET ``path`` from the master's metrics/admin server (or its ``"metadata"`` server)."""
-        return self._ask("http", path=path, server=server)
+        if not (isinstance(path, str) and path.startswith("/") and path.isprintable() and " " not in path):
+            raise v.fail("path", path, "a URL path starting with '/', e.g. '/metrics/summary'", "StoreLab.http")
+        return self._ask("http", path=path, server=v.choice(server, "server", ("metrics", "metadata"), "StoreLab.http"))
 
     def live_pids(self) -> dict[str, int]:
         return self._ask("pids")
