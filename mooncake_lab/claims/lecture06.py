@@ -84,8 +84,8 @@ claim("06.target_q4", "≥ 90%", lambda: 100 * _g().TARGET, where="06.capacity_g
 claim("06.speed", "2×", lambda: _g().DEMO_SPEED)
 
 # ---- notebook ---------------------------------------------------------------------------------
-claim("06.goal_kv", "(8 × 80 GB minus the weights, 320 KiB per token)",
-      lambda: (_n().n_gpus, _n().gpu.hbm_bytes / 1e9, _m().kv_bytes_per_token() / 1024))
+claim("06.goal_kv", "(8 × 80 GiB minus the weights, 320 KiB per token)",
+      lambda: (_n().n_gpus, _n().gpu.hbm_bytes / 2**30, _m().kv_bytes_per_token() / 1024))
 claim("06.nodes", "on the same 16 nodes by each", lambda: _g().N_NODES)
 claim("06.calibrated_range", "at most 8k tokens", _calibrated_max_prompt_k, source="data/measured_latency_splitwise.csv")
 claim("06.conv_lengths", "prompts average 12k tokens with a p99 of 85k",
@@ -94,8 +94,8 @@ claim("06.conv_lengths", "prompts average 12k tokens with a p99 of 85k",
 claim("06.deep_chunk", "a 512-token chunk deep inside a 30k prompt cost 0.47 s",
       lambda: (_chunk(), 30, _pt(_chunk(), 30_000, "calibrated")))
 claim("06.weights", "all 138 GB of weights", lambda: _m().weight_bytes() / 1e9)
-claim("06.kv_cap", "(0.9 × 640 GB − 138 GB) / 320 KiB ≈ 1.34 M tokens",
-      lambda: (_frac(), _n().hbm_bytes / 1e9, _m().weight_bytes() / 1e9, _m().kv_bytes_per_token() / 1024,
+claim("06.kv_cap", "(0.9 × 640 GiB − 138 GB) / 320 KiB ≈ 1.47 M tokens",
+      lambda: (_frac(), _n().hbm_bytes / 2**30, _m().weight_bytes() / 1e9, _m().kv_bytes_per_token() / 1024,
                _cap_tokens() / 1e6))
 claim("06.stall", "(≈ 3.3 s for a 30k prompt)", lambda: (_pt(30_000), 30))
 claim("06.chunk", "≤ 512 prompt tokens", _chunk)
@@ -119,10 +119,10 @@ claim("06.q3_budget", "(multiple of 128, nothing cached) keeping it ≤ 100 ms",
 # ---- exercises --------------------------------------------------------------------------------
 claim("06.x1_q", "sequences of 12,000 tokens of context fit at once in the KV memory of one 8×A800",
       lambda: (_ex()._CTX, _n().n_gpus), where="06.max_batch")
-claim("06.x1_q2", "(90% of 640 GB minus the weights, 320 KiB per token)",
-      lambda: (100 * _frac(), _n().hbm_bytes / 1e9, _m().kv_bytes_per_token() / 1024), where="06.max_batch")
-claim("06.x1_why", "(576 GB − 138 GB) / 327,680 B ≈ 1.34 M tokens → ≈ 111 sequences of 12k",
-      lambda: (_frac() * _n().hbm_bytes / 1e9, _m().weight_bytes() / 1e9, _m().kv_bytes_per_token(),
+claim("06.x1_q2", "(90% of 640 GiB minus the weights, 320 KiB per token)",
+      lambda: (100 * _frac(), _n().hbm_bytes / 2**30, _m().kv_bytes_per_token() / 1024), where="06.max_batch")
+claim("06.x1_why", "(576 GiB − 138 GB) / 327,680 B ≈ 1.47 M tokens → ≈ 122 sequences of 12k",
+      lambda: (_frac() * _n().hbm_bytes / 2**30, _m().weight_bytes() / 1e9, _m().kv_bytes_per_token(),
                _cap_tokens() / 1e6, _ex()._max_batch(), _ex()._CTX / 1e3), where="06.max_batch")
 claim("06.x2_q", "decodes 101 tokens (100 intervals) at 20 ms per step",
       lambda: (_ex()._INTERVALS + 1, _ex()._INTERVALS, 1e3 * _ex()._STEP_S), where="06.stall_tail")

@@ -100,12 +100,12 @@ claim("07.example", "a decode node with 40,000 tokens of KV capacity that holds 
 claim("07.horizon", "between now (0) and the end of the prefill (1); the dashboard's slider goes\non to 2",
       lambda: (0.0, 1.0, __import__("mooncake_lab.dashboards.overload", fromlist=["BOUNDS"]).BOUNDS["horizon"][1]))
 claim("07.real_node", "A real decode node (8 × A800", _gpus)
-claim("07.real_kv", "holds ≈ 1.34 M tokens of KV", lambda: _real()[0] / 1e6)
-claim("07.real_requests", "≈ 157 toolagent-like requests of mean size", lambda: _real()[1])
+claim("07.real_kv", "holds ≈ 1.47 M tokens of KV", lambda: _real()[0] / 1e6)
+claim("07.real_requests", "≈ 172 toolagent-like requests of mean size", lambda: _real()[1])
 claim("07.calibrated_loads", "mean prefill load ≈ 0.87, decode load ≈ 0.48",
       lambda: (_regime("real node")["prefill_load_mean"], _regime("real node")["decode_load_mean"]))
 claim("07.same_rejected", "the **same** 2,195 requests", lambda: _regime("real node")["rejected_baseline"])
-claim("07.fit", "(≈ 4.7 requests instead of ≈ 157)",
+claim("07.fit", "(≈ 4.7 requests instead of ≈ 172)",
       lambda: (_ov().requests_per_node(_ov().DEFAULT_CONFIG["decode_kv_capacity_tokens"]), _real()[1]))
 claim("07.too_large", "the 220 toolagent-like requests", lambda: _comp().loc["early", "rejected_too_large"])
 claim("07.baseline_waste", "rejects 2,135 requests after their prefill (orange), throwing away ≈ 1,926 s of prefill",
@@ -145,7 +145,7 @@ claim("07.paper_share", "rejected 16–18 % of its requests",
                100 * paper.TABLE3_REJECTED["baseline"] / paper.TABLE3_SETUP["requests"]), source=_TABLE3)
 claim("07.sweep_range", "(0.75× … 2×)", lambda: (min(_ov().SWEEP_SPEEDS), max(_ov().SWEEP_SPEEDS)))
 claim("07.summary_slos", "predicted TTFT / 30 s; max(TBT / 0.1 s", lambda: (_cfg().ttft_slo_s, _cfg().tbt_slo_s))
-claim("07.summary_real", "hold ≈ 157 requests each", lambda: _real()[1])
+claim("07.summary_real", "hold ≈ 172 requests each", lambda: _real()[1])
 claim("07.summary_td", "≈ 2.7 s on", lambda: _ov().decode_time_estimate("toolagent-like"))
 
 # ---- exercises --------------------------------------------------------------------------------
@@ -158,6 +158,6 @@ claim("07.q1_size", "(≈ 8.5k tokens)",
 claim("07.q1_fewer", "fewer than 5",
       lambda: math.ceil(_ov().requests_per_node(_ov().DEFAULT_CONFIG["decode_kv_capacity_tokens"])),
       where="07.requests_per_node")
-claim("07.q1_real", "(1.34M tokens) holds ≈ 157", lambda: (_real()[0] / 1e6, _real()[1]), where="07.requests_per_node")
+claim("07.q1_real", "(1.47M tokens) holds ≈ 172", lambda: (_real()[0] / 1e6, _real()[1]), where="07.requests_per_node")
 claim("07.q2_idle", "over 8 nodes that are ≈ 1%",
       lambda: (_cfg().n_prefill, 100 * _comp().loc["baseline", "prefill_load_mean"]), where="07.wasted_prefill")

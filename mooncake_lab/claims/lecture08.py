@@ -113,11 +113,11 @@ claim("08.longest", "(126k tokens) in ≈ 24 s, inside the 30 s SLO, and 4 group
 claim("08.flexibly", "flexibly than 8 nodes", lambda: _full().n_prefill)
 claim("08.beyond", "prompts beyond ≈ 148k", _single_node_limit_k, rel_tol=0.01)
 claim("08.ratio", "at 1:1 only *ties*", lambda: (_full().n_prefill / _full().n_decode, 1))
-claim("08.h800", "(989 TFLOPS BF16,\n80 GB HBM3 at 3.35 TB/s)",
-      lambda: (_node("h800x8").gpu.flops_bf16 / 1e12, _node("h800x8").gpu.hbm_bytes / 1e9,
+claim("08.h800", "(989 TFLOPS BF16,\n80 GiB HBM3 at 3.35 TB/s)",
+      lambda: (_node("h800x8").gpu.flops_bf16 / 1e12, _node("h800x8").gpu.hbm_bytes / 2**30,
                _node("h800x8").gpu.hbm_bw / 1e12))
-claim("08.h20", "(148 TFLOPS, but 96 GB at 4.0 TB/s)",
-      lambda: (_node("h20x8").gpu.flops_bf16 / 1e12, _node("h20x8").gpu.hbm_bytes / 1e9, _node("h20x8").gpu.hbm_bw / 1e12))
+claim("08.h20", "(148 TFLOPS, but 96 GiB at 4.0 TB/s)",
+      lambda: (_node("h20x8").gpu.flops_bf16 / 1e12, _node("h20x8").gpu.hbm_bytes / 2**30, _node("h20x8").gpu.hbm_bw / 1e12))
 claim("08.price_h800", "H800 **$2.00 per GPU-hour**", lambda: _c().PRICE_USD_PER_GPU_HOUR["h800x8"],
       source="DeepSeek-V3 technical report, arXiv 2412.19437 §1")
 claim("08.price_h20", "H20 **$1.40 per GPU-hour**", lambda: _c().PRICE_USD_PER_GPU_HOUR["h20x8"])
@@ -131,7 +131,7 @@ claim("08.zones", "**$0.02 per GB**", lambda: _c().NETWORK_USD_PER_GB["across cl
 claim("08.aws", "(AWS: $0.01/GB in each direction)", lambda: _c().NETWORK_USD_PER_GB["across cloud zones"] / 2)
 claim("08.kv_per_prompt", "a 12k-token prompt × 320 KiB ≈ 3.9 GB", lambda: (12, _kvb() / 1024, 12_000 * _kvb() / 1e9))
 claim("08.h20_slow", "within 30 s at all", lambda: _g().TTFT_SLO_S)
-claim("08.h20_hbm", "thanks to its 96 GB", lambda: _node("h20x8").gpu.hbm_bytes / 1e9)
+claim("08.h20_hbm", "thanks to its 96 GiB", lambda: _node("h20x8").gpu.hbm_bytes / 2**30)
 claim("08.leaderboard", "at 4× (on the released trace\n13.6 req/s) on full Mooncake with 8 single-node prefill",
       lambda: (_c().LEADERBOARD_SPEED, _c().LEADERBOARD_SPEED * _g().trace_rate(_conv()), _full().n_prefill),
       trace="released")

@@ -32,7 +32,7 @@ BOUNDS = {
     "threshold": (0.5, 2.0),          # admission threshold on the loads (1 = at the SLO / memory full)
     "t_d": (1.0, 60.0),               # s, uniform decode time of the prediction (arXiv §7.4)
     "horizon": (0.0, 2.0),            # predict at arrival + horizon × (KV ready − arrival)
-    "kv_log10": (4.0, 6.2),           # 10k … 1.58M tokens per decode node (real LLaMA2-70B node: 1.34M)
+    "kv_log10": (4.0, 6.2),           # 10k … 1.58M tokens per decode node (real LLaMA2-70B node: 1.47M)
 }
 
 

@@ -54,10 +54,10 @@ def _capacity_gain() -> float:
 exercise(Exercise(
     "06.max_batch",
     f"Question 1 [KV limit]: how many sequences of {_CTX:,} tokens of context fit at once in the KV memory of "
-    "one 8×A800 decode node serving LLaMA2-70B (90% of 640 GB minus the weights, 320 KiB per token)?",
+    "one 8×A800 decode node serving LLaMA2-70B (90% of 640 GiB minus the weights, 320 KiB per token)?",
     answer=_max_batch, unit="sequences", rel_tol=0.0,
     hint="decode_kv_capacity_tokens('llama2-70b', 'a800x8') // tokens per sequence.",
-    why="(576 GB − 138 GB) / 327,680 B ≈ 1.34 M tokens → ≈ 111 sequences of 12k: memory, not compute, caps the batch."))
+    why="(576 GiB − 138 GB) / 327,680 B ≈ 1.47 M tokens → ≈ 122 sequences of 12k: memory, not compute, caps the batch."))
 
 exercise(Exercise(
     "06.stall_tail",

@@ -45,7 +45,7 @@ exercise(Exercise(
     answer=_fit_small, unit="requests", rel_tol=0.03,
     hint="Mean size = mean(input_len + output_len) of the trace (≈ 8.5k tokens); divide the node's capacity by it.",
     why="fewer than 5: a decode node that can hold only a handful of requests is full most of the time at 2× — "
-        "the decode-bound overload of the paper's experiment. A real node (1.34M tokens) holds ≈ 157."))
+        "the decode-bound overload of the paper's experiment. A real node (1.47M tokens) holds ≈ 172."))
 
 exercise(Exercise(
     "07.wasted_prefill",

@@ -353,7 +353,7 @@ def batching_peaks(res: sim.SimResult) -> dict:
 def tbt_vs_batch(batches=(1, 2, 4, 8, 16, 32, 64, 128), contexts=(2_000, 12_000, 32_000),
                  preset: str = PRESET) -> pd.DataFrame:
     """Decode step time (s) vs batch for a few per-sequence contexts, and whether the batch's KV fits
-    one node (capacity = (8×80 GB × 0.9 − weights) / 320 KiB per token)."""
+    one node (capacity = (8×80 GiB × 0.9 − weights) / 320 KiB per token)."""
     from ..roofline import cost_model, decode_step_time
 
     cap = cost_model("llama2-70b", "a800x8", preset).kv_capacity_tokens

@@ -8,7 +8,7 @@ column in the notebook.
 
 Regime. The paper's overload is decode-bound (hence a decode-side check that wastes prefills). Our
 default cost model is not: with the ``calibrated`` preset the prefill pool saturates first (2.06×
-its capacity at 2× on toolagent) and a LLaMA2-70B decode node holds 1.34 M tokens of KV, so at 2×
+its capacity at 2× on toolagent) and a LLaMA2-70B decode node holds 1.47 M tokens of KV, so at 2×
 the decode KV peaks at 13% and all three policies reject the same requests (TTFT checks only:
 2,195 each). To recreate a decode-bound 2× overload we use the ``modern`` preset (prefill at 0.58
 of capacity at 2×) and cap decode KV at 40,000 tokens per node (DEFAULT_CONFIG; both sliders).

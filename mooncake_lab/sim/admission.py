@@ -7,7 +7,7 @@ Both engines and :meth:`SimResult.timeseries` call these functions, so the formu
 * **Decode load** of ``batch`` requests holding ``kv_tokens`` of KV on one decode node =
   ``max(step(batch, kv_tokens) / tbt_slo, kv_tokens / capacity)``: the predicted TBT against its
   SLO, or the KV-memory occupancy, whichever binds. Which one binds depends on the preset: with the
-  ``calibrated`` preset a full node (1.34 M tokens) at batch 100 steps in 84 ms (TBT binds only
+  ``calibrated`` preset a full node (1.47 M tokens) at batch 100 steps in 84 ms (TBT binds only
   for large batches), with ``modern`` in 51 ms (memory binds first). KV tokens count each request's
   whole reservation ``input + output`` (what the decode node reserves on admission), so the step
   time is the one the batch reaches at its largest context: a conservative TBT prediction that
