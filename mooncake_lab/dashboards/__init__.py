@@ -1,6 +1,7 @@
 """ipywidgets dashboards, one module per lecture: controls → experiment → figure.
 
-Conventions: each dashboard is a small class with ``.controls`` (a dict of widgets), ``.readout``
+Conventions: each dashboard is a small class with ``.controls`` (a dict of widgets), ``.notice``
+(an HTML line under them saying which value a control refused, empty after a good move), ``.readout``
 (an HTML line under the controls; empty unless the dashboard writes to it), ``.output`` (where the
 figure shows), ``.figure`` (the matplotlib Figure shown), ``.png`` (its rendering) and
 ``.widget`` (what a notebook displays). Controls that run a simulation use
@@ -45,7 +46,7 @@ import ipywidgets as widgets
 import numpy as np
 from IPython.display import Image, display
 
-from ..validate import InputError, describe, flag, integer, option, real
+from ..validate import InputError, describe, fail, flag, integer, option, real
 
 __all__ = ["Dashboard", "control_value", "model_arg", "node_arg", "on_this_machine", "prefetch_enabled", "render_png", "nice_ceiling",
            "sticky_limit", "sticky_decades"]
@@ -173,7 +174,6 @@ def model_arg(model, where: str):
     """A dashboard's ``model=`` argument as a :class:`~mooncake_lab.models.ModelConfig` (any spelling
     :func:`~mooncake_lab.models.get_model` knows), or a ValueError naming ``where`` and the models."""
     from ..models import MODELS, ModelConfig, get_model
-    from ..validate import fail
 
     try:
         if not isinstance(model, (str, ModelConfig)):
@@ -187,7 +187,6 @@ def node_arg(node, where: str):
     """A dashboard's ``node=`` argument as a :class:`~mooncake_lab.hardware.Node`, or a ValueError
     naming ``where`` and the nodes."""
     from ..hardware import NODES, Node, get_node
-    from ..validate import fail
 
     try:
         if not isinstance(node, (str, Node)):

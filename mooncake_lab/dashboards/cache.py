@@ -14,6 +14,7 @@ import ipywidgets as widgets
 from ..experiments import l03_cache as exp
 from ..traces import as_trace
 from ..plots import cache as plots
+from ..validate import fail, option
 from . import Dashboard, on_this_machine, sticky_limit
 
 __all__ = ["CapacityDashboard", "PoolDashboard", "TRACE_CHOICES", "FastRedraw"]
@@ -28,7 +29,6 @@ def trace_options(traces, where: str) -> tuple:
     """``traces`` (a dashboard's ``traces=`` argument) checked: a non-empty list of distinct trace
     names, each a released trace or a synthetic preset."""
     from .. import synthetic, trace_data
-    from ..validate import fail, option
 
     known = tuple(trace_data.TRACE_FILES) + tuple(synthetic.PRESETS)
     allowed = "a non-empty list of distinct trace names, each one of " + ", ".join(map(repr, known))
