@@ -227,3 +227,13 @@ def test_a_failing_computation_puts_the_control_back(monkeypatch):
     with pytest.raises(RuntimeError, match="boom"), contextlib.redirect_stdout(io.StringIO()):
         w.value = "h20x8"
     assert w.value == "a800x8" and "boom" in d.notice.value and d.background_is_current()
+
+
+def test_validate_option_matches_numbers_by_value_and_strings_exactly():
+    from mooncake_lab.validate import option
+
+    assert option(2, "speed", (0.5, 2.0)) == 2.0 and type(option(np.int64(2), "s", (0.5, 2.0))) is float
+    assert option("early", "policy", ("baseline", "early")) == "early"
+    for bad in (True, np.nan, "2.0", None, "Early", 10**400, [2.0]):
+        with pytest.raises(InputError, match="allowed: one of"):
+            option(bad, "x", (0.5, 2.0, "early"))
