@@ -61,6 +61,19 @@ def _selected(prefix: str, only: str | None) -> bool:
     return only is None or prefix.startswith(only) or only.startswith(prefix)
 
 
+def check_only(only: str | None) -> None:
+    """``--only PREFIX`` checked before anything is computed: a non-empty prefix selecting at least
+    one metric group; else a ValueError naming the known prefixes."""
+    from .validate import fail
+
+    if only is None:
+        return
+    _load_all_groups()
+    known = ", ".join(sorted(_GROUPS))
+    if not isinstance(only, str) or not only.strip() or not any(_selected(p, only) for p in _GROUPS):
+        raise fail("--only", only, f"a prefix of a metric name; known prefixes: {known}")
+
+
 def collect(only: str | None = None) -> list[Metric]:
     """All registered metrics (those whose name starts with ``only`` if given), in registry order."""
     _load_all_groups()

@@ -19,7 +19,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
-__all__ = ["InputError", "fail", "integer", "real", "choice", "flag", "int_array", "real_array", "describe"]
+__all__ = ["InputError", "fail", "integer", "real", "choice", "option", "flag", "int_array", "real_array",
+           "describe"]
 
 
 class InputError(ValueError):
@@ -177,3 +178,31 @@ def real_array(values: Any, name: str, *, lo: float = -math.inf, hi: float = mat
         i = _first_bad(bad)
         raise fail(f"{name}[{i}]", a[i].item(), "finite numbers" + _interval(lo, hi), where, index=i)
     return a
+
+
+def option(value: Any, name: str, options: Iterable[Any], where: str = "") -> Any:
+    """One of ``options``, returned as listed there: a string equal to a string option, or a number
+    equal to a numeric one whatever its type (``2``, ``2.0``, ``np.float64(2)`` all pick ``2.0``;
+    floats within 1e-9 relative). Booleans, NaN and anything else are not options."""
+    opts = tuple(options)
+    if _is_real(value):
+        try:
+            v = float(value)
+        except OverflowError:
+            v = math.nan
+        for o in opts:
+            if _is_real(o) and (v == o or math.isclose(v, float(o), rel_tol=1e-9)):
+                return o
+    elif isinstance(value, str):
+        for o in opts:
+            if isinstance(o, str) and value == o:
+                return o
+    else:
+        for o in opts:
+            if type(value) is type(o) and not _is_real(o):
+                try:
+                    if value == o:
+                        return o
+                except Exception:  # noqa: BLE001
+                    pass
+    raise fail(name, value, "one of " + ", ".join(map(repr, opts)), where)

@@ -67,3 +67,66 @@ def test_warmup_compiles_every_kernel_family(capsys):
     for lecture in ("lectures 04, 06, 07", "lectures 06, 08", "lecture 08", "lecture 03", "lecture 05"):
         assert lecture in out
     assert "numba kernels ready" in out
+
+
+# ------------------------------------------------------- bad output paths and prefixes (issue 12 §4)
+import os  # noqa: E402
+
+import pytest  # noqa: E402
+
+_BAD_ARGS = [
+    (["--json", "/nonexistent/x.json"], "/nonexistent does not exist"),
+    (["--json", "/tmp"], "not a folder"),
+    (["--json", ""], "a file path"),
+    (["--json", "   "], "a file path"),
+    (["--json", "a\x00b.json"], "valid file path"),
+    (["--json", "x" * 5000 + ".json"], "valid file path"),
+    (["--json", "/etc/passwd/m.json"], "does not exist"),
+    (["--figures", "/etc/passwd"], "not a file"),
+    (["--figures", "/etc/passwd/deeper/dir"], "/etc/passwd is a file"),
+    (["--figures", ""], "a folder path"),
+    (["--figures", "f\x00x"], "valid folder path"),
+    (["--only", ""], "known prefixes"),
+    (["--only", " "], "known prefixes"),
+    (["--only", "no_such_prefix"], "known prefixes"),
+    (["--only", "roofline", "--json", "/tmp"], "not a folder"),
+    (["--json", "/tmp/ok.json", "--figures", "/etc/passwd"], "not a file"),
+]
+
+
+@pytest.mark.parametrize("args,says", _BAD_ARGS, ids=lambda a: " ".join(a)[:40] if isinstance(a, list) else "")
+def test_bad_arguments_are_an_error_before_anything_is_computed(args, says, capsys, monkeypatch):
+    def computed(*a, **k):
+        raise AssertionError("computed metrics before checking the arguments")
+
+    monkeypatch.setattr(reproduce, "collect", computed)
+    monkeypatch.setattr(reproduce, "collect_figures", computed)
+    assert main(["reproduce", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and says in err and "Traceback" not in err, err
+    assert err.count("\n") == 1, err   # one line
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write anywhere")
+def test_read_only_output_folder_is_an_error(tmp_path, capsys, monkeypatch):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    monkeypatch.setattr(reproduce, "collect", lambda *a: pytest.fail("computed"))
+    assert main(["reproduce", "--json", str(ro / "m.json")]) == 2
+    assert main(["reproduce", "--figures", str(ro / "figs")]) == 2
+    assert "read-only" in capsys.readouterr().err
+
+
+def test_figures_folder_is_made_and_json_written(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(reproduce, "collect_figures", lambda only=None: {})
+    out, figs = tmp_path / "m.json", tmp_path / "new" / "figs"
+    assert main(["reproduce", "--only", "roofline", "--json", str(out), "--figures", str(figs)]) == 0
+    assert out.exists() and figs.is_dir()
+
+
+def test_module_reports_a_bad_path_without_a_traceback():
+    res = subprocess.run([sys.executable, "-m", "mooncake_lab", "reproduce", "--json", "/tmp"],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 2 and res.stderr.startswith("error: --json") and "Traceback" not in res.stderr
+    assert res.stdout == ""   # nothing computed, nothing printed

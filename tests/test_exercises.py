@@ -78,3 +78,117 @@ def test_each_lecture_has_checked_exercises_that_tell_right_from_wrong(lecture):
         assert check(ex.id, right), ex.id
         assert not check(ex.id, _wrong(ex, right)), ex.id
         assert not check(ex.id, ...), ex.id
+
+
+# ---------------------------------------------------------------- answers of every kind (issue 12, 13)
+import numpy as np  # noqa: E402
+from decimal import Decimal  # noqa: E402
+from fractions import Fraction  # noqa: E402
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+from mooncake_lab.exercises import Verdict  # noqa: E402
+
+
+@pytest.fixture
+def demos():
+    made = [exercise(Exercise("99.flag", "Is it compute-bound?", answer=lambda: False)),
+            exercise(Exercise("99.count", "How many nodes?", answer=lambda: 4, unit="nodes", rel_tol=0.0)),
+            exercise(Exercise("99.np_count", "How many?", answer=lambda: np.int64(7), rel_tol=0.0)),
+            exercise(Exercise("99.secs", "How long?", answer=lambda: 2.28, unit="s", rel_tol=0.05)),
+            exercise(Exercise("99.ms", "How long, in ms?", answer=lambda: 35.0, unit="ms", rel_tol=0.03)),
+            exercise(Exercise("99.pflop", "How many PFLOP?", answer=lambda: 5.7, unit="PFLOP", rel_tol=0.02)),
+            exercise(Exercise("99.bytes", "KV bytes per token?", answer=lambda: 327_680, unit="B", rel_tol=0.01)),
+            exercise(Exercise("99.frac", "Hit ratio (a fraction)?", answer=lambda: 0.25, rel_tol=0.03)),
+            exercise(Exercise("99.pct", "Gain in percent?", answer=lambda: 42.0, unit="%", rel_tol=0.03)),
+            exercise(Exercise("99.route", "Which routing?", answer=lambda: "session",
+                              choices=("random", "round_robin", "session"), synonyms={"sticky": "session"}))]
+    yield {e.id: e for e in made}
+    for e in made:
+        _REGISTRY.pop(e.id)
+
+
+def test_numpy_answers_count_like_python_ones(demos):
+    assert check("99.flag", np.False_) and check("99.flag", np.int64(0)) and check("99.flag", 0)
+    assert not check("99.flag", np.True_) and not check("99.flag", np.int64(1))
+    assert not check("99.flag", np.int64(2)) and "True or False" in check("99.flag", 2).message
+    assert check("99.count", np.int64(4)) and check("99.count", np.float64(4.0)) and check("99.count", 4)
+    assert check("99.np_count", 7) and check("99.np_count", np.int32(7)) and not check("99.np_count", 8)
+    assert check("99.secs", np.float32(2.3)) and check("99.secs", np.array([2.3])) and check("99.secs", np.array(2.3))
+    assert check("99.secs", Decimal("2.3")) and check("99.secs", Fraction(23, 10))
+    assert check("99.secs", "2.3") and check("99.secs", " 2.3 s ") and check("99.bytes", "327,680")
+    assert not check("99.secs", True) and "number" in check("99.secs", True).message
+    assert "unit" in check("99.secs", "2.3 GB").message
+
+
+def test_huge_numbers_and_odd_ids_get_a_verdict_not_an_exception(demos):
+    for answer in (10**400, -10**400, 10**30, Decimal("1e400"), Fraction(10**400, 3), 1 + 2j, np.array([1, 2]),
+                   object(), b"2.3", {"a": 1}, [2.3], float("nan"), "nan", "inf", "2.3.4", "1e999"):
+        v = check("99.secs", answer)
+        assert isinstance(v, Verdict) and not v and v.message, answer
+    assert "float" in check("99.secs", 10**400).message
+    assert isinstance(check("00.prefill_32k", 10**400), Verdict)
+    for bad_id in (["00.level"], {"id": 1}, None, 0, 1.5, ("00", "level"), b"00.level", float("nan")):
+        v = check(bad_id, 2)
+        assert isinstance(v, Verdict) and not v and "string" in v.message, bad_id
+    assert check(" 00.level ", 2)
+
+
+def test_exact_questions_do_not_say_within_zero_percent(demos):
+    msg = check("99.count", 5).message
+    assert "±0%" not in msg and "exact whole number" in msg
+    assert "±0.1%" in check("03.blocks_per_tb", 1).message       # rel_tol 0.001 is not "±0%"
+
+
+@pytest.mark.parametrize("ex_id,answer,named", [
+    ("99.secs", 2280.0, "ms"),                  # ms for s
+    ("99.ms", 0.035, "in s instead of ms"),     # s for ms
+    ("99.pflop", 5.7e15, "in FLOP instead of PFLOP"),
+    ("99.bytes", 320_000, "KiB"),               # 320 KB (decimal) for 320 KiB
+    ("99.frac", 25.0, "a fraction (0.3), not a percentage"),
+    ("99.pct", 0.42, "a percentage (30), not a fraction"),
+    ("99.bytes", 327_680e3, "10³"),
+])
+def test_unit_slips_get_a_hint_naming_the_unit(demos, ex_id, answer, named):
+    v = check(ex_id, answer)
+    assert not v and named in v.message, v.message
+
+
+def test_no_unit_hint_for_a_plain_wrong_answer(demos):
+    assert "unit" not in check("99.secs", 3.1).message and "times the expected" not in check("99.secs", 3.1).message
+
+
+def test_choice_questions_take_synonyms_and_list_the_allowed_answers(demos):
+    assert check("99.route", "sticky") and check("99.route", "Session") and check("99.route", "'session'")
+    for wrong in ("random", "Round Robin", "round-robin", "affinity", 3, None):
+        v = check("99.route", wrong)
+        assert not v
+        if wrong is not None:
+            assert all(c in v.message for c in ("'random'", "'round_robin'", "'session'")), v.message
+    assert "is not one of the allowed answers" in check("99.route", "affinity").message
+
+
+def test_lecture03_routing_question_accepts_the_prose_word_sticky():
+    assert check("03.best_routing", "sticky").correct == check("03.best_routing", "session").correct
+    v = check("03.best_routing", "nonsense")
+    assert "'random', 'round_robin', 'session'" in v.message
+
+
+_ANSWERS = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.integers(min_value=10**300, max_value=10**500),
+    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=20), st.binary(max_size=8),
+    st.decimals(allow_nan=True, allow_infinity=True), st.fractions(), st.complex_numbers(),
+    st.lists(st.integers(), max_size=3), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+    st.builds(np.float64, st.floats()), st.builds(np.int64, st.integers(-2**63, 2**63 - 1)),
+    st.builds(np.bool_, st.booleans()), st.just(...), st.just(np.array([[1.0]])), st.just(np.array([])),
+    st.from_regex(r"\A-?\d{1,6}(\.\d{0,3})? ?(s|ms|GB|KiB|%|tokens|×)?\Z"))
+_IDS = st.one_of(st.sampled_from(sorted(e.id for e in list_exercises())), st.text(max_size=12), st.none(),
+                 st.integers(), st.lists(st.text(max_size=3), max_size=2), st.floats())
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_IDS, _ANSWERS)
+def test_check_never_raises_and_always_gives_a_verdict(exercise_id, answer):
+    v = check(exercise_id, answer)
+    assert isinstance(v, Verdict) and isinstance(v.message, str) and v.message
+    assert isinstance(v.correct, bool) and repr(v)

@@ -1,6 +1,7 @@
 """ipywidgets dashboards, one module per lecture: controls → experiment → figure.
 
-Conventions: each dashboard is a small class with ``.controls`` (a dict of widgets), ``.readout``
+Conventions: each dashboard is a small class with ``.controls`` (a dict of widgets), ``.notice``
+(an HTML line under them saying which value a control refused, empty after a good move), ``.readout``
 (an HTML line under the controls; empty unless the dashboard writes to it), ``.output`` (where the
 figure shows), ``.figure`` (the matplotlib Figure shown), ``.png`` (its rendering) and
 ``.widget`` (what a notebook displays). Controls that run a simulation use
@@ -20,9 +21,21 @@ at once, another trace) are computed ahead: a dashboard may list the runs its ne
 to need (:meth:`Dashboard._prefetch_jobs`); after each move they run one by one in a low-priority
 background thread (:class:`~mooncake_lab.experiments.common.Prefetch`) while the student looks, and
 a move then finds them memoised. ``MOONCAKE_LAB_PREFETCH=0`` in the environment switches this off.
+
+Bad values (:func:`control_value`). A dashboard's keyword arguments set its controls, each checked
+against what the control can hold (a slider's range, a dropdown's options) before anything is
+computed: ``OverloadDashboard(trace="toolagent")`` raises ``ValueError("OverloadDashboard(trace=...):
+got 'toolagent'; allowed: one of 'toolagent-like', 'conversation'")``. Later, every change of a
+control (from code or the browser) goes through the same check first: a value the control cannot
+hold (NaN, None, ±inf, out of range, a string for a number, an unknown option) is refused — the
+control keeps its value, the figure stays as it is and right, and the dashboard's :attr:`notice` line
+says what was refused and what is allowed. Nothing is clamped silently, and no bad value reaches a
+computation.
 """
 from __future__ import annotations
 
+import functools
+import html
 import io
 import math
 import os
@@ -33,8 +46,13 @@ import ipywidgets as widgets
 import numpy as np
 from IPython.display import Image, display
 
-__all__ = ["Dashboard", "on_this_machine", "prefetch_enabled", "render_png", "nice_ceiling", "sticky_limit",
-           "sticky_decades"]
+from ..validate import InputError, describe, fail, flag, integer, option, real
+
+__all__ = ["Dashboard", "control_value", "model_arg", "node_arg", "on_this_machine", "prefetch_enabled", "render_png", "nice_ceiling",
+           "sticky_limit", "sticky_decades"]
+
+_SELECTIONS = (widgets.Dropdown, widgets.ToggleButtons, widgets.RadioButtons, widgets.SelectionSlider,
+               widgets.Select)
 
 #: Backgrounds kept per dashboard (≈ 1–3 MB each): going back to a view or scale seen recently
 #: needs no full redraw.
@@ -104,6 +122,80 @@ def sticky_decades(current: tuple | None, lo: float, hi: float) -> tuple:
     return 10.0 ** math.floor(math.log10(bottom) + 1e-9), 10.0 ** math.ceil(math.log10(top) - 1e-9)
 
 
+@functools.cache
+def _guarded_class(cls: type) -> type:
+    """``cls`` whose new ``value`` — assigned from code (``w.value = x``) or sent by a browser
+    (``set_state`` → ``set_trait``) — first passes the instance's ``_accept_value(w, value) ->
+    (ok, value)`` (set by :meth:`Dashboard._guard`), before traitlets' own checks (whose errors name
+    neither the control nor what it allows, and which clamp); a refused value is not assigned."""
+    def __setattr__(self, key, value):
+        accept = self.__dict__.get("_accept_value") if key == "value" else None
+        if accept is not None:
+            ok, value = accept(self, value)
+            if not ok:
+                return
+        super(guarded, self).__setattr__(key, value)
+
+    def set_trait(self, name, value):
+        accept = self.__dict__.get("_accept_value") if name == "value" else None
+        if accept is not None:
+            ok, value = accept(self, value)
+            if not ok:
+                return
+        super(guarded, self).set_trait(name, value)
+
+    guarded = type(cls)(cls.__name__, (cls,), {"__setattr__": __setattr__, "set_trait": set_trait,
+                                               "__module__": cls.__module__, "__qualname__": cls.__qualname__})
+    return guarded
+
+
+def control_value(w: widgets.Widget, value, name: str, where: str = ""):
+    """``value`` as control ``w`` holds it (an option as listed; an int for an int slider), or
+    :class:`~mooncake_lab.validate.InputError` naming ``where.name``, the value and what ``w`` allows:
+    one of its options; a finite number in a slider's [min, max] (a log slider: base**min …
+    base**max); True or False for a checkbox. Nothing is clamped."""
+    if isinstance(w, _SELECTIONS):
+        opts = [o[1] if isinstance(o, tuple) else o for o in w.options]
+        return option(value, name, opts, where)
+    if isinstance(w, (widgets.Checkbox, widgets.ToggleButton)):
+        return flag(value, name, where)
+    if isinstance(w, widgets.FloatLogSlider):
+        lo, hi = w.base ** w.min, w.base ** w.max
+        v = real(value, name, lo=lo * (1 - 1e-9), hi=hi * (1 + 1e-9), where=where)  # (base**x rounds)
+        return min(max(v, lo), hi)
+    if isinstance(w, (widgets.IntSlider, widgets.BoundedIntText)):
+        return integer(value, name, lo=w.min, hi=w.max, where=where)
+    if isinstance(w, (widgets.FloatSlider, widgets.BoundedFloatText)):
+        return real(value, name, lo=w.min, hi=w.max, where=where)
+    raise TypeError(f"control_value: no check for a {type(w).__name__} ({where}.{name}); add one")
+
+
+def model_arg(model, where: str):
+    """A dashboard's ``model=`` argument as a :class:`~mooncake_lab.models.ModelConfig` (any spelling
+    :func:`~mooncake_lab.models.get_model` knows), or a ValueError naming ``where`` and the models."""
+    from ..models import MODELS, ModelConfig, get_model
+
+    try:
+        if not isinstance(model, (str, ModelConfig)):
+            raise TypeError(model)
+        return get_model(model)
+    except Exception:  # noqa: BLE001 - a name it does not know, or not a name at all
+        raise fail(f"{where}(model=...)", model, "one of " + ", ".join(map(repr, MODELS))) from None
+
+
+def node_arg(node, where: str):
+    """A dashboard's ``node=`` argument as a :class:`~mooncake_lab.hardware.Node`, or a ValueError
+    naming ``where`` and the nodes."""
+    from ..hardware import NODES, Node, get_node
+
+    try:
+        if not isinstance(node, (str, Node)):
+            raise TypeError(node)
+        return get_node(node)
+    except Exception:  # noqa: BLE001
+        raise fail(f"{where}(node=...)", node, "one of " + ", ".join(map(repr, NODES))) from None
+
+
 def on_this_machine(trace_name: str) -> bool:
     """Whether trace ``trace_name`` loads without a download: a synthetic preset, or a released
     trace found locally (what a dashboard may load ahead in the background)."""
@@ -122,30 +214,71 @@ class Dashboard:
     figure and its artists once, marking with :meth:`dynamic` the ones that change) and ``_update()``
     (set the current data on them).
 
+    A subclass's constructor passes its keyword arguments on as ``super().__init__(control=value,
+    ...)``: each is checked against its control (:func:`control_value`; a ``ValueError`` naming the
+    dashboard, the keyword and what is allowed) and set before the first draw; :attr:`_KEYWORDS` names
+    the keyword where it differs from the control's name. Controls are built without these values.
+
     Each move renders the figure once to PNG. The image shows whether or not the inline matplotlib
     backend is active.
     """
 
     title: str = ""
+    #: control name → the constructor keyword that sets it, where they differ (for error messages)
+    _KEYWORDS: dict = {}
 
-    def __init__(self):
+    def __init__(self, **values):
         self.png = b""
         self.figure = None
         self.n_draws = 0
         self.n_full_draws = 0      # renders that redrew the static background
+        self.n_refused = 0         # control changes refused (values the control cannot hold)
         self._canvas = None
         self._backgrounds: dict = {}   # background key → saved pixels (the latest _MAX_BACKGROUNDS)
         self._laid_out = False
+        self._restoring = False
         self.readout = widgets.HTML()
+        self.notice = widgets.HTML()   # what the last refused change was (empty after a good move)
         self.output = widgets.Output()
         self.controls: dict[str, widgets.Widget] = self._build_controls()
-        for w in self.controls.values():
+        cls = type(self).__name__
+        for name, value in values.items():   # every one checked before any is set
+            kw = self._KEYWORDS.get(name, name)
+            values[name] = control_value(self.controls[name], value, f"{cls}({kw}=...)")
+        for name, value in values.items():
+            self.controls[name].value = value
+        for name, w in self.controls.items():
+            self._guard(name, w)
             w.observe(self._on_change, names="value")
         header = [widgets.HTML(f"<b>{self.title}</b>")] if self.title else []
         controls = widgets.HBox(list(self.controls.values()), layout=widgets.Layout(flex_flow="row wrap"))
-        self.widget = widgets.VBox(header + [controls, self.readout, self.output])
+        self.widget = widgets.VBox(header + [controls, self.notice, self.readout, self.output])
         self.prefetch = None   # runs computed ahead for the next moves (see the module docstring)
         self.redraw()
+
+    def _guard(self, name: str, w: widgets.Widget) -> None:
+        """Check every new value of control ``w`` (:func:`control_value`) before it is set: one it
+        cannot hold is refused — ``w`` keeps its value, so nothing observes a change and nothing is
+        computed — and :attr:`notice` says what was refused and what is allowed."""
+        where = type(self).__name__
+
+        def accept(obj, value) -> tuple[bool, object]:
+            try:
+                return True, control_value(obj, value, name, where)
+            except InputError as err:
+                self._refuse(obj, f"{err}. Kept {name} = {describe(obj.value)}.")
+                return False, obj.value
+
+        w.__class__ = _guarded_class(type(w))
+        w._accept_value = accept
+
+    def _refuse(self, w: widgets.Widget, message: str) -> None:
+        self.n_refused += 1
+        self.notice.value = f'<span style="color:#b00020">⚠ {html.escape(message)}</span>'
+        try:   # a browser that sent the value shows the kept one again
+            w.send_state("value")
+        except Exception:  # noqa: BLE001 - no front end (tests, scripts)
+            pass
 
     # -- to override -------------------------------------------------------------------------
     def _build_controls(self) -> dict:
@@ -190,8 +323,25 @@ class Dashboard:
             a.set_animated(True)
         return artists[0] if len(artists) == 1 else artists
 
-    def _on_change(self, _change) -> None:
-        self.redraw()
+    def _on_change(self, change) -> None:
+        if self._restoring:
+            return
+        try:
+            self.redraw()
+        except Exception as err:
+            # a value the control holds but the computation failed on: put the control back (the
+            # figure then shows what the controls say), say so, and raise (a bug to fix)
+            self.notice.value = (f'<span style="color:#b00020">⚠ {html.escape(type(err).__name__)} at '
+                                 f'{html.escape(describe(change["new"]))}: {html.escape(str(err)[:200])}</span>')
+            self._restoring = True
+            try:
+                change["owner"].value = change["old"]
+            finally:
+                self._restoring = False
+            self.redraw()
+            raise
+        if self.notice.value:
+            self.notice.value = ""
 
     def redraw(self) -> None:
         from ..plots import figure_style

@@ -14,6 +14,7 @@ import ipywidgets as widgets
 from ..experiments import l03_cache as exp
 from ..traces import as_trace
 from ..plots import cache as plots
+from ..validate import fail, option
 from . import Dashboard, on_this_machine, sticky_limit
 
 __all__ = ["CapacityDashboard", "PoolDashboard", "TRACE_CHOICES", "FastRedraw"]
@@ -22,6 +23,21 @@ __all__ = ["CapacityDashboard", "PoolDashboard", "TRACE_CHOICES", "FastRedraw"]
 TRACE_CHOICES = ("conversation", "synthetic", "toolagent-like")
 
 _BLOCKS_LOG10 = (2.0, 6.0)  # capacity sliders span 100 … 1,000,000 blocks (51 MB … 168 TB of LLaMA2-70B KV)
+
+
+def trace_options(traces, where: str) -> tuple:
+    """``traces`` (a dashboard's ``traces=`` argument) checked: a non-empty list of distinct trace
+    names, each a released trace or a synthetic preset."""
+    from .. import synthetic, trace_data
+
+    known = tuple(trace_data.TRACE_FILES) + tuple(synthetic.PRESETS)
+    allowed = "a non-empty list of distinct trace names, each one of " + ", ".join(map(repr, known))
+    if isinstance(traces, (str, bytes)) or not isinstance(traces, (list, tuple)) or not traces:
+        raise fail(f"{where}(traces=...)", traces, allowed)
+    names = tuple(option(t, f"{where}(traces=...)", known) for t in traces)
+    if len(set(names)) != len(names):
+        raise fail(f"{where}(traces=...)", traces, allowed)
+    return names
 
 
 def _blocks(value: float) -> int:
@@ -46,16 +62,17 @@ class CapacityDashboard(Dashboard):
 
     title = "Lecture 03 · hit ratio vs cache capacity (one global LRU pool)"
 
+    _KEYWORDS = {"capacity": "capacity_blocks"}
+
     def __init__(self, trace: str = "conversation", capacity_blocks: int = exp.LOCAL_CAPACITY_BLOCKS,
                  traces=TRACE_CHOICES):
-        self._init = (trace, capacity_blocks, tuple(traces))
-        super().__init__()
+        self._traces = trace_options(traces, type(self).__name__)
+        super().__init__(trace=trace, capacity=capacity_blocks)
 
     def _build_controls(self) -> dict:
-        trace, cap, traces = self._init
         return {
-            "trace": widgets.Dropdown(options=traces, value=trace, description="trace"),
-            "capacity": widgets.FloatLogSlider(value=cap, base=10, min=_BLOCKS_LOG10[0], max=_BLOCKS_LOG10[1],
+            "trace": widgets.Dropdown(options=self._traces, description="trace"),
+            "capacity": widgets.FloatLogSlider(base=10, min=_BLOCKS_LOG10[0], max=_BLOCKS_LOG10[1],
                                                step=0.05, description="capacity (blocks)", readout_format=",.0f",
                                                continuous_update=False, style={"description_width": "initial"},
                                                layout=widgets.Layout(width="420px")),
@@ -104,24 +121,24 @@ class PoolDashboard(Dashboard):
 
     title = "Lecture 03 · global pool vs local caches of the same total DRAM"
 
+    _KEYWORDS = {"capacity": "total_capacity_blocks"}
+
     def __init__(self, trace: str = "conversation",
                  total_capacity_blocks: int = exp.N_LOCAL_INSTANCES * exp.LOCAL_CAPACITY_BLOCKS,
                  n_instances: int = exp.N_LOCAL_INSTANCES, routing: str = "random", traces=TRACE_CHOICES):
-        self._init = (trace, total_capacity_blocks, n_instances, routing, tuple(traces))
-        super().__init__()
+        self._traces = trace_options(traces, type(self).__name__)
+        super().__init__(trace=trace, capacity=total_capacity_blocks, n_instances=n_instances, routing=routing)
 
     def _build_controls(self) -> dict:
-        trace, cap, n, routing, traces = self._init
         return {
-            "trace": widgets.Dropdown(options=traces, value=trace, description="trace"),
-            "capacity": widgets.FloatLogSlider(value=cap, base=10, min=3.0, max=_BLOCKS_LOG10[1], step=0.05,
+            "trace": widgets.Dropdown(options=self._traces, description="trace"),
+            "capacity": widgets.FloatLogSlider(base=10, min=3.0, max=_BLOCKS_LOG10[1], step=0.05,
                                                description="total capacity (blocks)", readout_format=",.0f",
                                                continuous_update=False, style={"description_width": "initial"},
                                                layout=widgets.Layout(width="440px")),
             "layout": widgets.ToggleButtons(options=("local", "global"), value="local", description="detail"),
-            "n_instances": widgets.IntSlider(value=n, min=1, max=32, description="instances",
-                                             continuous_update=False),
-            "routing": widgets.Dropdown(options=exp.ROUTINGS, value=routing, description="routing"),
+            "n_instances": widgets.IntSlider(min=1, max=32, description="instances", continuous_update=False),
+            "routing": widgets.Dropdown(options=exp.ROUTINGS, description="routing"),
         }
 
     def _setup(self):

@@ -40,10 +40,20 @@ def _slider_style():
     return {"style": {"description_width": "initial"}, "continuous_update": False}
 
 
-def _kv_slider(value: float):
+def _kv_slider():
     b = BOUNDS["kv_log10"]
-    return widgets.FloatLogSlider(value=value, base=10, min=b[0], max=b[1], step=0.05, readout_format=",.0f",
+    return widgets.FloatLogSlider(base=10, min=b[0], max=b[1], step=0.05, readout_format=",.0f",
                                   description="decode KV per node (tokens)", **_slider_style())
+
+
+def _derived_t_d(trace, kv_tokens) -> float:
+    """t_d (s) derived from the trace and the decode KV capacity, on the slider's 0.5 s grid; for arguments the
+    dashboard will refuse anyway (it names them), the slider's low end."""
+    try:
+        est = exp.decode_time_estimate(trace, decode_kv_capacity_tokens=float(kv_tokens))
+    except (ValueError, TypeError):
+        return BOUNDS["t_d"][0]
+    return min(max(round(est * 2) / 2, BOUNDS["t_d"][0]), BOUNDS["t_d"][1])
 
 
 class OverloadDashboard(Dashboard):
@@ -57,32 +67,31 @@ class OverloadDashboard(Dashboard):
 
     title = "Lecture 07 · admission control on the whole trace (one simulation per move)"
 
+    _KEYWORDS = {"kv": "kv_tokens"}
+
     def __init__(self, trace: str = "conversation", policy: str = "early", speed: float = exp.DEFAULT_SPEED,
                  threshold: float = 1.0, t_d: float | None = None, horizon: float = 1.0,
                  kv_tokens: float = exp.DEFAULT_CONFIG["decode_kv_capacity_tokens"]):
-        if t_d is None:  # derived from the trace and KV capacity, on the slider's 0.5 s grid
-            est = exp.decode_time_estimate(trace, decode_kv_capacity_tokens=float(kv_tokens))
-            t_d = min(max(round(est * 2) / 2, BOUNDS["t_d"][0]), BOUNDS["t_d"][1])
-        self._init = (trace, policy, speed, threshold, t_d, horizon, kv_tokens)
-        super().__init__()
+        if t_d is None:
+            t_d = _derived_t_d(trace, kv_tokens)
+        super().__init__(trace=trace, policy=policy, speed=speed, threshold=threshold, t_d=t_d, horizon=horizon,
+                         kv=kv_tokens)
 
     def _build_controls(self) -> dict:
-        trace, policy, speed, thr, t_d, hor, kv = self._init
         b = BOUNDS
         return {
-            "trace": widgets.Dropdown(options=TRACE_CHOICES, value=trace, description="trace"),
-            "policy": widgets.Dropdown(options=("baseline", "early", "predicted", "none"), value=policy,
-                                       description="admission"),
-            "speed": widgets.FloatSlider(value=speed, min=b["speed"][0], max=b["speed"][1], step=0.25,
+            "trace": widgets.Dropdown(options=TRACE_CHOICES, description="trace"),
+            "policy": widgets.Dropdown(options=("baseline", "early", "predicted", "none"), description="admission"),
+            "speed": widgets.FloatSlider(min=b["speed"][0], max=b["speed"][1], step=0.25,
                                          description="replay speed (×)", readout_format=".2f", **_slider_style()),
-            "threshold": widgets.FloatSlider(value=thr, min=b["threshold"][0], max=b["threshold"][1], step=0.05,
+            "threshold": widgets.FloatSlider(min=b["threshold"][0], max=b["threshold"][1], step=0.05,
                                              description="threshold θ", readout_format=".2f", **_slider_style()),
-            "t_d": widgets.FloatSlider(value=t_d, min=b["t_d"][0], max=b["t_d"][1], step=0.5,
+            "t_d": widgets.FloatSlider(min=b["t_d"][0], max=b["t_d"][1], step=0.5,
                                        description="t_d (s)", readout_format=".1f", **_slider_style()),
-            "horizon": widgets.FloatSlider(value=hor, min=b["horizon"][0], max=b["horizon"][1], step=0.1,
+            "horizon": widgets.FloatSlider(min=b["horizon"][0], max=b["horizon"][1], step=0.1,
                                            description="prediction horizon", readout_format=".1f",
                                            **_slider_style()),
-            "kv": _kv_slider(kv),
+            "kv": _kv_slider(),
         }
 
     def _config(self, v: dict | None = None) -> dict:
@@ -133,19 +142,19 @@ class PolicyComparisonDashboard(Dashboard):
 
     title = "Lecture 07 · baseline vs early vs predicted rejection"
 
+    _KEYWORDS = {"kv": "kv_tokens"}
+
     def __init__(self, trace: str = "conversation", speed: float = exp.DEFAULT_SPEED,
                  kv_tokens: float = exp.DEFAULT_CONFIG["decode_kv_capacity_tokens"]):
-        self._init = (trace, speed, kv_tokens)
-        super().__init__()
+        super().__init__(trace=trace, speed=speed, kv=kv_tokens)
 
     def _build_controls(self) -> dict:
-        trace, speed, kv = self._init
         b = BOUNDS
         return {
-            "trace": widgets.Dropdown(options=TRACE_CHOICES, value=trace, description="trace"),
-            "speed": widgets.FloatSlider(value=speed, min=b["speed"][0], max=b["speed"][1], step=0.25,
+            "trace": widgets.Dropdown(options=TRACE_CHOICES, description="trace"),
+            "speed": widgets.FloatSlider(min=b["speed"][0], max=b["speed"][1], step=0.25,
                                          description="replay speed (×)", readout_format=".2f", **_slider_style()),
-            "kv": _kv_slider(kv),
+            "kv": _kv_slider(),
         }
 
     def _paper(self):

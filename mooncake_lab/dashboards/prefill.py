@@ -23,8 +23,8 @@ _CHUNK_LOG2 = (9.0, 14.0)       # 512 … 16,384 tokens
 _BW_LOG10 = (0.0, 2.6)          # 1 … 400 GB/s between stages
 
 
-def _bw_slider(value):
-    return widgets.FloatLogSlider(value=value, base=10, min=_BW_LOG10[0], max=_BW_LOG10[1], step=0.05,
+def _bw_slider():
+    return widgets.FloatLogSlider(base=10, min=_BW_LOG10[0], max=_BW_LOG10[1], step=0.05,
                                   description="network (GB/s)", readout_format=",.3g", continuous_update=False,
                                   style=_STYLE)
 
@@ -38,24 +38,25 @@ class GanttDashboard(Dashboard):
 
     title = "Lecture 05 · chunked pipeline parallelism, chunk by chunk"
 
+    _KEYWORDS = {"bandwidth": "bandwidth_gbs"}
+
     def __init__(self, prompt_tokens: int = 32768, chunk: int = 4096, x: int = 4, bandwidth_gbs: float = 87.0,
                  overlap: bool = True, preset: str = "modern"):
-        self._init = (prompt_tokens, chunk, x, bandwidth_gbs, overlap, preset)
-        super().__init__()
+        super().__init__(prompt_tokens=prompt_tokens, chunk=chunk, x=x, bandwidth=bandwidth_gbs, overlap=overlap,
+                         preset=preset)
 
     def _build_controls(self) -> dict:
-        n, chunk, x, bw, overlap, preset = self._init
         return {
-            "prompt_tokens": widgets.FloatLogSlider(value=n, base=2, min=_PROMPT_LOG2[0], max=_PROMPT_LOG2[1],
+            "prompt_tokens": widgets.FloatLogSlider(base=2, min=_PROMPT_LOG2[0], max=_PROMPT_LOG2[1],
                                                     step=0.5, description="prompt (tokens)", readout_format=",.0f",
                                                     continuous_update=False, style=_STYLE),
-            "chunk": widgets.FloatLogSlider(value=chunk, base=2, min=_CHUNK_LOG2[0], max=_CHUNK_LOG2[1], step=1,
+            "chunk": widgets.FloatLogSlider(base=2, min=_CHUNK_LOG2[0], max=_CHUNK_LOG2[1], step=1,
                                             description="chunk (tokens)", readout_format=",.0f",
                                             continuous_update=False, style=_STYLE),
-            "x": widgets.IntSlider(value=x, min=1, max=8, description="nodes X", continuous_update=False),
-            "bandwidth": _bw_slider(bw),
-            "overlap": widgets.Checkbox(value=overlap, description="overlap sends with compute"),
-            "preset": widgets.Dropdown(options=PRESET_OPTIONS, value=preset, description="preset"),
+            "x": widgets.IntSlider(min=1, max=8, description="nodes X", continuous_update=False),
+            "bandwidth": _bw_slider(),
+            "overlap": widgets.Checkbox(description="overlap sends with compute"),
+            "preset": widgets.Dropdown(options=PRESET_OPTIONS, description="preset"),
         }
 
     def _setup(self):
@@ -89,19 +90,19 @@ class SchemesDashboard(Dashboard):
 
     title = "Lecture 05 · one node vs TP vs SP vs CPP"
 
+    _KEYWORDS = {"bandwidth": "bandwidth_gbs"}
+
     def __init__(self, x: int = 4, bandwidth_gbs: float = 87.0, chunk: int = 4096, preset: str = "modern"):
-        self._init = (x, bandwidth_gbs, chunk, preset)
-        super().__init__()
+        super().__init__(x=x, bandwidth=bandwidth_gbs, chunk=chunk, preset=preset)
 
     def _build_controls(self) -> dict:
-        x, bw, chunk, preset = self._init
         return {
-            "x": widgets.IntSlider(value=x, min=2, max=16, description="nodes X", continuous_update=False),
-            "bandwidth": _bw_slider(bw),
-            "chunk": widgets.FloatLogSlider(value=chunk, base=2, min=_CHUNK_LOG2[0], max=_CHUNK_LOG2[1], step=1,
+            "x": widgets.IntSlider(min=2, max=16, description="nodes X", continuous_update=False),
+            "bandwidth": _bw_slider(),
+            "chunk": widgets.FloatLogSlider(base=2, min=_CHUNK_LOG2[0], max=_CHUNK_LOG2[1], step=1,
                                             description="CPP chunk (tokens)", readout_format=",.0f",
                                             continuous_update=False, style=_STYLE),
-            "preset": widgets.Dropdown(options=PRESET_OPTIONS, value=preset, description="preset"),
+            "preset": widgets.Dropdown(options=PRESET_OPTIONS, description="preset"),
         }
 
     def _setup(self):

@@ -15,7 +15,7 @@ from ..experiments import l01_roofline as exp
 from ..hardware import get_node
 from ..models import MODELS, get_model
 from ..plots import roofline as plots
-from . import Dashboard, sticky_limit
+from . import Dashboard, model_arg, node_arg, sticky_limit
 
 __all__ = ["RooflineDashboard", "PresetDashboard", "NODE_CHOICES", "PROMPT_CHOICES", "BATCH_CHOICES",
            "CONTEXT_CHOICES", "NVLINK_RANGE_GBS"]
@@ -49,21 +49,24 @@ class RooflineDashboard(Dashboard):
 
     def __init__(self, model: str = "LLaMA2-70B", node: str = "a800x8", preset: str = "ideal",
                  prompt: int = 8192, batch: int = 32, context: int = 1024):
-        self._init = (get_model(model).name, node, preset, prompt, batch, context)
-        super().__init__()
+        if isinstance(model, str):   # any spelling get_model knows ("llama2-70b"); else the dropdown's
+            try:                      # check names the options
+                model = get_model(model).name
+            except ValueError:
+                pass
+        super().__init__(model=model, node=node, preset=preset, prompt=prompt, batch=batch, context=context)
 
     def _build_controls(self) -> dict:
-        model, node, preset, prompt, batch, context = self._init
         return {
-            "model": widgets.Dropdown(options=list(MODELS), value=model, description="model"),
-            "node": widgets.Dropdown(options=NODE_CHOICES, value=node, description="node (8 GPUs)"),
-            "preset": widgets.ToggleButtons(options=_PRESETS, value=preset, description="preset"),
-            "prompt": widgets.SelectionSlider(options=_tok_options(PROMPT_CHOICES), value=prompt,
-                                              description="prompt", continuous_update=False),
-            "batch": widgets.SelectionSlider(options=BATCH_CHOICES, value=batch, description="decode batch",
+            "model": widgets.Dropdown(options=list(MODELS), description="model"),
+            "node": widgets.Dropdown(options=NODE_CHOICES, description="node (8 GPUs)"),
+            "preset": widgets.ToggleButtons(options=_PRESETS, description="preset"),
+            "prompt": widgets.SelectionSlider(options=_tok_options(PROMPT_CHOICES), description="prompt",
+                                              continuous_update=False),
+            "batch": widgets.SelectionSlider(options=BATCH_CHOICES, description="decode batch",
                                              continuous_update=False),
-            "context": widgets.SelectionSlider(options=_tok_options(CONTEXT_CHOICES), value=context,
-                                               description="context/seq", continuous_update=False),
+            "context": widgets.SelectionSlider(options=_tok_options(CONTEXT_CHOICES), description="context/seq",
+                                               continuous_update=False),
         }
 
     def _setup(self):
@@ -120,25 +123,21 @@ class PresetDashboard(Dashboard):
 
     title = "Lecture 01 · presets and NVLink: prefill time, MFU and decode step on 8×A800"
 
+    _KEYWORDS = {"nvlink": "nvlink_gbs"}
+
     def __init__(self, preset: str = "calibrated", nvlink_gbs: int = 400, tp_comm: bool = False,
                  context: int = 1024, model: str = "LLaMA2-70B", node: str = "a800x8"):
-        self._init = (preset, nvlink_gbs, tp_comm, context)
-        self._model, self._node = get_model(model), get_node(node)
-        self._measured = exp.measured_prefill_mfu()
-        self._ideal_pre = exp.prefill_vs_length(self._model, self._node, presets=("ideal",))
-        super().__init__()
+        self._model, self._node = model_arg(model, "PresetDashboard"), node_arg(node, "PresetDashboard")
+        super().__init__(preset=preset, nvlink=nvlink_gbs, tp_comm=tp_comm, context=context)
 
     def _build_controls(self) -> dict:
-        preset, nv, comm, ctx = self._init
         lo, hi = NVLINK_RANGE_GBS
         return {
-            "preset": widgets.ToggleButtons(options=_PRESETS, value=preset, description="preset"),
-            "nvlink": widgets.IntSlider(value=nv, min=lo, max=hi, step=50, description="NVLink GB/s",
-                                        continuous_update=False),
-            "tp_comm": widgets.Checkbox(value=comm, description=TP_COMM_LABEL, indent=False,
-                                        layout=widgets.Layout(width="auto")),
-            "context": widgets.SelectionSlider(options=_tok_options(CONTEXT_CHOICES[1:9]), value=ctx,
-                                               description="context/seq", continuous_update=False),
+            "preset": widgets.ToggleButtons(options=_PRESETS, description="preset"),
+            "nvlink": widgets.IntSlider(min=lo, max=hi, step=50, description="NVLink GB/s", continuous_update=False),
+            "tp_comm": widgets.Checkbox(description=TP_COMM_LABEL, indent=False, layout=widgets.Layout(width="auto")),
+            "context": widgets.SelectionSlider(options=_tok_options(CONTEXT_CHOICES[1:9]), description="context/seq",
+                                               continuous_update=False),
         }
 
     def _config(self):
@@ -150,6 +149,8 @@ class PresetDashboard(Dashboard):
         return preset, exp.with_nvlink(self._node, self.value("nvlink"))
 
     def _setup(self):
+        self._measured = exp.measured_prefill_mfu()
+        self._ideal_pre = exp.prefill_vs_length(self._model, self._node, presets=("ideal",))
         self.view = plots.PrefillDecodePanels(exp.DEFAULT_LENGTHS, exp.DEFAULT_BATCHES, ref_pre=self._ideal_pre,
                                               ref_label="ideal (physical limit)", measured=self._measured,
                                               node_label=f"{self._model.name} on 8×A800", live=True)

@@ -51,32 +51,31 @@ class SchedulingDashboard(Dashboard):
 
     title = "Lecture 04 · the Conductor on the whole trace (one simulation per move)"
 
+    _KEYWORDS = {"capacity": "capacity_blocks"}
+
     def __init__(self, trace: str = "conversation", policy: str = "kvcentric",
                  speed: float = exp.DEFAULT_REPLAY_SPEED, n_prefill: int = 8, capacity_blocks: int | None = None,
                  threshold: float = 1.0, noise: float = 0.0):
-        cap = capacity_blocks or sim.ClusterConfig().resolve().cache_capacity_blocks
-        self._init = (trace, policy, speed, n_prefill, cap, threshold, noise)
-        # offered prefill load per trace at 1× on one instance (linear in speed and 1/n): loading a
-        # trace and this sum cost ≈ 0.1 s, paid here rather than on the first switch of trace
-        self._rho1 = {t: exp.offered_prefill_load(t) * sim.ClusterConfig().n_prefill for t in TRACE_CHOICES}
-        super().__init__()
+        if capacity_blocks is None:
+            capacity_blocks = sim.ClusterConfig().resolve().cache_capacity_blocks
+        super().__init__(trace=trace, policy=policy, speed=speed, n_prefill=n_prefill, capacity=capacity_blocks,
+                         threshold=threshold, noise=noise)
 
     def _build_controls(self) -> dict:
-        trace, policy, speed, n, cap, thr, noise = self._init
         b = BOUNDS
         return {
-            "trace": widgets.Dropdown(options=TRACE_CHOICES, value=trace, description="trace"),
-            "policy": widgets.Dropdown(options=exp.POLICIES, value=policy, description="policy"),
-            "speed": widgets.FloatSlider(value=speed, min=b["speed"][0], max=b["speed"][1], step=0.05,
+            "trace": widgets.Dropdown(options=TRACE_CHOICES, description="trace"),
+            "policy": widgets.Dropdown(options=exp.POLICIES, description="policy"),
+            "speed": widgets.FloatSlider(min=b["speed"][0], max=b["speed"][1], step=0.05,
                                          description="replay speed (×)", readout_format=".2f", **_slider_style()),
-            "n_prefill": widgets.IntSlider(value=n, min=b["n_prefill"][0], max=b["n_prefill"][1],
+            "n_prefill": widgets.IntSlider(min=b["n_prefill"][0], max=b["n_prefill"][1],
                                            description="prefill instances", **_slider_style()),
-            "capacity": widgets.FloatLogSlider(value=cap, base=10, min=b["capacity_log10"][0],
+            "capacity": widgets.FloatLogSlider(base=10, min=b["capacity_log10"][0],
                                                max=b["capacity_log10"][1], step=0.05, readout_format=",.0f",
                                                description="cache per instance (blocks)", **_slider_style()),
-            "threshold": widgets.FloatSlider(value=thr, min=b["threshold"][0], max=b["threshold"][1], step=0.5,
+            "threshold": widgets.FloatSlider(min=b["threshold"][0], max=b["threshold"][1], step=0.5,
                                              description="balancing threshold", **_slider_style()),
-            "noise": widgets.FloatSlider(value=noise, min=b["noise"][0], max=b["noise"][1], step=0.05,
+            "noise": widgets.FloatSlider(min=b["noise"][0], max=b["noise"][1], step=0.05,
                                          description="estimator noise (rel. s.d.)", **_slider_style()),
         }
 
@@ -95,6 +94,9 @@ class SchedulingDashboard(Dashboard):
         return [(t, v["speed"], sim.ClusterConfig(**self._config(v))) for t in TRACE_CHOICES if t != v["trace"]]
 
     def _setup(self):
+        # offered prefill load per trace at 1× on one instance (linear in speed and 1/n): loading a
+        # trace and this sum cost ≈ 0.1 s, paid here rather than on the first switch of trace
+        self._rho1 = {t: exp.offered_prefill_load(t) * sim.ClusterConfig().n_prefill for t in TRACE_CHOICES}
         self.view = plots.PolicyView(live=True)
         self._limits = {"ttft": None, "minutes": None, "queue": None}
         return self.view.figure
@@ -131,19 +133,17 @@ class AlgorithmOneDashboard(Dashboard):
     title = "Lecture 04 · Algorithm 1 on one request: estimated TTFT per prefill instance"
 
     def __init__(self, threshold: float = 1.0, network_gbps: float = 800.0, example_blocks: int = 20):
-        self._init = (threshold, network_gbps, example_blocks)
-        super().__init__()
+        super().__init__(threshold=threshold, network_gbps=network_gbps, example_blocks=example_blocks)
 
     def _build_controls(self) -> dict:
-        thr, gbps, nb = self._init
         b = BOUNDS
         return {
-            "threshold": widgets.FloatSlider(value=thr, min=b["threshold"][0], max=b["threshold"][1], step=0.5,
+            "threshold": widgets.FloatSlider(min=b["threshold"][0], max=b["threshold"][1], step=0.5,
                                              description="balancing threshold", **_slider_style()),
-            "network_gbps": widgets.FloatLogSlider(value=gbps, base=10, min=b["network_gbps_log10"][0],
+            "network_gbps": widgets.FloatLogSlider(base=10, min=b["network_gbps_log10"][0],
                                                    max=b["network_gbps_log10"][1], step=0.05, readout_format=",.0f",
                                                    description="RDMA per node (Gbps)", **_slider_style()),
-            "example_blocks": widgets.IntSlider(value=nb, min=b["example_blocks"][0], max=b["example_blocks"][1],
+            "example_blocks": widgets.IntSlider(min=b["example_blocks"][0], max=b["example_blocks"][1],
                                                 description="prompt (blocks)", **_slider_style()),
         }
 

@@ -14,7 +14,7 @@ from ..experiments import l02_storage as exp
 from ..hardware import get_node
 from ..models import get_model
 from ..plots import storage as plots
-from . import Dashboard, sticky_limit
+from . import Dashboard, node_arg, sticky_limit
 
 __all__ = ["ReloadDashboard", "Eq2Dashboard", "RELOAD_MODELS", "EQ2_NODES"]
 
@@ -34,6 +34,16 @@ def _options(names) -> list[tuple[str, str]]:
     return [(get_model(n).name, n) for n in names]
 
 
+def _model_key(model, names):
+    """The dropdown key among ``names`` of ``model`` in any spelling get_model knows ("LLaMA2-70B"),
+    else ``model`` itself (the dropdown's check then names the options)."""
+    try:
+        m = get_model(model) if isinstance(model, str) else None
+    except ValueError:
+        return model
+    return next((n for n in names if get_model(n) is m), model)
+
+
 class ReloadDashboard(Dashboard):
     """TTFT of one request whose cached prefix is reloaded from a tier of the chosen bandwidth.
 
@@ -45,27 +55,28 @@ class ReloadDashboard(Dashboard):
 
     title = "Lecture 02 · reload the cached prefix, or recompute it?"
 
+    _KEYWORDS = {"bandwidth": "bandwidth_gbs"}
+
     def __init__(self, model: str = "llama2-70b", node="a800x8", bandwidth_gbs: float = 56.0,
                  hit_fraction: float = 0.5, prompt_tokens: int = exp.SEED_REQUEST_TOKENS, mfu: float = st.SEED_MFU):
-        self.node = get_node(node)
-        self._init = (model, bandwidth_gbs, hit_fraction, prompt_tokens, mfu)
-        super().__init__()
+        self.node = node_arg(node, "ReloadDashboard")
+        super().__init__(bandwidth=bandwidth_gbs, model=_model_key(model, RELOAD_MODELS), hit_fraction=hit_fraction,
+                         prompt_tokens=prompt_tokens, mfu=mfu)
 
     def _build_controls(self) -> dict:
-        model, bw, hit, n, mfu = self._init
         return {
-            "bandwidth": widgets.FloatLogSlider(value=bw, base=10, min=_BW_LOG10[0], max=_BW_LOG10[1], step=0.02,
+            "bandwidth": widgets.FloatLogSlider(base=10, min=_BW_LOG10[0], max=_BW_LOG10[1], step=0.02,
                                                 description="tier bandwidth (GB/s)", readout_format=",.3g",
                                                 continuous_update=False, style=_STYLE,
                                                 layout=widgets.Layout(width="420px")),
-            "model": widgets.Dropdown(options=_options(RELOAD_MODELS), value=model, description="model"),
-            "hit_fraction": widgets.FloatSlider(value=hit, min=0.0, max=0.95, step=0.05, description="cached share",
+            "model": widgets.Dropdown(options=_options(RELOAD_MODELS), description="model"),
+            "hit_fraction": widgets.FloatSlider(min=0.0, max=0.95, step=0.05, description="cached share",
                                                 readout_format=".0%", continuous_update=False, style=_STYLE),
-            "prompt_tokens": widgets.FloatLogSlider(value=n, base=2, min=_PROMPT_LOG2[0], max=_PROMPT_LOG2[1],
+            "prompt_tokens": widgets.FloatLogSlider(base=2, min=_PROMPT_LOG2[0], max=_PROMPT_LOG2[1],
                                                     step=0.1, description="prompt (tokens)", readout_format=",.0f",
                                                     continuous_update=False, style=_STYLE,
                                                     layout=widgets.Layout(width="380px")),
-            "mfu": widgets.FloatSlider(value=mfu, min=0.2, max=1.0, step=0.05, description="prefill MFU",
+            "mfu": widgets.FloatSlider(min=0.2, max=1.0, step=0.05, description="prefill MFU",
                                        readout_format=".0%", continuous_update=False, style=_STYLE),
         }
 
@@ -113,18 +124,16 @@ class Eq2Dashboard(Dashboard):
     title = "Lecture 02 · FAST'25 Eq. 2: how much bandwidth does prefix reuse need?"
 
     def __init__(self, prefix_len: int = 8192, node: str = "a800x8", model: str = "llama3-70b"):
-        self._init = (prefix_len, node, model)
-        super().__init__()
+        super().__init__(prefix_len=prefix_len, node=node, model=_model_key(model, _EQ2_MODELS))
 
     def _build_controls(self) -> dict:
-        p, node, model = self._init
         return {
-            "prefix_len": widgets.FloatLogSlider(value=p, base=2, min=_PREFIX_LOG2[0], max=_PREFIX_LOG2[1], step=0.25,
+            "prefix_len": widgets.FloatLogSlider(base=2, min=_PREFIX_LOG2[0], max=_PREFIX_LOG2[1], step=0.25,
                                                  description="prefix p (tokens)", readout_format=",.0f",
                                                  continuous_update=False, style=_STYLE,
                                                  layout=widgets.Layout(width="400px")),
-            "node": widgets.Dropdown(options=EQ2_NODES, value=node, description="node"),
-            "model": widgets.Dropdown(options=_options(_EQ2_MODELS), value=model, description="model"),
+            "node": widgets.Dropdown(options=EQ2_NODES, description="node"),
+            "model": widgets.Dropdown(options=_options(_EQ2_MODELS), description="model"),
         }
 
     def _setup(self):

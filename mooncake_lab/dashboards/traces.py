@@ -16,7 +16,7 @@ from ..plots import traces as plots
 from ..traces import as_trace
 from ..plots import figure_style, new_figure
 from . import Dashboard, on_this_machine, sticky_limit
-from .cache import TRACE_CHOICES
+from .cache import TRACE_CHOICES, trace_options
 
 __all__ = ["TraceDashboard", "VIEWS"]
 
@@ -31,17 +31,15 @@ class TraceDashboard(Dashboard):
 
     def __init__(self, trace: str = "conversation", view: str = "arrivals", bin_s: int = 60,
                  traces=TRACE_CHOICES):
-        self._init = (trace, view, bin_s, tuple(traces))
+        self._traces = trace_options(traces, type(self).__name__)
         self._popularity: dict = {}
-        super().__init__()
+        super().__init__(trace=trace, view=view, bin_s=bin_s)
 
     def _build_controls(self) -> dict:
-        trace, view, bin_s, traces = self._init
         return {
-            "trace": widgets.Dropdown(options=traces, value=trace, description="trace"),
-            "view": widgets.ToggleButtons(options=VIEWS, value=view, description="view"),
-            "bin_s": widgets.IntSlider(value=bin_s, min=1, max=600, description="bin (s)",
-                                       continuous_update=False),
+            "trace": widgets.Dropdown(options=self._traces, description="trace"),
+            "view": widgets.ToggleButtons(options=VIEWS, description="view"),
+            "bin_s": widgets.IntSlider(min=1, max=600, description="bin (s)", continuous_update=False),
         }
 
     def _setup(self):

@@ -9,8 +9,14 @@ from __future__ import annotations
 
 import importlib
 import math
-from dataclasses import dataclass
+import numbers
+import re
+from dataclasses import dataclass, field
 from typing import Any, Callable
+
+import numpy as np
+
+from ..validate import describe
 
 __all__ = ["check", "exercise", "Exercise", "Verdict", "list_exercises"]
 
@@ -21,7 +27,10 @@ class Exercise:
 
     ``answer`` is a zero-argument function giving the expected value (a number, a string or a
     bool); numbers are accepted within ``rel_tol`` (relative). ``unit`` is shown in feedback;
-    ``hint`` is shown on a wrong answer; ``why`` after a right one.
+    ``hint`` is shown on a wrong answer; ``why`` after a right one. A choice question lists its
+    ``choices`` (shown on a wrong answer); ``synonyms`` maps other words the lecture uses for a
+    choice to it (``{"sticky": "session"}``). Choices compare case-insensitively, blanks and hyphens
+    as underscores.
     """
 
     id: str
@@ -32,6 +41,7 @@ class Exercise:
     hint: str = ""
     why: str = ""
     choices: tuple[str, ...] = ()
+    synonyms: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -79,8 +89,12 @@ def list_exercises(lecture: str | None = None) -> list[Exercise]:
 def _fmt(x: Any, unit: str) -> str:
     if isinstance(x, float):
         s = f"{x:,.4g}"
+    elif isinstance(x, int) and not isinstance(x, bool):
+        s = describe(x) if abs(x) >= 10**15 else f"{x:,}"
+    elif isinstance(x, str):
+        s = x if len(x) <= 60 else x[:59] + "…"
     else:
-        s = str(x)
+        s = describe(x)
     return f"{s} {unit}".strip()
 
 
@@ -88,41 +102,203 @@ def _is_unanswered(answer: Any) -> bool:
     return answer is None or answer is Ellipsis or (isinstance(answer, str) and not answer.strip())
 
 
+def _plain(x: Any) -> Any:
+    """numpy scalars (and 0-d or one-element arrays, pandas objects of one value) as Python ones."""
+    if isinstance(x, (str, bytes)):
+        return x
+    if hasattr(x, "__array__") or isinstance(x, np.generic):
+        try:
+            a = np.asarray(x)
+        except Exception:  # noqa: BLE001
+            return x
+        if a.size == 1 and a.dtype.kind in "biuf":
+            return a.reshape(()).item()
+    return x
+
+
 def check(exercise_id: str, answer: Any) -> Verdict:
-    """Check ``answer`` for exercise ``exercise_id``; returns a :class:`Verdict` that displays itself."""
+    """Check ``answer`` for exercise ``exercise_id``; returns a :class:`Verdict` that displays itself.
+
+    Never raises: an unknown id, an id that is not a string, or an answer of the wrong kind gets a
+    verdict saying so. Numbers may be any real type (``np.float64``, ``np.int64``, ``Decimal``,
+    ``Fraction``, a huge ``int``), a one-element array, or a string such as ``"5.7"``, ``"327,680"`` or
+    ``"5.7 s"`` (in the question's unit); True/False questions take ``np.bool_``, 0/1 and yes/no too.
+    """
+    try:
+        return _check(exercise_id, answer)
+    except Exception as err:  # noqa: BLE001 - a verdict, never a traceback, in a student's notebook
+        return Verdict(str(exercise_id) if isinstance(exercise_id, str) else describe(exercise_id), False,
+                       f"Could not check this answer ({type(err).__name__}: {str(err)[:200]}).")
+
+
+def _check(exercise_id: Any, answer: Any) -> Verdict:
     _load()
-    ex = _REGISTRY.get(exercise_id)
+    known = ", ".join(sorted(_REGISTRY)) or "none"
+    if not isinstance(exercise_id, str):
+        return Verdict(describe(exercise_id), False,
+                       f"The exercise id must be a string such as '01.kv_bytes', got {describe(exercise_id)}. "
+                       f"Known: {known}.")
+    ex = _REGISTRY.get(exercise_id) or _REGISTRY.get(exercise_id.strip())
     if ex is None:
-        known = ", ".join(sorted(_REGISTRY)) or "none"
-        return Verdict(exercise_id, False, f"Unknown exercise {exercise_id!r}. Known: {known}.")
+        return Verdict(exercise_id, False, f"Unknown exercise {describe(exercise_id)}. Known: {known}.")
     if _is_unanswered(answer):
         return Verdict(ex.id, False, f"Not answered yet — replace `...` with your answer. {ex.question}")
-    expected = ex.answer()
-    if isinstance(expected, bool) or ex.choices:
-        ok = _same_choice(answer, expected)
-    elif isinstance(expected, (int, float)):
-        try:
-            value = float(answer)
-        except (TypeError, ValueError):
-            return Verdict(ex.id, False,
-                           f"Expected a number (in {ex.unit or 'the units asked'}), got {answer!r}.")
-        if not math.isfinite(value):
-            return Verdict(ex.id, False, f"Your answer {answer!r} is not a finite number.")
-        ok = math.isclose(value, float(expected), rel_tol=ex.rel_tol, abs_tol=1e-12)
-    else:
-        ok = _same_choice(answer, expected)
-    if ok:
-        msg = f"Right: {_fmt(expected, ex.unit)}." + (f" {ex.why}" if ex.why else "")
-    else:
-        msg = f"Not quite: you gave {_fmt(answer, ex.unit)}." + (f" Hint: {ex.hint}" if ex.hint else "")
-        if isinstance(expected, (int, float)) and not isinstance(expected, bool):
-            msg += f" (Accepted within ±{ex.rel_tol:.0%}.)"
-    return Verdict(ex.id, ok, msg)
-
-
-def _same_choice(answer: Any, expected: Any) -> bool:
+    expected = _plain(ex.answer())
     if isinstance(expected, bool):
-        if isinstance(answer, str):
-            return answer.strip().lower() in (("true", "yes") if expected else ("false", "no"))
-        return bool(answer) == expected if isinstance(answer, (bool, int)) else False
-    return str(answer).strip().lower() == str(expected).strip().lower()
+        return _check_bool(ex, _plain(answer), expected)
+    if ex.choices or isinstance(expected, str):
+        return _check_choice(ex, answer, expected)
+    return _check_number(ex, _plain(answer), expected)
+
+
+def _verdict(ex: Exercise, ok: bool, expected: Any, given: str, extra: str = "") -> Verdict:
+    if ok:
+        return Verdict(ex.id, True, f"Right: {_fmt(expected, ex.unit)}." + (f" {ex.why}" if ex.why else ""))
+    msg = f"Not quite: you gave {given}." + (f" {extra}" if extra else "") + (f" Hint: {ex.hint}" if ex.hint else "")
+    return Verdict(ex.id, False, msg)
+
+
+def _check_bool(ex: Exercise, answer: Any, expected: bool) -> Verdict:
+    words = {"true": True, "yes": True, "false": False, "no": False}
+    if isinstance(answer, bool):
+        value = answer
+    elif isinstance(answer, int) and answer in (0, 1):
+        value = bool(answer)
+    elif isinstance(answer, str) and answer.strip().lower() in words:
+        value = words[answer.strip().lower()]
+    else:
+        return Verdict(ex.id, False, f"Expected True or False (or yes / no), got {describe(answer)}.")
+    return _verdict(ex, value == expected, expected, repr(value))
+
+
+def _norm_choice(x: str) -> str:
+    """Lower case, quotes and surrounding blanks dropped, inner blanks and hyphens as underscores."""
+    return re.sub(r"[\s\-]+", "_", x.strip().strip("'\"`").strip().lower())
+
+
+def _check_choice(ex: Exercise, answer: Any, expected: Any) -> Verdict:
+    choices = tuple(ex.choices) or (str(expected),)
+    listed = ", ".join(repr(c) for c in choices)
+    if not isinstance(answer, str):
+        return Verdict(ex.id, False, f"Expected one of {listed} (a string), got {describe(answer)}.")
+    table = {_norm_choice(str(c)): str(c) for c in choices}
+    table.update({_norm_choice(k): str(v) for k, v in ex.synonyms.items()})
+    picked = table.get(_norm_choice(answer))
+    if picked is None:
+        return Verdict(ex.id, False, f"{_fmt(answer, '')!r} is not one of the allowed answers: {listed}."
+                       + (f" Hint: {ex.hint}" if ex.hint else ""))
+    ok = _norm_choice(picked) == _norm_choice(str(expected))
+    return _verdict(ex, ok, expected, repr(picked) if picked != answer.strip() else repr(answer),
+                    f"Allowed answers: {listed}.")
+
+
+_NUMBER = re.compile(r"^\s*([-+]?(?:\d[\d,_]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*?)\s*$")
+
+
+def _number(answer: Any, unit: str) -> tuple[float | None, str]:
+    """(the answer as a float, "") or (None, why it is not a number for this question)."""
+    want = f"a number (in {unit})" if unit else "a number"
+    if isinstance(answer, bool):
+        return None, f"Expected {want}, got {answer!r}."
+    if isinstance(answer, str):
+        m = _NUMBER.match(answer)
+        if not m:
+            return None, f"Expected {want}, got {_fmt(answer, '')!r}."
+        number, tail = m.group(1).replace(",", "").replace("_", ""), m.group(2)
+        if tail and tail.replace(" ", "").lower() != unit.replace(" ", "").lower():
+            return None, (f"Give the number in {unit or 'the units asked'}, without a unit of its own: "
+                          f"got {_fmt(answer, '')!r}.")
+        answer = float(number)
+    if not isinstance(answer, numbers.Real):
+        try:     # Decimal and other number types that convert
+            answer = float(answer) if isinstance(answer, numbers.Number) else answer
+        except (TypeError, ValueError, OverflowError, ArithmeticError):
+            pass
+        if not isinstance(answer, numbers.Real):
+            return None, f"Expected {want}, got {describe(answer)}."
+    try:
+        value = float(answer)
+    except OverflowError:
+        return None, f"Your answer {describe(answer)} is beyond the range of a float (≈ 1.8e308)."
+    except (ValueError, TypeError):
+        return None, f"Expected {want}, got {describe(answer)}."
+    if not math.isfinite(value):
+        return None, f"Your answer {describe(answer)} is not a finite number."
+    return value, ""
+
+
+#: Unit slips: (answer ÷ expected, what it looks like).
+_SLIPS = [(1e3, "10³ times"), (1e-3, "10⁻³ times"), (1e6, "10⁶ times"), (1e-6, "10⁻⁶ times"),
+          (1e9, "10⁹ times"), (1e-9, "10⁻⁹ times"), (1e12, "10¹² times"), (1e-12, "10⁻¹² times"),
+          (1e15, "10¹⁵ times"), (1e-15, "10⁻¹⁵ times"), (100.0, "100 times"), (0.01, "1/100 of")]
+_BINARY = [(1.024 ** k, f"{1.024 ** k:.4g} times") for k in (1, 2, 3, 4, -1, -2, -3, -4)]
+
+
+def _unit_slip(value: float, expected: float, ex: Exercise) -> str:
+    """A hint naming the unit when ``value`` is ``expected`` off by a power of ten, by 100 (% vs
+    fraction) or by 1.024^k (KB vs KiB); else ""."""
+    if expected == 0 or value == 0 or (value < 0) != (expected < 0):
+        return ""
+    r, tol = value / expected, max(ex.rel_tol, 0.005)
+    unit = ex.unit.strip()
+    for factor, text in _SLIPS + _BINARY:
+        if math.isclose(r, factor, rel_tol=tol):
+            break
+    else:
+        return ""
+    where = f"the answer is in {unit}" if unit else "check the unit asked for"
+    if factor in (100.0, 0.01):
+        if unit == "%":
+            what = "a percentage (30), not a fraction (0.3)"
+        else:
+            what = "a fraction (0.3), not a percentage (30)" if factor == 100.0 else \
+                "a percentage only where asked (the value, not a fraction of it)"
+        return f"Your answer is {text} the expected value: give {what}; {where}."
+    if (factor, text) in _BINARY:
+        return (f"Your answer is {text} the expected value: decimal vs binary units? 1 KB = 1000 B but "
+                f"1 KiB = 1024 B (MiB = 1024², GiB = 1024³); {where}.")
+    e = round(math.log10(factor))
+    other = _prefixed(unit, e)
+    if other:
+        return f"Your answer is {text} the expected value: did you give it in {other} instead of {unit}?"
+    return f"Your answer is {text} the expected value — a unit slip (×10^{e})? {where[0].upper() + where[1:]}."
+
+
+_PREFIX = {"": 0, "k": 3, "K": 3, "M": 6, "G": 9, "T": 12, "P": 15, "m": -3, "µ": -6, "u": -6, "n": -9}
+_BASES = ("B/s", "FLOP/s", "FLOP", "B", "s")
+
+
+def _prefixed(unit: str, e: int) -> str:
+    """The unit a value ``10**e`` times too large was given in (``"s"``, 3 → ``"ms"``), or ""."""
+    for base in _BASES:
+        p = unit[: -len(base)] if unit.endswith(base) else None
+        if p is not None and p in _PREFIX:
+            q = _PREFIX[p] - e
+            names = {v: k for k, v in reversed(list(_PREFIX.items()))}
+            fits = q in names and (q <= 0 if base == "s" else q >= 0)   # ms, µs; kB … PB
+            return names[q] + base if fits else ""
+    return ""
+
+
+def _tolerance(ex: Exercise, expected: float) -> str:
+    if ex.rel_tol <= 0:
+        return "(An exact whole number is expected.)" if float(expected).is_integer() else \
+            "(The exact value is expected.)"
+    return f"(Accepted within ±{ex.rel_tol * 100:.3g}%.)"
+
+
+def _check_number(ex: Exercise, answer: Any, expected: Any) -> Verdict:
+    value, problem = _number(answer, ex.unit)
+    if value is None:
+        return Verdict(ex.id, False, problem)
+    exp = float(expected)
+    if isinstance(answer, int) and isinstance(expected, int) and ex.rel_tol <= 0:
+        ok = answer == expected     # exact: no rounding through float
+    else:
+        ok = math.isclose(value, exp, rel_tol=ex.rel_tol, abs_tol=1e-12)
+    given = _fmt(answer if isinstance(answer, (int, float)) and not isinstance(answer, bool) else value, ex.unit)
+    extra = " ".join(x for x in (_unit_slip(value, exp, ex) if not ok else "", _tolerance(ex, exp)) if x)
+    if ok:
+        return _verdict(ex, True, expected, given)
+    msg = f"Not quite: you gave {given}." + (f" Hint: {ex.hint}" if ex.hint else "") + f" {extra}"
+    return Verdict(ex.id, False, msg)

@@ -79,6 +79,7 @@ exercise(Exercise(
     "Question 5 [routing]: with the same 10 local caches, which routing — 'random', 'round_robin' or "
     "'session' — comes closest to the global pool?",
     answer=_best_routing, choices=("random", "round_robin", "session"),
+    synonyms={"sticky": "session", "sticky session": "session"},   # the lecture's words for it
     hint="Try each routing in the pool dashboard, or read the hit_ratio column of "
          "`cache.local_vs_global(trace, routings=cache.ROUTINGS)`.",
     why="sticky 'session' routing keeps a chat's turns on one instance, so its blocks are where it returns."))

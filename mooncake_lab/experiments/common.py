@@ -5,6 +5,8 @@ speed, cluster config) share one simulation instead of each running it.
 """
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import math
 import os
 import threading
@@ -14,12 +16,15 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from .. import sim
 from ..traces import Trace, as_trace
 
-__all__ = ["as_trace", "simulate_at_speed", "simulate_all", "Prefetch"]
+__all__ = ["as_trace", "simulate_at_speed", "simulate_all", "Prefetch", "release_memory"]
 
 #: Memoised runs, least recently used first, kept up to _MEMO_BYTES of per-request arrays in total
 #: (≈ 1.9 MB a run on the conversation trace, 3.7 MB on toolagent-like: ≈ 100 runs).
 _RUNS: "OrderedDict[tuple, tuple]" = OrderedDict()
 _MEMO_BYTES = 256 * 2**20
+#: Bytes of evicted runs after which the freed memory is handed back to the OS (:func:`release_memory`).
+_TRIM_BYTES = 32 * 2**20
+_evicted = 0       # bytes evicted since the last release_memory
 _PENDING: dict = {}  # memo key → Future of a run some thread is computing now
 _LOCK = threading.Lock()  # guards _RUNS and _PENDING (simulate_all may run in several threads)
 
@@ -33,12 +38,46 @@ def _key(tr: Trace, speed: float, config: sim.ClusterConfig) -> tuple:
     return (id(tr), float(speed), tuple(sorted(config.as_dict().items())))
 
 
-def _remember(key: tuple, tr: Trace, res: sim.SimResult) -> None:
-    """Memoise ``res`` (under _LOCK), dropping the least recently used runs beyond _MEMO_BYTES."""
+def _remember(key: tuple, tr: Trace, res: sim.SimResult) -> bool:
+    """Memoise ``res`` (under _LOCK), dropping the least recently used runs beyond _MEMO_BYTES; True
+    when _TRIM_BYTES were evicted since memory was last released."""
+    global _evicted
     _RUNS[key] = (tr, res, sum(a.nbytes for a in res.arrays.values()))  # the trace keeps its id unique
     total = sum(entry[2] for entry in _RUNS.values())
     while total > _MEMO_BYTES and len(_RUNS) > 1:
-        total -= _RUNS.popitem(last=False)[1][2]
+        dropped = _RUNS.popitem(last=False)[1][2]
+        total -= dropped
+        _evicted += dropped
+    if _evicted >= _TRIM_BYTES:
+        _evicted = 0
+        return True
+    return False
+
+
+def _libc():
+    name = ctypes.util.find_library("c")
+    try:
+        lib = ctypes.CDLL(name) if name else None
+        return lib if lib is not None and hasattr(lib, "malloc_trim") else None
+    except OSError:
+        return None
+
+
+_LIBC = _libc() if os.name == "posix" else None
+
+
+def release_memory() -> bool:
+    """Hand the memory freed by evicted runs back to the OS (glibc's ``malloc_trim``; elsewhere a
+    no-op returning False). Why: a run's per-request arrays (≈ 0.1–0.4 MB each) come from the C
+    heap of whichever thread ran it, and freed ones leave holes that glibc keeps; without this a
+    long session's resident memory grows far past the memo's cap (``benchmarks/bench_dashboard_memory.py``,
+    1,000 moves of the lecture-07 comparison dashboard: 278 → 977 MB and still growing without this,
+    278 → 675 MB and flat from move 100 on with it).
+    Called after every _TRIM_BYTES of evictions (≈ 10 runs; ≈ 2 ms each time)."""
+    if _LIBC is None:
+        return False
+    _LIBC.malloc_trim(0)
+    return True
 
 
 def simulate_all(jobs, workers: int | None = None) -> list:
@@ -74,10 +113,12 @@ def simulate_all(jobs, workers: int | None = None) -> list:
         key, (tr, speed, config, where) = item
         res = sim.simulate(tr.replay(speed) if speed != 1 else tr, config)
         with _LOCK:
-            _remember(key, tr, res)
+            trim = _remember(key, tr, res)
             _PENDING.pop(key).set_result(res)
         for k in where:
             out[k] = res
+        if trim:
+            release_memory()
 
     try:
         n = min(len(todo), workers or os.cpu_count() or 1)
