@@ -27,6 +27,7 @@ DASHBOARDS = [
     ("goodput", "GoodputDashboard"), ("goodput", "BatchingDashboard"),
     ("overload", "OverloadDashboard"), ("overload", "PolicyComparisonDashboard"),
     ("capstone", "MechanismDashboard"),
+    ("store_lab", "EvictionDashboard"), ("store_lab", "FailureDashboard"),
 ]
 
 

@@ -175,6 +175,7 @@ _STRUCTURAL_BAD = {   # arguments that are not controls: what they must refuse
     "traces": ["conversation", (), [], ("nope",), ("conversation", "conversation"), None, 3, [None]],
     "node": ["nope", None, 3, "", ["a800x8"]],
     "model": ["nope", None, 3, "", ["llama2-70b"]],
+    "res": [3, "recorded", {}, [], {"eviction": 1}.keys()],   # the store lab's results (None: the recorded run)
 }
 
 

@@ -242,6 +242,9 @@ class Dashboard:
         self.output = widgets.Output()
         self.controls: dict[str, widgets.Widget] = self._build_controls()
         cls = type(self).__name__
+        for name in values:
+            if name not in self.controls:
+                raise fail(name, values[name], "a keyword naming one of its controls: " + ", ".join(self.controls), cls)
         for name, value in values.items():   # every one checked before any is set
             kw = self._KEYWORDS.get(name, name)
             values[name] = control_value(self.controls[name], value, f"{cls}({kw}=...)")

@@ -51,7 +51,7 @@ def _derived_t_d(trace, kv_tokens) -> float:
     dashboard will refuse anyway (it names them), the slider's low end."""
     try:
         est = exp.decode_time_estimate(trace, decode_kv_capacity_tokens=float(kv_tokens))
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, OverflowError):
         return BOUNDS["t_d"][0]
     return min(max(round(est * 2) / 2, BOUNDS["t_d"][0]), BOUNDS["t_d"][1])
 

@@ -8,10 +8,23 @@ from __future__ import annotations
 import ipywidgets as widgets
 
 from ..plots import store_lab as plots
+from ..validate import InputError, describe
 from . import Dashboard
 
 __all__ = ["EvictionDashboard", "FailureDashboard"]
 _STYLE = {"description_width": "initial"}
+
+
+def _results(res, where: str, needs: str) -> dict:
+    """``res`` (the lab's results: :func:`experiments.lab_store.results`), or the recorded real run if None."""
+    if res is None:
+        from ..experiments.lab_store import load_recorded
+
+        return load_recorded()
+    if not isinstance(res, dict) or needs not in res:
+        raise InputError(f"{where}(res=...): got {describe(res)}; allowed: the lab's results (a dict with "
+                         f"{needs!r}: experiments.lab_store.results()[0]), or None for the recorded run")
+    return res
 
 
 class EvictionDashboard(Dashboard):
@@ -19,9 +32,9 @@ class EvictionDashboard(Dashboard):
 
     title = "Store lab · lease TTL and pool size → hit ratio, store vs exact LRU"
 
-    def __init__(self, res: dict):
-        self.res = res
-        super().__init__()
+    def __init__(self, res: dict | None = None, lease=None, capacity=None):
+        self.res = _results(res, "EvictionDashboard", "eviction")
+        super().__init__(**{k: v for k, v in dict(lease=lease, capacity=capacity).items() if v is not None})
 
     def _build_controls(self) -> dict:
         leases = list(dict.fromkeys(r["lease"] for r in self.res["eviction"]))
@@ -51,9 +64,9 @@ class FailureDashboard(Dashboard):
 
     title = "Store lab · kill a memory node: what do reads return?"
 
-    def __init__(self, res: dict):
-        self.res = res
-        super().__init__()
+    def __init__(self, res: dict | None = None, replicas=None, phase=None):
+        self.res = _results(res, "FailureDashboard", "replication")
+        super().__init__(**{k: v for k, v in dict(replicas=replicas, phase=phase).items() if v is not None})
 
     def _build_controls(self) -> dict:
         return {"replicas": widgets.ToggleButtons(options=[1, 2], value=2, description="replicas", style=_STYLE),
