@@ -74,8 +74,9 @@ class HitRatioChart:
                                 bbox={"fc": "white", "ec": "none", "alpha": 0.8})
         ax.set_xscale("log")
         ax.set_title(" ", y=1.0)
-        dram = f"; under it: TB of {model_label} KV in DRAM" if block_bytes else ""
-        ax.set(xlabel=f"cache capacity (512-token blocks, log scale{dram})", ylabel="hit ratio (fraction)")
+        # two lines: on one, the label ran past the figure's edges on a projector
+        dram = f"\nunder each: TB of {model_label} KV in DRAM" if block_bytes else ""
+        ax.set(xlabel=f"cache capacity (512-token blocks, log scale){dram}", ylabel="hit ratio (fraction)")
         self._legend, self.static_state, self._xspan = None, None, None
         self.live = live
         if live:
@@ -125,7 +126,7 @@ class HitRatioChart:
             self.note.set_position((-8, 8) if right else (8, 8) if h < 0.08 * ax.get_ylim()[1] else (8, -14))
             self.note.set_horizontalalignment("right" if right else "left")
         self.marker.set_label("chosen capacity" if show else "_chosen capacity")
-        ax.set_title(f"Prefix-cache hit ratio vs capacity ({weight}-weighted), {name}", y=1.0)
+        ax.set_title(f"Hit ratio vs cache capacity ({weight}-weighted), {name}", y=1.0)
         handles = [a for a in (self.curve, self.inf, self.ref, *self.fixed, self.marker)
                    if not a.get_label().startswith("_")]
         labels = tuple(h.get_label() for h in handles)
@@ -255,7 +256,7 @@ def global_over_local(sweep, paper_ratio: float | None = None, paper_n: int | No
     ns = sorted(set(loc["n_instances"].tolist()))
     ax.set_xticks(ns, [str(n) for n in ns])
     ax.xaxis.set_minor_locator(NullLocator())
-    ax.set_title(f"How much a global pool beats local caches of the same total size, {trace_name}", y=1.0)
+    ax.set_title(f"How much a global pool beats local caches of the same total size\n({trace_name})", y=1.0)
     ax.set(xlabel="number of instances (local caches)", ylabel="hit ratio: global ÷ local (×)")
     ax.legend()
     return fig

@@ -225,7 +225,8 @@ def rejection_sweep(sweep: pd.DataFrame, chosen_speed: float | None = None, titl
     a1.set_xlabel("replay speed (× the trace's arrival rate)")
     a1.set_ylabel("rejected requests (% of the trace)")
     a1.set_title("Rejections vs overload depth", y=1.0)
-    a1.legend(loc="upper left")
+    # one legend for both panels, under them: inside, it sat on the shaded speeds and on the curves
+    fig.legend(*a1.get_legend_handles_labels(), loc="outside lower center", ncol=4, frameon=False)
     a2.set_xlabel("replay speed (× the trace's arrival rate)")
     a2.set_ylabel("mean size of a rejected request (k tokens)")
     a2.set_title("Who gets rejected: size of the rejected", y=1.0)
