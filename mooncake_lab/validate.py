@@ -47,14 +47,21 @@ def fail(name: str, value: Any, allowed: str, where: str = "") -> InputError:
     return InputError(f"{_label(name, where)}: got {describe(value)}; allowed: {allowed}")
 
 
+def _num(x) -> str:
+    """A bound as written in a message: whole numbers below 10**16 in full (1048576, not 1.04858e+06)."""
+    if isinstance(x, numbers.Real) and math.isfinite(x) and x == int(x) and abs(x) < 1e16:
+        return str(int(x))
+    return f"{x:g}"
+
+
 def _interval(lo, hi, lo_open=False, hi_open=False) -> str:
     if lo is None or lo == -math.inf:
         if hi is None or hi == math.inf:
             return ""
-        return f" {'<' if hi_open else '<='} {hi:g}"
+        return f" {'<' if hi_open else '<='} {_num(hi)}"
     if hi is None or hi == math.inf:
-        return f" {'>' if lo_open else '>='} {lo:g}"
-    return f" in {'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}"
+        return f" {'>' if lo_open else '>='} {_num(lo)}"
+    return f" in {'(' if lo_open else '['}{_num(lo)}, {_num(hi)}{')' if hi_open else ']'}"
 
 
 def _is_real(value: Any) -> bool:
