@@ -152,7 +152,7 @@ def simulate(trace: Trace, config: ClusterConfig | None = None, engine: str = "n
                 kernel, fn = student_kernel(args, view), student.kernel_function()  # compiled / loaded here
                 t0 = time.perf_counter()  # wall_s: the run, not the compile
                 with student.errors(diag, trace, view):  # so only the policy's own faults are its errors
-                    kernel(*args, fn, view)
+                    student.run_kernel(kernel, (*args, fn, view))  # Ctrl-C stops even a compiled loop
     elif student is not None:
         with student.errors(diag, trace, new_view(n_route)):
             run_reference(trace, config, rc, u, z, out, max_kv, diag, student)
