@@ -19,7 +19,12 @@ from typing import Any, Iterable
 
 import numpy as np
 
-__all__ = ["InputError", "fail", "integer", "real", "choice", "flag", "int_array", "real_array", "describe"]
+__all__ = ["InputError", "fail", "integer", "real", "choice", "flag", "int_array", "real_array", "describe",
+           "memory", "MEMORY_BUDGET_BYTES"]
+
+#: What one computation may allocate, bytes: 2 GiB, a quarter of a course laptop's 8 GB (the notebook
+#: server, the browser and the other lectures' state share it; two simulations may run in parallel).
+MEMORY_BUDGET_BYTES = 2 * 2**30
 
 
 class InputError(ValueError):
@@ -178,3 +183,11 @@ def real_array(values: Any, name: str, *, lo: float = -math.inf, hi: float = mat
         i = _first_bad(bad)
         raise fail(f"{name}[{i}]", a[i].item(), "finite numbers" + _interval(lo, hi), where)
     return a
+
+
+def memory(nbytes: float, what: str, where: str = "") -> int:
+    """``nbytes`` if within :data:`MEMORY_BUDGET_BYTES`, else an error saying what needs how much."""
+    if not nbytes <= MEMORY_BUDGET_BYTES:
+        raise InputError(f"{where + ': ' if where else ''}would allocate ≈ {nbytes / 2**30:,.1f} GiB for {what}, "
+                         f"more than the {MEMORY_BUDGET_BYTES / 2**30:.0f} GiB one computation may use")
+    return int(nbytes)

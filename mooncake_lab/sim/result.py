@@ -9,10 +9,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..validate import fail, flag, real
 from .admission import decode_load
 from .config import COMPLETED, OUTCOMES, REJECTED_AFTER_PREFILL, REJECTED_AT_ARRIVAL, REJECTED_TOO_LARGE
 
-__all__ = ["SimResult"]
+__all__ = ["SimResult", "MAX_SAMPLES"]
+
+#: Rows a sampled time series may have: 10^5, 50× the pixels across a wide figure (≈ 2,000), and
+#: what stays fast (≈ 0.5 s) and small (≈ 50 MB with 64 instances per pool × 8 B per value).
+MAX_SAMPLES = 100_000
 
 
 @dataclass(eq=False)
@@ -146,6 +151,7 @@ class SimResult:
         """
         a, tr, cfg = self.arrays, self.trace, self.config
         t = self._grid(dt)
+        per_instance = flag(per_instance, "per_instance", "SimResult.timeseries")
         cols: dict = {}
         # coupled: each instance is both a "prefill" and a "decode" instance; CPP: one per group
         P = cfg.n_prefill_instances
@@ -185,16 +191,19 @@ class SimResult:
         """Queued prefill work (s) per prefill instance (one column each, 0 … P − 1; an instance
         that got no request: 0), sampled every ``dt`` s like :meth:`timeseries` — without its
         decode-side columns (what a dashboard draws per move)."""
-        t = self._grid(dt)
+        t = self._grid(dt, "SimResult.prefill_queues")
         return pd.DataFrame(self._queues(t), index=pd.Index(t, name="time_s"),
                             columns=pd.Index(range(self.config.n_prefill_instances), name="instance"))
 
-    def _grid(self, dt) -> np.ndarray:
-        """Sample times (s): every ``dt`` from 0 to the last finish."""
-        if not (isinstance(dt, (int, float)) and np.isfinite(dt) and dt > 0):
-            raise ValueError(f"dt must be a finite number of seconds > 0, got {dt!r}")
+    def _grid(self, dt, where: str = "SimResult.timeseries") -> np.ndarray:
+        """Sample times (s): every ``dt`` from 0 to the last finish, at most :data:`MAX_SAMPLES` of them."""
+        dt = real(dt, "dt", lo=0.0, lo_open=True, where=where)
         fin = self.arrays["finish"]
-        return np.arange(0.0, (np.nanmax(fin) if np.isfinite(fin).any() else 0.0) + dt, dt)
+        end = float(np.nanmax(fin)) if np.isfinite(fin).any() else 0.0
+        if end / dt + 1 > MAX_SAMPLES:
+            raise fail("dt", dt, f"a step of seconds giving at most {MAX_SAMPLES:,} samples over the run's "
+                                 f"{end:,.1f} s, i.e. dt >= {end / (MAX_SAMPLES - 1):.3g} s", where)
+        return np.arange(0.0, end + dt, dt)
 
     def _queues(self, t: np.ndarray) -> np.ndarray:
         """``[len(t), P]``: work queued on each prefill instance just after each time (s)."""

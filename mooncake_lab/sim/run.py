@@ -7,7 +7,7 @@ import numpy as np
 
 from ..prefix_cache import pooled_cache_state
 from ..traces import Trace
-from ..validate import InputError, choice
+from ..validate import MEMORY_BUDGET_BYTES, InputError, choice
 from .config import ClusterConfig
 from .conductor_view import new_view
 from .coupled import _coupled_kernel, tail_slots
@@ -45,9 +45,6 @@ def _draws(seed: int, n: int, n_prefill: int, noise_sd: float):
     return u, z
 
 
-#: What one run may allocate, bytes: 2 GiB, a quarter of a course laptop's 8 GB (the notebook server,
-#: the browser and the other lectures' state share it; two runs go in parallel in ``simulate_all``).
-MEMORY_BUDGET_BYTES = 2 * 2**30
 _PER_REQUEST_BYTES = (8 * (len(_FLOAT_OUT) + len(_INT_OUT)) + 1  # outputs
                       + 8 * 6                                     # uniform draw, heap, queues, marks
                       + 8 * 9 * 6)                                # the decode run log: 9 arrays of 6 n
@@ -88,7 +85,7 @@ def _check_memory(trace: Trace, config: ClusterConfig, rc) -> None:
         big = sorted(parts.items(), key=lambda kv: -kv[1][0])
         detail = "; ".join(f"{k} {b / 2**30:.2f} GiB = {why}" for k, (b, why) in big if b >= 2**20)
         raise InputError(f"simulate: this run would allocate ≈ {total / 2**30:.1f} GiB, more than the "
-                         f"{MEMORY_BUDGET_BYTES / 2**30:.0f} GiB a run may use (sim.run.MEMORY_BUDGET_BYTES): "
+                         f"{MEMORY_BUDGET_BYTES / 2**30:.0f} GiB a run may use (validate.MEMORY_BUDGET_BYTES): "
                          f"{detail}. Use fewer instances, a shorter trace (trace.head(n)) or no estimator noise")
 
 
