@@ -78,14 +78,18 @@ def memory_estimate(trace: Trace, config: ClusterConfig, rc=None) -> dict:
     return parts
 
 
+def _size(b: float) -> str:
+    return f"{b / 2**30:,.1f} GiB" if b >= 2**30 else f"{b / 2**20:,.1f} MiB"
+
+
 def _check_memory(trace: Trace, config: ClusterConfig, rc) -> None:
     parts = memory_estimate(trace, config, rc)
     total = sum(b for b, _ in parts.values())
     if total > MEMORY_BUDGET_BYTES:
         big = sorted(parts.items(), key=lambda kv: -kv[1][0])
-        detail = "; ".join(f"{k} {b / 2**30:.2f} GiB = {why}" for k, (b, why) in big if b >= 2**20)
-        raise InputError(f"simulate: this run would allocate ≈ {total / 2**30:.1f} GiB, more than the "
-                         f"{MEMORY_BUDGET_BYTES / 2**30:.0f} GiB a run may use (validate.MEMORY_BUDGET_BYTES): "
+        detail = "; ".join(f"{k} {_size(b)} = {why}" for k, (b, why) in big if b > 0)
+        raise InputError(f"simulate: this run would allocate ≈ {_size(total)}, more than the "
+                         f"{_size(MEMORY_BUDGET_BYTES)} a run may use (validate.MEMORY_BUDGET_BYTES): "
                          f"{detail}. Use fewer instances, a shorter trace (trace.head(n)) or no estimator noise")
 
 
