@@ -323,8 +323,10 @@ _INTERRUPT_SCRIPT = textwrap.dedent("""
 """)
 
 
-def test_ctrl_c_stops_an_infinite_loop_in_a_compiled_or_python_policy():
-    r = subprocess.run([sys.executable, "-c", _INTERRUPT_SCRIPT], capture_output=True, text=True, timeout=600,
+def test_ctrl_c_stops_an_infinite_loop_in_a_compiled_or_python_policy(tmp_path):
+    script = tmp_path / "spin.py"  # a file: the policy's source is readable (as in a notebook cell)
+    script.write_text(_INTERRUPT_SCRIPT)
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600,
                        env={**os.environ, "PYTHONPATH": REPO})
     lines = [ln for ln in r.stdout.splitlines() if "stopped" in ln or "NOT" in ln]
     assert r.returncode == 0 and len(lines) == 4, r.stdout + r.stderr
