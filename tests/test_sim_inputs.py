@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 import warnings
 
 import numpy as np
@@ -340,9 +341,15 @@ def test_ctrl_c_stops_an_infinite_loop_in_a_compiled_or_python_policy(tmp_path):
 
 # ------------------------------------------------------------------ threads: each run keeps its own policy
 def test_two_threads_with_plain_python_policies_never_call_each_others(small):
+    started = set()
+
     def make(k):
         def policy(req, view, calls={}):  # a dict: runs as plain Python
             calls[req.index] = k
+            started.add(k)
+            t0 = time.perf_counter()
+            while len(started) < 2 and time.perf_counter() - t0 < 5:  # both runs are under way
+                time.sleep(0.001)
             return k
         policy.__name__ = f"always_{k}"
         return policy

@@ -147,7 +147,8 @@ class SimResult:
         request): ``prefill_load`` = mean queued work / TTFT SLO, ``decode_load`` =
         ``decode_load(B / D, K / D)`` over the requests running or queued in decode (B requests,
         K KV tokens reserved or needed). ``per_instance=True`` adds ``prefill_queue_s[p]`` and
-        ``decode_running[d]``.
+        ``decode_running[d]``. ``dt``: a finite number of seconds > 0 giving at most
+        :data:`MAX_SAMPLES` rows over the run (else an error saying the smallest allowed ``dt``).
         """
         a, tr, cfg = self.arrays, self.trace, self.config
         t = self._grid(dt)
