@@ -51,9 +51,10 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-from .models import _check_count, get_model
+from .models import get_model
 from .roofline import CostModel, cm_prefill_time, cost_model, tp_allreduce_bytes_per_token
 from .storage import layerwise_time
+from .validate import InputError, int_array, integer, memory, real, real_array
 
 __all__ = [
     "cm_stage_coefficients", "cm_cpp_stage_time", "cm_cpp_link_time", "cm_cpp_advance", "cm_cpp_advance_stages",
@@ -272,24 +273,28 @@ def n_chunks(n_new, chunk) -> int:
     return int(math.ceil(float(n_new) / float(chunk)))
 
 
+#: Tokens of one prefill (n_new, n_cached, chunk): 2**24 = 16.8 M, 128× the longest context of the
+#: catalogue models (DeepSeek-V3: 128k) and of lecture 05's slider (131,072); a pipeline loops per chunk.
+MAX_TOKENS = 2**24
+#: RDMA bandwidth between stages, B/s: ≤ 1e30, an idealised free network (transfers take ~0 s; lecture
+#: 05's exercise and tests use it). Physical links are ≤ 4e11 B/s (8 × 400 Gbps, FAST'25 §5.4.1).
+MAX_BANDWIDTH = 1e30
+#: Chunks :func:`pipeline_reference` steps through in plain Python (≈ 10 µs each: ≤ ~1 s).
+MAX_REFERENCE_CHUNKS = 100_000
+
+
 def _check_int(name, value, minimum, maximum=None) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer, float)) or not math.isfinite(value) \
-            or float(value) != int(value) or value < minimum or (maximum is not None and value > maximum):
-        allowed = f"an integer >= {minimum}" + (f" and <= {maximum}" if maximum is not None else "")
-        raise ValueError(f"{name} must be {allowed}, got {value!r}")
-    return int(value)
+    return integer(value, name, lo=minimum, hi=MAX_TOKENS if maximum is None else maximum)
+
+
+def _check_tokens(name, value, minimum) -> float:
+    return real(value, name, lo=minimum, hi=MAX_TOKENS)
 
 
 def _check_bw(bandwidth, model, node, preset) -> float:
     if bandwidth is None:
         return network_bandwidth(model, node, preset)
-    try:
-        bw = float(bandwidth)
-    except (TypeError, ValueError):
-        raise ValueError(f"bandwidth must be a finite number > 0 B/s, got {bandwidth!r}") from None
-    if not (math.isfinite(bw) and bw > 0):
-        raise ValueError(f"bandwidth must be a finite number > 0 B/s, got {bandwidth!r}")
-    return bw
+    return real(bandwidth, "bandwidth", lo=0.0, lo_open=True, hi=MAX_BANDWIDTH)  # B/s
 
 
 def _check_order(order) -> bool:
@@ -299,12 +304,10 @@ def _check_order(order) -> bool:
 
 
 def _requests(arrival, n_new, n_cached):
-    a = np.atleast_1d(np.asarray(arrival, dtype=np.float64))
-    try:
-        n = np.atleast_1d(np.asarray(n_new, dtype=np.float64))
-        cached = np.zeros_like(n) if n_cached is None else np.atleast_1d(np.asarray(n_cached, dtype=np.float64))
-    except (TypeError, ValueError):
-        raise ValueError(f"n_new and n_cached must be arrays of token counts, got {n_new!r}, {n_cached!r}") from None
+    a = real_array(np.atleast_1d(arrival), "arrival", lo=0.0)
+    n = int_array(np.atleast_1d(n_new), "n_new", lo=1, hi=MAX_TOKENS).astype(np.float64)
+    cached = (np.zeros_like(n) if n_cached is None
+              else int_array(np.atleast_1d(n_cached), "n_cached", lo=0, hi=MAX_TOKENS).astype(np.float64))
     if a.ndim != 1 or a.size == 0:
         raise ValueError(f"arrival must be a non-empty 1-D array of seconds, got shape {a.shape}")
     if n.shape != a.shape or cached.shape != a.shape:
@@ -408,6 +411,7 @@ def simulate_pipeline(arrival, n_new, n_cached=None, *, model="llama2-70b", node
     m, a, n, cached, chunk, x, bw, inter, c = _prepare(arrival, n_new, n_cached, model, node, preset, chunk, x,
                                                        bandwidth, order, costs)
     total = int(sum(n_chunks(v, chunk) for v in n))
+    memory(8 * total * (3 * x + 4), f"{total:,} chunks (n_new / chunk) × {x} stages", "simulate_pipeline")
     out = _pipeline_kernel(c, a, n, cached, float(chunk), x, activation_bytes_per_token(m), bw, bool(overlap),
                            inter, total)
     return PipelineResult(*out[:7], arrival=a, n_new=n, n_cached=cached, finish=out[7])
@@ -425,6 +429,10 @@ def pipeline_reference(arrival, n_new, n_cached=None, *, model="llama2-70b", nod
                                                        bandwidth, order, costs)
     sc = cm_stage_coefficients(c, x)
     act = activation_bytes_per_token(m)
+    total = int(sum(n_chunks(v, chunk) for v in n))
+    if total > MAX_REFERENCE_CHUNKS:
+        raise InputError(f"pipeline_reference: got {total:,} chunks (n_new / chunk); allowed: at most "
+                         f"{MAX_REFERENCE_CHUNKS:,} (plain Python, chunk by chunk: use simulate_pipeline)")
     # the chunks of each request, in order
     todo = {r: [] for r in range(a.size)}
     for r in range(a.size):
@@ -484,8 +492,8 @@ def pipeline_reference(arrival, n_new, n_cached=None, *, model="llama2-70b", nod
 # --- one request, four schemes ---------------------------------------------------------------------
 def _one(model, node, n_tokens, n_cached, x, preset):
     m = get_model(model)
-    n = _check_count("n_tokens", n_tokens, minimum=1)
-    c0 = _check_count("n_cached", n_cached, minimum=0)
+    n = _check_tokens("n_tokens", n_tokens, 1)
+    c0 = _check_tokens("n_cached", n_cached, 0)
     x = _check_int("x", x, 1, m.n_layers)
     return m, n, c0, x, cost_model(m, node, preset).as_array()
 
@@ -535,7 +543,7 @@ def scheme_summary(scheme: str, model="llama2-70b", node="a800x8", n_tokens=1310
     """
     from .hardware import get_node
     m, nd = get_model(model), get_node(node)
-    n = _check_count("n_tokens", n_tokens, minimum=1)
+    n = _check_tokens("n_tokens", n_tokens, 1)
     if scheme == "one_node":
         x, t, net = 1, one_node_ttft(m, nd, n, preset=preset), 0.0
     elif scheme == "cpp":
@@ -567,7 +575,7 @@ def kv_vram_profile(model="llama2-70b", node="a800x8", n_tokens=131072, preset="
     """
     from .roofline import kv_load_time
     m = get_model(model)
-    n = _check_count("n_tokens", n_tokens, minimum=1)
+    n = _check_tokens("n_tokens", n_tokens, 1)
     L = m.n_layers
     T = one_node_ttft(m, node, n, preset=preset)
     per_store = kv_load_time(m, node, n, tier) / L           # same bytes, same PCIe link (lecture 02)

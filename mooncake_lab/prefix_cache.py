@@ -69,6 +69,7 @@ from numba import njit
 
 from .jit import helper_njit
 from .traces import BLOCK_TOKENS, Trace
+from .validate import InputError, choice, int_array, integer, memory
 
 __all__ = [
     "CacheState", "new_cache_state", "pooled_cache_state", "route_requests", "simulate_lru", "LRUResult",
@@ -86,34 +87,30 @@ NEVER = np.iinfo(np.int64).max
 # ----------------------------------------------------------------------------------------------
 # validation helpers
 # ----------------------------------------------------------------------------------------------
+#: Caches a cache-state may hold: 4,096 instances, 64× the largest cluster a lecture simulates; the
+#: arrays' memory is bounded separately (:data:`~mooncake_lab.validate.MEMORY_BUDGET_BYTES`).
+MAX_INSTANCES = 4096
+
+
 def _check_capacity(capacity, name: str = "capacity", allow_inf: bool = False) -> float | int:
     """An integer number of blocks ≥ 0 (integer-valued floats accepted; ``math.inf`` if allowed)."""
-    if isinstance(capacity, bool) or not isinstance(capacity, numbers.Real):
-        raise ValueError(f"{name} must be a whole number of blocks >= 0, got {capacity!r}")
-    if allow_inf and capacity == math.inf:
+    if allow_inf and isinstance(capacity, numbers.Real) and not isinstance(capacity, bool) and capacity == math.inf:
         return math.inf
-    if not math.isfinite(capacity) or capacity < 0 or float(capacity) != int(capacity):
-        allowed = "a whole number of blocks >= 0" + (" or math.inf" if allow_inf else "")
-        raise ValueError(f"{name} must be {allowed}, got {capacity!r}")
-    return int(capacity)
+    return integer(capacity, name, lo=0, hi=np.iinfo(np.int64).max // 4)  # blocks (qcap = 2·capacity + 64)
 
 
 def _check_positive_int(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-    return int(value)
+    return integer(value, name, lo=1, hi=MAX_INSTANCES)
 
 
 def _check_trace(trace) -> Trace:
     if not isinstance(trace, Trace):
-        raise ValueError(f"trace must be a mooncake_lab.traces.Trace, got {type(trace).__name__}")
+        raise InputError(f"trace: got {type(trace).__name__}; allowed: a mooncake_lab.traces.Trace")
     return trace
 
 
 def _check_weight(weight: str) -> str:
-    if weight not in ("token", "block"):
-        raise ValueError(f"weight must be 'token' or 'block', got {weight!r}")
-    return weight
+    return choice(weight, "weight", ("token", "block"))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -139,13 +136,13 @@ def prefix_hit_tokens(n_hit_blocks, input_len, block_tokens: int = BLOCK_TOKENS)
     ``min(block_tokens · n, L)``: a request of ``k`` blocks has ``L − block_tokens·(k−1)`` tokens in
     its last block. Example: L = 1,300 tokens (3 blocks), n = 3 → 1,300, n = 2 → 1,024.
     """
-    n = np.atleast_1d(np.asarray(n_hit_blocks, dtype=np.int64))
-    L = np.atleast_1d(np.asarray(input_len, dtype=np.int64))
+    n = int_array(np.atleast_1d(n_hit_blocks), "n_hit_blocks", lo=0, hi=2**62, where="prefix_hit_tokens")
+    L = int_array(np.atleast_1d(input_len), "input_len", lo=0, hi=2**62, where="prefix_hit_tokens")
+    bt = integer(block_tokens, "block_tokens", lo=1, hi=2**20, where="prefix_hit_tokens")
     if n.shape != L.shape:
-        raise ValueError(f"n_hit_blocks and input_len must have the same shape, got {n.shape} and {L.shape}")
-    if (n < 0).any():
-        raise ValueError("n_hit_blocks must be >= 0")
-    return _hit_tokens_array(n, L, int(block_tokens))
+        raise InputError(f"prefix_hit_tokens: n_hit_blocks has {n.shape[0]} values, input_len {L.shape[0]}; "
+                         f"allowed: the same number")
+    return _hit_tokens_array(np.minimum(n, 2**62 // bt), L, bt)  # min(bt·n, L) without int64 overflow
 
 
 def hit_ratio(trace: Trace, n_hit_blocks, weight: str = "token") -> float:
@@ -155,9 +152,9 @@ def hit_ratio(trace: Trace, n_hit_blocks, weight: str = "token") -> float:
     """
     trace = _check_trace(trace)
     weight = _check_weight(weight)
-    n = np.asarray(n_hit_blocks, dtype=np.int64)
+    n = int_array(np.atleast_1d(n_hit_blocks), "n_hit_blocks", lo=0, hi=2**62, where="hit_ratio")
     if n.shape != (len(trace),):
-        raise ValueError(f"n_hit_blocks must have one entry per request ({len(trace)}), got shape {n.shape}")
+        raise InputError(f"hit_ratio.n_hit_blocks: got {n.shape[0]} values; allowed: one per request ({len(trace)})")
     if weight == "block":
         total = trace.block_offsets[-1]
         return float(n.sum() / total) if total else 0.0
@@ -195,14 +192,15 @@ def new_cache_state(n_instances: int, n_blocks: int, capacity, *, alloc=None) ->
     arrays; see :func:`pooled_cache_state`).
     """
     n_instances = _check_positive_int(n_instances, "n_instances")
-    if isinstance(n_blocks, bool) or not isinstance(n_blocks, numbers.Integral) or n_blocks < 0:
-        raise ValueError(f"n_blocks must be an integer >= 0, got {n_blocks!r}")
+    n_blocks = integer(n_blocks, "n_blocks", lo=0)
     caps = np.atleast_1d(np.asarray(capacity, dtype=object))
-    if caps.shape not in ((1,), (n_instances,)):
-        raise ValueError(f"capacity must be one number or {n_instances} numbers, got {caps.shape[0]}")
+    if caps.ndim != 1 or caps.shape not in ((1,), (n_instances,)):
+        raise InputError(f"capacity: got {caps.size} numbers; allowed: one number or {n_instances} numbers")
     caps = np.array([_check_capacity(c) for c in caps], dtype=np.int64)
     caps = np.broadcast_to(caps, (n_instances,)).copy()
     qcap = 2 * int(min(caps.max(), n_blocks)) + 64
+    memory(8 * n_instances * (n_blocks + 2 * qcap),
+           f"{n_instances:,} caches × ({n_blocks:,} block ids + 2 × {qcap:,} queue slots) × 8 B", "new_cache_state")
     meta = np.zeros((n_instances, 5), dtype=np.int64)
     meta[:, 0] = caps
     if alloc is None:
@@ -350,9 +348,11 @@ def _lru_reference(offsets, block_ids, assignment, capacities) -> np.ndarray:
 
 def route_requests(n_requests: int, n_instances: int, routing: str = "random", seed: int = 0) -> np.ndarray:
     """Instance index (int64) per request: ``"round_robin"`` (i mod n) or seeded uniform ``"random"``."""
-    if routing not in ROUTINGS:
-        raise ValueError(f"routing must be one of {ROUTINGS}, got {routing!r}")
+    choice(routing, "routing", ROUTINGS, "route_requests")
     n_instances = _check_positive_int(n_instances, "n_instances")
+    n_requests = integer(n_requests, "n_requests", lo=0, where="route_requests")
+    memory(8 * n_requests, f"{n_requests:,} requests × 8 B", "route_requests")
+    seed = integer(seed, "seed", lo=0, where="route_requests")
     if routing == "round_robin":
         return np.arange(n_requests, dtype=np.int64) % n_instances
     return np.random.default_rng(seed).integers(0, n_instances, size=n_requests).astype(np.int64)
@@ -381,13 +381,10 @@ def simulate_lru(trace: Trace, capacity, n_instances: int = 1, routing: str = "r
     if assignment is None:
         assignment = route_requests(len(trace), n_instances, routing, seed)
     else:
-        assignment = np.asarray(assignment)
-        if assignment.shape != (len(trace),) or not np.issubdtype(assignment.dtype, np.integer):
-            raise ValueError(f"assignment must be {len(trace)} integers, got shape {assignment.shape}, "
-                             f"dtype {assignment.dtype}")
-        if len(assignment) and (assignment.min() < 0 or assignment.max() >= n_instances):
-            raise ValueError(f"assignment values must be in 0..{n_instances - 1} (n_instances={n_instances})")
-        assignment = assignment.astype(np.int64)
+        assignment = int_array(assignment, "assignment", lo=0, hi=n_instances - 1, where="simulate_lru")
+        if assignment.shape != (len(trace),):
+            raise InputError(f"simulate_lru.assignment: got {len(assignment)} values; allowed: one instance "
+                             f"per request ({len(trace)}), each in 0..{n_instances - 1} (n_instances={n_instances})")
     st = new_cache_state(n_instances, trace.n_blocks, capacity)
     n_hit = _lru_kernel(trace.block_offsets, trace.block_ids, assignment, *st)
     return LRUResult(n_hit, assignment, st)
@@ -506,10 +503,19 @@ def hit_ratio_curve(trace: Trace, capacities, weight: str = "token", distances=N
     """
     trace = _check_trace(trace)
     weight = _check_weight(weight)
-    caps = [_check_capacity(c, "capacities", allow_inf=True) for c in np.atleast_1d(capacities).tolist()]
-    m = stack_distances(trace) if distances is None else np.asarray(distances, dtype=np.int64)
+    try:
+        raw = np.atleast_1d(np.asarray(capacities, dtype=object))
+    except (TypeError, ValueError):
+        raise InputError(f"hit_ratio_curve.capacities: got {capacities!r:.60}; allowed: numbers of blocks") from None
+    if raw.ndim != 1:
+        raise InputError(f"hit_ratio_curve.capacities: got shape {raw.shape}; allowed: a 1-D list of numbers of blocks")
+    memory(8 * len(raw), f"{len(raw):,} capacities", "hit_ratio_curve")
+    caps = [_check_capacity(c, "capacities", allow_inf=True) for c in raw.tolist()]
+    m = (stack_distances(trace) if distances is None
+         else int_array(distances, "distances", lo=0, where="hit_ratio_curve"))
     if m.shape != trace.block_ids.shape:
-        raise ValueError(f"distances must have one entry per access ({len(trace.block_ids)}), got {m.shape}")
+        raise InputError(f"hit_ratio_curve.distances: got {m.shape[0]} values; allowed: one per access "
+                         f"({len(trace.block_ids)}), from stack_distances(trace)")
     w = _access_weights(trace, weight)
     total = trace.input_len.sum() if weight == "token" else len(w)
     if total == 0:

@@ -20,7 +20,11 @@ from typing import Any, Iterable
 import numpy as np
 
 __all__ = ["InputError", "fail", "integer", "real", "choice", "option", "flag", "int_array", "real_array",
-           "describe"]
+           "describe", "memory", "MEMORY_BUDGET_BYTES"]
+
+#: What one computation may allocate, bytes: 2 GiB, a quarter of a course laptop's 8 GB (the notebook
+#: server, the browser and the other lectures' state share it; two simulations may run in parallel).
+MEMORY_BUDGET_BYTES = 2 * 2**30
 
 
 class InputError(ValueError):
@@ -54,14 +58,21 @@ def fail(name: str, value: Any, allowed: str, where: str = "", index: int | None
     return err
 
 
+def _num(x) -> str:
+    """A bound as written in a message: whole numbers below 10**16 in full (1048576, not 1.04858e+06)."""
+    if isinstance(x, numbers.Real) and math.isfinite(x) and x == int(x) and abs(x) < 1e16:
+        return str(int(x))
+    return f"{x:g}"
+
+
 def _interval(lo, hi, lo_open=False, hi_open=False) -> str:
     if lo is None or lo == -math.inf:
         if hi is None or hi == math.inf:
             return ""
-        return f" {'<' if hi_open else '<='} {hi:g}"
+        return f" {'<' if hi_open else '<='} {_num(hi)}"
     if hi is None or hi == math.inf:
-        return f" {'>' if lo_open else '>='} {lo:g}"
-    return f" in {'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}"
+        return f" {'>' if lo_open else '>='} {_num(lo)}"
+    return f" in {'(' if lo_open else '['}{_num(lo)}, {_num(hi)}{')' if hi_open else ']'}"
 
 
 def _is_real(value: Any) -> bool:
@@ -206,3 +217,11 @@ def option(value: Any, name: str, options: Iterable[Any], where: str = "") -> An
                 except Exception:  # noqa: BLE001
                     pass
     raise fail(name, value, "one of " + ", ".join(map(repr, opts)), where)
+
+
+def memory(nbytes: float, what: str, where: str = "") -> int:
+    """``nbytes`` if within :data:`MEMORY_BUDGET_BYTES`, else an error saying what needs how much."""
+    if not nbytes <= MEMORY_BUDGET_BYTES:
+        raise InputError(f"{where + ': ' if where else ''}would allocate ≈ {nbytes / 2**30:,.1f} GiB for {what}, "
+                         f"more than the {MEMORY_BUDGET_BYTES / 2**30:.0f} GiB one computation may use")
+    return int(nbytes)

@@ -188,7 +188,7 @@ def test_stack_distances_match_reference_and_direct_lru(t):
     ({"capacity": "10"}, "capacity"),
     ({"capacity": math.nan}, "capacity"),
     ({"capacity": 10, "n_instances": 0}, "n_instances"),
-    ({"capacity": 10, "n_instances": 2.0}, "n_instances"),
+    ({"capacity": 10, "n_instances": 2.5}, "n_instances"),  # 2.0 is accepted, as everywhere (validate.integer)
     ({"capacity": 10, "routing": "nearest"}, "routing"),
     ({"capacity": 10, "n_instances": 2, "assignment": [0, 2]}, "assignment"),
     ({"capacity": 10, "assignment": [0]}, "assignment"),

@@ -342,11 +342,12 @@ LEADERBOARD_SPEED = 4.0
 
 
 def policy_leaderboard(policies, trace: Trace | str = "conversation", speed: float = LEADERBOARD_SPEED,
-                       sort_by: str = "slo_attainment", **config) -> pd.DataFrame:
+                       sort_by: str = sim.LEADERBOARD_SORT_BY, **config) -> pd.DataFrame:
     """:func:`mooncake_lab.sim.leaderboard` of ``policies`` (a function ``policy(req, view) -> int``, a
     list or a dict name → function) against the four built-in policies, on ``trace`` replayed at
     ``speed``, on full Mooncake with single-node prefill instances (8 to choose from); ``config``
-    overrides :class:`ClusterConfig` fields. Sorted by ``sort_by`` (SLO attainment at TBT ≤ 100 ms)."""
+    overrides :class:`ClusterConfig` fields. Same order as ``sim.leaderboard``: SLO attainment (at
+    TBT ≤ 100 ms), best first, then mean TTFT; equal rows share a rank."""
     if not (isinstance(speed, (int, float)) and math.isfinite(speed) and speed > 0):
         raise ValueError(f"speed: got {speed!r}; allowed: a replay factor > 0 (×)")
     cfg = config_of("mooncake", **{"cpp_group_size": 1, **config})

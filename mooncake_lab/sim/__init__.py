@@ -14,10 +14,10 @@ from .config import (ADMISSIONS, COMPLETED, OUTCOMES, PREFILL_POLICIES, REJECTED
                      REJECTED_AT_ARRIVAL, REJECTED_TOO_LARGE, ClusterConfig)
 from .result import SimResult
 from .run import ENGINES, simulate
-from .student_policy import (BASELINES, PolicyChoiceError, PolicyCompileWarning, PolicyReturnTypeError,
-                             compile_policy, leaderboard)
+from .student_policy import (BASELINES, LEADERBOARD_SORT_BY, PolicyChoiceError, PolicyCompileWarning,
+                             PolicyRandomWarning, PolicyReturnTypeError, compile_policy, leaderboard)
 
 __all__ = ["ClusterConfig", "simulate", "SimResult", "ENGINES", "PREFILL_POLICIES", "ADMISSIONS",
            "OUTCOMES", "COMPLETED", "REJECTED_AT_ARRIVAL", "REJECTED_AFTER_PREFILL", "REJECTED_TOO_LARGE",
-           "leaderboard", "compile_policy", "Request", "View", "BASELINES", "PolicyCompileWarning",
-           "PolicyReturnTypeError", "PolicyChoiceError"]
+           "leaderboard", "compile_policy", "Request", "View", "BASELINES", "LEADERBOARD_SORT_BY",
+           "PolicyCompileWarning", "PolicyRandomWarning", "PolicyReturnTypeError", "PolicyChoiceError"]

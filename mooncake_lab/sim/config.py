@@ -9,11 +9,11 @@ looping over the built-in names never meets it. CPP prefill groups are numbers (
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
+from ..validate import InputError, choice, fail, flag, integer, real
 from .conductor_view import STUDENT_POLICY_CODE
 
 __all__ = ["ClusterConfig", "PREFILL_POLICIES", "ADMISSIONS", "ENGINE_MODES", "OUTCOMES", "OUTCOME_CODES",
@@ -38,24 +38,38 @@ OUTCOMES = {UNFINISHED: "unfinished", COMPLETED: "completed", REJECTED_AT_ARRIVA
 OUTCOME_CODES = {v: k for k, v in OUTCOMES.items()}
 
 
+#: Upper bounds of the fields (each with its reason). Beyond them a run is not a cluster a lecture could
+#: mean, and the kernels' int64 / float64 arithmetic or memory would fail deep inside instead.
+#: Instances per pool: 4× the paper's 16-node experiments (arXiv Fig. 8: 8P+8D; FAST'25 Fig. 5: 16
+#: nodes) and 2× lecture 04's largest slider (32). Every arrival scans every instance's cache, so a
+#: run's time grows with it (the conversation trace at 64P+64D with estimator noise: ≈ 0.5 s).
+MAX_INSTANCES = 64
+#: Prefix-cache blocks per instance: ~10× the most any catalogue node could hold, DRAM + SSD
+#: (2 TB + 30.7 TB) over the smallest catalogue block (512 tokens × DeepSeek-V3's 70,272 B = 36 MB):
+#: 0.91 M blocks.
+MAX_CACHE_BLOCKS = 10_000_000
+#: Decode KV tokens per node: ~100× the most a catalogue node holds (768 GB of an H20 node / 70,272 B
+#: per DeepSeek-V3 token = 1.1e7 tokens); token sums stay exact in float64 far beyond it.
+MAX_KV_TOKENS = 1e9
+#: Per-node RDMA bandwidth, Gbit/s: ≥ 1 (slower is not an RDMA fabric: a 10k-token LLaMA2-70B KV
+#: already takes 26 s at 1 Gbps) and ≤ 10× the fastest catalogue node (8 × 400 Gbps, FAST'25 §5.4.1).
+NETWORK_GBPS_RANGE = (1.0, 32_000.0)
+#: Tokens per prefill chunk (coupled ``prefill_chunk``, CPP ``cpp_chunk``): 2**20, 8× the longest
+#: context of the catalogue models (DeepSeek-V3: 128k); a chunk longer than the prompt is one chunk.
+MAX_CHUNK_TOKENS = 2**20
+#: ``decode_time_s`` (t_d of ``predicted``), s: 10^6 s ≈ 11.6 days, far beyond any decode.
+MAX_DECODE_TIME_S = 1e6
+#: ``estimator_noise`` (relative sd) and ``prediction_horizon`` (×): 10 is already pure noise / far past
+#: the prefill's end.
+MAX_NOISE, MAX_HORIZON = 10.0, 10.0
+#: Seeds: any int64 (``np.random.default_rng`` takes more, but seeds round-trip through int64 arrays).
+MAX_SEED = 2**63 - 1
+
+_WHERE = "ClusterConfig"
+
+
 def _bad(name, value, allowed):
-    return ValueError(f"ClusterConfig.{name}: got {value!r}; allowed: {allowed}")
-
-
-def _int_at_least(name, value, minimum):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise _bad(name, value, f"an integer >= {minimum}")
-    return int(value)
-
-
-def _float_in(name, value, lo, hi=math.inf, lo_open=False, allow_inf=False):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise _bad(name, value, f"a number in {'(' if lo_open else '['}{lo}, {hi}]")
-    v = float(value)
-    if math.isnan(v) or (math.isinf(v) and not allow_inf) or v < lo or (lo_open and v == lo) or v > hi:
-        raise _bad(name, value, f"a {'' if allow_inf else 'finite '}number in "
-                                f"{'(' if lo_open else '['}{lo}, {hi}]")
-    return v
+    return fail(name, value, allowed, _WHERE)
 
 
 @dataclass(frozen=True)
@@ -158,46 +172,56 @@ class ClusterConfig:
     cpp_overlap: bool = True
 
     def __post_init__(self):
-        _int_at_least("n_prefill", self.n_prefill, 1)
-        _int_at_least("n_decode", self.n_decode, 1)
+        w = _WHERE
+
+        def put(name, value):  # the checked, normalised value (int, float, bool) replaces the given one
+            object.__setattr__(self, name, value)
+
+        def whole(name, lo, hi):
+            put(name, integer(getattr(self, name), name, lo=lo, hi=hi, where=w))
+
+        def number(name, lo, hi, **kw):
+            put(name, real(getattr(self, name), name, lo=lo, hi=hi, where=w, **kw))
+
+        def switch(name):
+            put(name, flag(getattr(self, name), name, where=w))
+
+        whole("n_prefill", 1, MAX_INSTANCES)
+        whole("n_decode", 1, MAX_INSTANCES)
         if self.cache_capacity_blocks is not None:
-            _int_at_least("cache_capacity_blocks", self.cache_capacity_blocks, 0)
+            whole("cache_capacity_blocks", 0, MAX_CACHE_BLOCKS)
         if callable(self.prefill_policy):
             from .student_policy import check_policy_signature
             check_policy_signature(self.prefill_policy, "ClusterConfig.prefill_policy")
         elif not isinstance(self.prefill_policy, str) or self.prefill_policy not in PREFILL_POLICIES:
             raise _bad("prefill_policy", self.prefill_policy, ", ".join(map(repr, PREFILL_POLICIES))
                        + " or a function policy(req, view) -> instance index")
-        _float_in("kvcache_balancing_threshold", self.kvcache_balancing_threshold, 1.0, allow_inf=True)
-        _float_in("estimator_noise", self.estimator_noise, 0.0, 10.0)
-        _float_in("ttft_slo_s", self.ttft_slo_s, 0.0, lo_open=True, allow_inf=True)
-        _float_in("tbt_slo_s", self.tbt_slo_s, 0.0, lo_open=True, allow_inf=True)
-        if not isinstance(self.layerwise_kv_transfer, (bool, np.bool_)):
-            raise _bad("layerwise_kv_transfer", self.layerwise_kv_transfer, "True or False")
+        number("kvcache_balancing_threshold", 1.0, math.inf, allow_inf=True)
+        number("estimator_noise", 0.0, MAX_NOISE)
+        number("ttft_slo_s", 0.0, math.inf, lo_open=True, allow_inf=True)  # inf: no SLO
+        number("tbt_slo_s", 0.0, math.inf, lo_open=True, allow_inf=True)
+        switch("layerwise_kv_transfer")
         if self.network_gbps is not None:
-            _float_in("network_gbps", self.network_gbps, 0.0, lo_open=True)
+            number("network_gbps", *NETWORK_GBPS_RANGE)
         if self.decode_kv_capacity_tokens is not None:
-            _float_in("decode_kv_capacity_tokens", self.decode_kv_capacity_tokens, 0.0, lo_open=True)
-        if self.admission not in ADMISSIONS:
-            raise _bad("admission", self.admission, ", ".join(map(repr, ADMISSIONS)))
-        _float_in("admission_threshold", self.admission_threshold, 0.0, lo_open=True, allow_inf=True)
-        _float_in("decode_time_s", self.decode_time_s, 0.0, lo_open=True)
-        _float_in("prediction_horizon", self.prediction_horizon, 0.0, 10.0)
-        _int_at_least("seed", self.seed, 0)
-        if self.engine_mode not in ENGINE_MODES:
-            raise _bad("engine_mode", self.engine_mode, ", ".join(map(repr, ENGINE_MODES)))
-        _int_at_least("n_coupled", self.n_coupled, 1)
-        if not isinstance(self.chunked_prefill, (bool, np.bool_)):
-            raise _bad("chunked_prefill", self.chunked_prefill, "True or False")
-        _int_at_least("prefill_chunk", self.prefill_chunk, 1)
-        x = _int_at_least("cpp_group_size", self.cpp_group_size, 1)
+            number("decode_kv_capacity_tokens", 0.0, MAX_KV_TOKENS, lo_open=True)
+        choice(self.admission, "admission", ADMISSIONS, w)
+        number("admission_threshold", 0.0, math.inf, lo_open=True, allow_inf=True)  # inf: never reject
+        number("decode_time_s", 0.0, MAX_DECODE_TIME_S, lo_open=True)
+        number("prediction_horizon", 0.0, MAX_HORIZON)
+        whole("seed", 0, MAX_SEED)
+        choice(self.engine_mode, "engine_mode", ENGINE_MODES, w)
+        whole("n_coupled", 1, MAX_INSTANCES)
+        switch("chunked_prefill")
+        whole("prefill_chunk", 1, MAX_CHUNK_TOKENS)
+        whole("cpp_group_size", 1, MAX_INSTANCES)
+        x = self.cpp_group_size
         if self.n_prefill % x != 0:
             raise _bad("cpp_group_size", self.cpp_group_size,
                        f"a divisor of n_prefill={self.n_prefill} (n_prefill nodes form n_prefill / "
                        f"cpp_group_size pipeline groups)")
-        _int_at_least("cpp_chunk", self.cpp_chunk, 1)
-        if not isinstance(self.cpp_overlap, (bool, np.bool_)):
-            raise _bad("cpp_overlap", self.cpp_overlap, "True or False")
+        whole("cpp_chunk", 1, MAX_CHUNK_TOKENS)
+        switch("cpp_overlap")
         if self.engine_mode == "coupled" and x != 1:
             raise _bad("cpp_group_size", self.cpp_group_size, "1 when engine_mode='coupled' (CPP "
                        "groups are modelled for the disaggregated cluster only)")
@@ -208,6 +232,7 @@ class ClusterConfig:
             raise _bad("admission", self.admission, "'none' when engine_mode='coupled' (admission "
                        "control is modelled for the disaggregated cluster only)")
         # model / node / preset: resolving them validates the names (ValueError naming the field)
+        # and that the model fits its node
         self.resolve()
 
     @property
@@ -257,21 +282,30 @@ class ClusterConfig:
         try:
             m = get_model(self.model)
         except ValueError as e:
-            raise ValueError(f"ClusterConfig.model: {e}") from None
+            raise InputError(f"ClusterConfig.model: {e}") from None
         try:
             nd = get_node(self.node)
         except ValueError as e:
-            raise ValueError(f"ClusterConfig.node: {e}") from None
+            raise InputError(f"ClusterConfig.node: {e}") from None
         if self.network_gbps is not None:  # same node, NICs replaced by one link of that speed
             nd = replace(nd, nic_count=1, nic_gbps=float(self.network_gbps))
         try:
             cm = cost_model(m, nd, self.preset)
         except ValueError as e:
-            raise ValueError(f"ClusterConfig.preset: {e}") from None
+            raise InputError(f"ClusterConfig.preset: {e}") from None
         x = int(self.cpp_group_size)
         if x > m.n_layers:
             raise _bad("cpp_group_size", self.cpp_group_size,
                        f"at most the model's {m.n_layers} layers (one pipeline stage holds ≥ 1 layer)")
+        if cm.kv_capacity_tokens < BLOCK_TOKENS:  # weights + one block of KV do not fit in HBM
+            from ..calibration import get_preset
+            f = get_preset(self.preset).kv_usable_fraction
+            raise _bad("model", self.model,
+                       f"a model that fits one {nd.name!r} node: {m.name}'s weights ({m.weight_bytes() / 1e9:,.0f} GB) "
+                       f"+ the KV of one {BLOCK_TOKENS}-token block ({BLOCK_TOKENS * m.kv_bytes_per_token() / 1e9:.2g} "
+                       f"GB) exceed {f:.0%} of the node's {nd.hbm_bytes / 1e9:,.0f} GB of HBM (the usable share, "
+                       f"preset {self.preset!r}); every request would be rejected as too large. Choose a "
+                       f"smaller model or a node with more HBM")
         kv_cap = (cm.kv_capacity_tokens if self.decode_kv_capacity_tokens is None
                   else float(self.decode_kv_capacity_tokens))
         if self.cache_capacity_blocks is None:  # node DRAM / bytes of one 512-token block

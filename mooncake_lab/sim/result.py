@@ -9,10 +9,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..validate import fail, flag, real
 from .admission import decode_load
 from .config import COMPLETED, OUTCOMES, REJECTED_AFTER_PREFILL, REJECTED_AT_ARRIVAL, REJECTED_TOO_LARGE
 
-__all__ = ["SimResult"]
+__all__ = ["SimResult", "MAX_SAMPLES"]
+
+#: Rows a sampled time series may have: 10^5, 50× the pixels across a wide figure (≈ 2,000), and
+#: what stays fast (≈ 0.5 s) and small (≈ 50 MB with 64 instances per pool × 8 B per value).
+MAX_SAMPLES = 100_000
 
 
 @dataclass(eq=False)
@@ -142,10 +147,12 @@ class SimResult:
         request): ``prefill_load`` = mean queued work / TTFT SLO, ``decode_load`` =
         ``decode_load(B / D, K / D)`` over the requests running or queued in decode (B requests,
         K KV tokens reserved or needed). ``per_instance=True`` adds ``prefill_queue_s[p]`` and
-        ``decode_running[d]``.
+        ``decode_running[d]``. ``dt``: a finite number of seconds > 0 giving at most
+        :data:`MAX_SAMPLES` rows over the run (else an error saying the smallest allowed ``dt``).
         """
         a, tr, cfg = self.arrays, self.trace, self.config
         t = self._grid(dt)
+        per_instance = flag(per_instance, "per_instance", "SimResult.timeseries")
         cols: dict = {}
         # coupled: each instance is both a "prefill" and a "decode" instance; CPP: one per group
         P = cfg.n_prefill_instances
@@ -185,16 +192,19 @@ class SimResult:
         """Queued prefill work (s) per prefill instance (one column each, 0 … P − 1; an instance
         that got no request: 0), sampled every ``dt`` s like :meth:`timeseries` — without its
         decode-side columns (what a dashboard draws per move)."""
-        t = self._grid(dt)
+        t = self._grid(dt, "SimResult.prefill_queues")
         return pd.DataFrame(self._queues(t), index=pd.Index(t, name="time_s"),
                             columns=pd.Index(range(self.config.n_prefill_instances), name="instance"))
 
-    def _grid(self, dt) -> np.ndarray:
-        """Sample times (s): every ``dt`` from 0 to the last finish."""
-        if not (isinstance(dt, (int, float)) and np.isfinite(dt) and dt > 0):
-            raise ValueError(f"dt must be a finite number of seconds > 0, got {dt!r}")
+    def _grid(self, dt, where: str = "SimResult.timeseries") -> np.ndarray:
+        """Sample times (s): every ``dt`` from 0 to the last finish, at most :data:`MAX_SAMPLES` of them."""
+        dt = real(dt, "dt", lo=0.0, lo_open=True, where=where)
         fin = self.arrays["finish"]
-        return np.arange(0.0, (np.nanmax(fin) if np.isfinite(fin).any() else 0.0) + dt, dt)
+        end = float(np.nanmax(fin)) if np.isfinite(fin).any() else 0.0
+        if end / dt + 1 > MAX_SAMPLES:
+            raise fail("dt", dt, f"a step of seconds giving at most {MAX_SAMPLES:,} samples over the run's "
+                                 f"{end:,.1f} s, i.e. dt >= {end / (MAX_SAMPLES - 1):.3g} s", where)
+        return np.arange(0.0, end + dt, dt)
 
     def _queues(self, t: np.ndarray) -> np.ndarray:
         """``[len(t), P]``: work queued on each prefill instance just after each time (s)."""

@@ -7,6 +7,7 @@ import numpy as np
 
 from ..prefix_cache import pooled_cache_state
 from ..traces import Trace
+from ..validate import MEMORY_BUDGET_BYTES, InputError, choice
 from .config import ClusterConfig
 from .conductor_view import new_view
 from .coupled import _coupled_kernel, tail_slots
@@ -16,7 +17,7 @@ from .reference import run_reference
 from .result import SimResult
 from .student_policy import compile_policy, student_kernel
 
-__all__ = ["simulate", "ENGINES"]
+__all__ = ["simulate", "ENGINES", "memory_estimate", "MEMORY_BUDGET_BYTES"]
 
 #: ``numba``: the jumping kernel (fast); ``reference``: plain Python, one decode step at a time.
 ENGINES = ("numba", "reference")
@@ -44,6 +45,54 @@ def _draws(seed: int, n: int, n_prefill: int, noise_sd: float):
     return u, z
 
 
+_PER_REQUEST_BYTES = (8 * (len(_FLOAT_OUT) + len(_INT_OUT)) + 1  # outputs
+                      + 8 * 6                                     # uniform draw, heap, queues, marks
+                      + 8 * 9 * 6)                                # the decode run log: 9 arrays of 6 n
+
+
+def memory_estimate(trace: Trace, config: ClusterConfig, rc=None) -> dict:
+    """Bytes a run of ``trace`` on ``config`` allocates, by part, and which fields drive each part:
+    ``{part: (bytes, "what drives it")}``. What :func:`simulate` checks against :data:`MEMORY_BUDGET_BYTES`."""
+    rc = config.resolve() if rc is None else rc
+    n, nb = len(trace), int(trace.n_blocks)
+    P = config.n_prefill_instances
+    D = config.n_coupled if config.coupled else config.n_decode
+    inst = (f"n_coupled={config.n_coupled}" if config.coupled else
+            f"n_prefill={config.n_prefill}" + (f" / cpp_group_size={config.cpp_group_size}"
+                                               if config.cpp_group_size > 1 else ""))
+    qcap = 2 * min(rc.cache_capacity_blocks, nb) + 64
+    min_need = int((trace.input_len + trace.output_len).min()) if n else 1
+    batch = min(n, int(rc.decode_kv_capacity // max(min_need, 1)) + 1) + 1
+    tail = int(((np.maximum(trace.output_len - 1, 0) + 9) // 10).sum()) if config.coupled else 0
+    parts = {
+        "prefix caches": (8 * P * (nb + 2 * qcap),
+                          f"{P:,} instances ({inst}) × ({nb:,} block ids of the trace + 2 × {qcap:,} "
+                          f"queue slots from cache_capacity_blocks) × 8 B"),
+        "estimator noise": (8 * n * P if config.estimator_noise > 0 else 0,
+                            f"{n:,} requests × {P:,} instances × 8 B (estimator_noise > 0)"),
+        "decode batches": (8 * D * batch,
+                           f"{D:,} decode instances × {batch:,} batch slots (decode_kv_capacity_tokens / the "
+                           f"smallest request's KV, at most the requests) × 8 B"),
+        "per-request arrays": (n * _PER_REQUEST_BYTES + 8 * tail, f"{n:,} requests of the trace"),
+    }
+    return parts
+
+
+def _size(b: float) -> str:
+    return f"{b / 2**30:,.1f} GiB" if b >= 2**30 else f"{b / 2**20:,.1f} MiB"
+
+
+def _check_memory(trace: Trace, config: ClusterConfig, rc) -> None:
+    parts = memory_estimate(trace, config, rc)
+    total = sum(b for b, _ in parts.values())
+    if total > MEMORY_BUDGET_BYTES:
+        big = sorted(parts.items(), key=lambda kv: -kv[1][0])
+        detail = "; ".join(f"{k} {_size(b)} = {why}" for k, (b, why) in big if b > 0)
+        raise InputError(f"simulate: this run would allocate ≈ {_size(total)}, more than the "
+                         f"{_size(MEMORY_BUDGET_BYTES)} a run may use (validate.MEMORY_BUDGET_BYTES): "
+                         f"{detail}. Use fewer instances, a shorter trace (trace.head(n)) or no estimator noise")
+
+
 def simulate(trace: Trace, config: ClusterConfig | None = None, engine: str = "numba") -> SimResult:
     """Simulate ``trace`` on the cluster ``config`` (default :class:`ClusterConfig`).
 
@@ -52,15 +101,15 @@ def simulate(trace: Trace, config: ClusterConfig | None = None, engine: str = "n
     ``config.prefill_policy`` may be a student's function (:mod:`.student_policy`).
     """
     if not isinstance(trace, Trace):
-        raise ValueError(f"trace must be a mooncake_lab.traces.Trace, got {type(trace).__name__}")
+        raise InputError(f"simulate.trace: got {type(trace).__name__}; allowed: a mooncake_lab.traces.Trace")
     if config is None:
         config = ClusterConfig()
     if not isinstance(config, ClusterConfig):
-        raise ValueError(f"config must be a ClusterConfig, got {type(config).__name__}")
-    if engine not in ENGINES:
-        raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+        raise InputError(f"simulate.config: got {type(config).__name__}; allowed: a sim.ClusterConfig")
+    choice(engine, "engine", ENGINES, "simulate")
     trace.validate()
     rc = config.resolve()
+    _check_memory(trace, config, rc)
     n = len(trace)
     n_route = config.n_prefill_instances  # instances a request is routed to (nodes, CPP groups, coupled)
     u, z = _draws(config.seed, n, n_route, config.estimator_noise)
@@ -104,7 +153,7 @@ def simulate(trace: Trace, config: ClusterConfig | None = None, engine: str = "n
                 kernel, fn = student_kernel(args, view), student.kernel_function()  # compiled / loaded here
                 t0 = time.perf_counter()  # wall_s: the run, not the compile
                 with student.errors(diag, trace, view):  # so only the policy's own faults are its errors
-                    kernel(*args, fn, view)
+                    student.run_kernel(kernel, (*args, fn, view))  # Ctrl-C stops even a compiled loop
     elif student is not None:
         with student.errors(diag, trace, new_view(n_route)):
             run_reference(trace, config, rc, u, z, out, max_kv, diag, student)
