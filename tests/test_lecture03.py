@@ -218,8 +218,10 @@ def test_pool_dashboard_controls_change_the_figure():
     d = PoolDashboard()
     _moves_change_figure(d, [("n_instances", 4), ("routing", "session"), ("layout", "global"),
                              ("capacity", 10_000), ("trace", "synthetic")])
-    d.controls["n_instances"].value = 10 ** 6          # clamped to the slider's max
-    assert d.controls["n_instances"].value == d.controls["n_instances"].max
+    before = d.controls["n_instances"].value
+    d.controls["n_instances"].value = 10 ** 6          # beyond the slider: refused, named, nothing recomputed
+    assert d.controls["n_instances"].value == before and d.n_refused == 1
+    assert "n_instances" in d.notice.value and "10" in d.notice.value
     for k in ("capacity", "n_instances"):
         assert d.controls[k].continuous_update is False
 

@@ -105,10 +105,10 @@ def test_a_model_that_does_not_fit_its_node_is_refused_saying_why(node):
 
 # ------------------------------------------------------------------ simulate: memory estimated first
 def test_simulate_refuses_a_run_beyond_the_memory_budget_before_allocating():
-    # one request whose block id is 10**9: the id space of the per-instance caches is 10**9 blocks,
-    # 64 instances × 8 B × 10**9 = 512 GB (the old code failed with MemoryError deep in prefix_cache)
-    tr = Trace([0.0], [10], [2], [0, 1], [10**9])
-    with pytest.raises(InputError, match=r"simulate: this run would allocate ≈ 47\d\.\d GiB, more than the 2\.0 GiB .*"
+    # one request whose block id is the largest a Trace holds (2**26 − 1): the id space of the per-instance
+    # caches is 2**26 blocks, 64 instances × 8 B × 2**26 ≈ 32 GiB (the old code failed deep in prefix_cache)
+    tr = Trace([0.0], [10], [2], [0, 1], [2**26 - 1])
+    with pytest.raises(InputError, match=r"simulate: this run would allocate ≈ 3\d\.\d GiB, more than the 2\.0 GiB .*"
                                          r"prefix caches .* 64 instances \(n_prefill=64\)"):
         sim.simulate(tr, sim.ClusterConfig(n_prefill=64))
     with pytest.raises(InputError, match="n_coupled=64"):
