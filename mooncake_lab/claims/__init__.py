@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 __all__ = ["Claim", "claim", "claims", "numbers_in", "number_spans", "unclaimed", "mismatch",
-           "markdown_of", "solutions_of", "exercise_text", "LECTURES", "NOT_CLAIMS"]
+           "restate", "markdown_of", "solutions_of", "exercise_text", "LECTURES", "NOT_CLAIMS"]
 
 #: Lectures whose tables exist (``claims/lectureNN.py``), in course order.
 LECTURES = ("00", "01", "02", "03", "04", "05", "06", "07", "08")
@@ -78,6 +78,17 @@ def claim(id: str, text: str, value: Callable[[], Any], **kw) -> Claim:
         raise ValueError(f"Claim {c.id!r} registered twice")
     _REGISTRY[c.id] = c
     return c
+
+
+def restate(where: str, *ids: str) -> None:
+    """Register claims already made (``ids``) again for ``where``: the same text and value, stated a
+    second time there (the solutions notebook repeats the lecture's introduction). Id: ``<id>_<where>``."""
+    import dataclasses
+
+    for i in ids:
+        c = _REGISTRY[i]
+        claim(f"{i}_{where}", c.text, c.value, **{**{f.name: getattr(c, f.name) for f in
+                                                      dataclasses.fields(c)[3:]}, "where": where})
 
 
 def _load() -> None:
