@@ -148,7 +148,7 @@ claim("06.x4_paper", "+59% … +498% are gains", lambda: (100 * paper.FIG1_GAIN[
 # ---- solutions notebook (its introduction repeats the lecture's; its code comments) ---------------
 restate("solutions", "06.goal_kv", "06.nodes", "06.target")
 claim("06.sol_kv", "(0.9 × 640 × 2**30 − 138e9 B) / 327,680 B per token ≈ 1.47 M tokens; // 12,000 → 122 sequences",
-      lambda: (_frac(), _n().hbm_bytes / 2**30, 2, 30, _m().weight_bytes() / 1e9, _m().kv_bytes_per_token(),
+      lambda: (_frac(), _n().hbm_bytes / 2**30, 2, 30, _m().weight_bytes(), _m().kv_bytes_per_token(),
                _cap_tokens() / 1e6, _ex()._CTX, _ex()._max_batch()), where="solutions")
 claim("06.sol_tail", "longest 10 of 100 intervals: (p + 20 ms) and nine plain 20 ms steps → (p + 0.2 s) / 10",
       lambda: (_ex()._INTERVALS // 10, _ex()._INTERVALS, 1e3 * _ex()._STEP_S, 1e3 * _ex()._STEP_S,
