@@ -353,7 +353,7 @@ claim("04.sol_q5b", "≈ 295 / 6.33 ≈ **47×** on the real trace — three tim
     _ttft("random"), _ttft("kvcentric"), _ttft("random") / _ttft("kvcentric"), _P8["random"] / _P8["kvcentric"]],
     where=_S, trace=R, source=_FIG8)
 claim("04.sol_q5c", "at 93% utilisation with C² ≈ 10 each of its 8\nindependent queues", lambda: [
-    100 * _util("random"), 2, _q().loc["random", "service_scv"], _n_prefill()], where=_S, trace=R)
+    100 * _util("random"), _q().loc["random", "service_scv"], _n_prefill()], where=_S, trace=R)
 claim("04.sol_q5d", "(P-K: ρ/(1−ρ) · E[S] · (1 + C²)/2 ≈ 12.5 × 5.4 s × 5.3 ≈ 6 min)", lambda: [
-    1, 1, 2, 2, _odds(_util("random")), _q().loc["random", "mean_service_s"],
+    1, 1, 2, _odds(_util("random")), _q().loc["random", "mean_service_s"],
     (1 + _q().loc["random", "service_scv"]) / 2, _q().loc["random", "mg1_wait_s"] / 60], where=_S, trace=R)
