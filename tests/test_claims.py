@@ -23,7 +23,8 @@ def _notebook(lecture: str) -> Path:
 
 
 def _places(lecture: str) -> dict[str, str]:
-    out = {"notebook": C.markdown_of(_notebook(lecture))}
+    lec = _notebook(lecture)
+    out = {"notebook": C.markdown_of(lec), "solutions": C.solutions_of(NOTEBOOKS / "solutions" / lec.name, lec)}
     for ex in list_exercises(lecture):
         out[ex.id] = C.exercise_text(ex)
     return out
@@ -73,6 +74,22 @@ def test_number_parser_reads_what_a_student_reads():
     assert C.unclaimed(refs, []) == []
     assert len(C.unclaimed("8 prefill nodes at 2× speed", [])) == 2
     assert C.unclaimed("8 prefill nodes at 2× speed", ["8 prefill nodes at 2×"]) == []
+
+
+def test_solutions_place_is_what_the_worked_answers_add(tmp_path):
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+    shared = "# Lecture\n\nA node holds 1.47 M tokens."
+    lec, sol = tmp_path / "lec.ipynb", tmp_path / "sol.ipynb"
+    nbformat.write(new_notebook(cells=[new_markdown_cell(shared), new_code_cell("x = 1  # not a line")]), lec)
+    nbformat.write(new_notebook(cells=[
+        new_markdown_cell(shared), new_markdown_cell("*Worked answer.* ≈ 172 requests"),
+        new_code_cell("  # 1.34 M tokens\ny = 2 * 3\n#12,000 → 122"), new_code_cell("z = 4")]), sol)
+    text = C.solutions_of(sol, lec)
+    assert text == "*Worked answer.* ≈ 172 requests\n\n# 1.34 M tokens\n#12,000 → 122"
+    assert len(C.unclaimed(text, ["≈ 172 requests", "1.34 M tokens"])) == 2  # 12,000 and 122
+    assert C.unclaimed(text, ["≈ 172 requests", "1.34 M tokens", "12,000 → 122"]) == []
 
 
 def test_mismatch_uses_the_printed_precision():

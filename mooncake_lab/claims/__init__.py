@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 __all__ = ["Claim", "claim", "claims", "numbers_in", "number_spans", "unclaimed", "mismatch",
-           "LECTURES", "NOT_CLAIMS"]
+           "restate", "markdown_of", "solutions_of", "exercise_text", "LECTURES", "NOT_CLAIMS"]
 
 #: Lectures whose tables exist (``claims/lectureNN.py``), in course order.
 LECTURES = ("00", "01", "02", "03", "04", "05", "06", "07", "08")
@@ -78,6 +78,17 @@ def claim(id: str, text: str, value: Callable[[], Any], **kw) -> Claim:
         raise ValueError(f"Claim {c.id!r} registered twice")
     _REGISTRY[c.id] = c
     return c
+
+
+def restate(where: str, *ids: str) -> None:
+    """Register claims already made (``ids``) again for ``where``: the same text and value, stated a
+    second time there (the solutions notebook repeats the lecture's introduction). Id: ``<id>_<where>``."""
+    import dataclasses
+
+    for i in ids:
+        c = _REGISTRY[i]
+        claim(f"{i}_{where}", c.text, c.value, **{**{f.name: getattr(c, f.name) for f in
+                                                      dataclasses.fields(c)[3:]}, "where": where})
 
 
 def _load() -> None:
@@ -227,6 +238,21 @@ def markdown_of(notebook) -> str:
 
     nb = nbformat.read(str(notebook), as_version=4)
     return "\n\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+
+
+def solutions_of(solutions, lecture) -> str:
+    """What a solutions notebook adds to its lecture: its markdown cells not identical to one of the
+    lecture notebook's markdown cells, then the ``#`` comment lines of its code cells, joined by blank
+    lines (the worked answers' prose and the numbers their comments state)."""
+    import nbformat
+
+    sol = nbformat.read(str(solutions), as_version=4)
+    lec = nbformat.read(str(lecture), as_version=4)
+    seen = {c.source for c in lec.cells if c.cell_type == "markdown"}
+    prose = [c.source for c in sol.cells if c.cell_type == "markdown" and c.source not in seen]
+    comments = ["\n".join(ln.strip() for ln in c.source.splitlines() if ln.lstrip().startswith("#"))
+                for c in sol.cells if c.cell_type == "code"]
+    return "\n\n".join(p for p in prose + comments if p)
 
 
 def exercise_text(ex) -> str:

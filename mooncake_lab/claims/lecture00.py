@@ -125,3 +125,25 @@ def _flops_32k():
     bd = _m().prefill_flops_breakdown(_Q_TOKENS)
     peak = _node().n_gpus * _node().gpu.flops_bf16
     return [bd["total"] / 1e15, (bd["linear"] + bd["lm_head"]) / 1e15, bd["attention"] / 1e15, peak / 1e15]
+
+
+# ---- solutions notebook: the worked answers ----------------------------------------------------
+def _answer(ex_id: str) -> float:
+    from ..exercises import list_exercises
+    return float(next(e for e in list_exercises("00") if e.id == ex_id).answer())
+
+
+claim("00.sol_q1", "≈ 137 GFLOP per token in its matrix multiplies (2 × 68.5 B\nparameters",
+      lambda: (_m().linear_flops_per_token() / 1e9, 2, _m().linear_flops_per_token() / 2e9), where="solutions")
+claim("00.sol_q1_lin", "so 32,000 tokens cost ≈ 4.4 PFLOP there", lambda: (_Q_TOKENS, _flops_32k()[1]),
+      where="solutions")
+claim("00.sol_q1_attn", "4 · L · d_head · n_heads · n · n/2 = 4 · 80 · 128 · 64 · 32,000² / 2 ≈ 1.3 PFLOP",
+      lambda: (4, 2, 4, _m().n_layers, _m().d_head, _m().n_heads, _Q_TOKENS ** 2, 2, _flops_32k()[2]),
+      where="solutions")
+claim("00.sol_q1_time", "On 8 × 312 TFLOP/s = 2.5 PFLOP/s\nthat is ≈ 5.7 / 2.5 ≈ 2.3 s",
+      lambda: (_node().n_gpus, _node().gpu.flops_bf16 / 1e12, _flops_32k()[3], _flops_32k()[0], _flops_32k()[3],
+               _answer("00.prefill_32k")), where="solutions")
+claim("00.sol_q2", "the whole 32k prefill (≈ 2.3 s) plus one decode step, against a\n0.1 s SLO: about 23 times",
+      lambda: (_Q_TOKENS / 1000, _answer("00.prefill_32k"), paper.SLO_TBT_S, _answer("00.stall_ratio")),
+      where="solutions", source=_SLO)
+claim("00.sol_q3", "level 2. (Level 3", lambda: (_levels()[1], max(_levels()[0])), where="solutions")

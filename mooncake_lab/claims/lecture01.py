@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from . import claim
+from . import claim, restate
 
 
 @lru_cache(maxsize=None)
@@ -377,3 +377,81 @@ claim("01.x_nv_why", "4.59 MB per token: 34.2 µs at 200 GB/s × 0.67 vs 22.8 µ
                100 * _v()["penalty"] / _v()["cal8k_a800"]], where="01.nvlink_penalty_ms")
 claim("01.dash1_title", "### Dashboard 1 ·", lambda: 1)
 claim("01.section5_ref", "the MFU of section 5", lambda: 5)
+
+
+# --- solutions notebook: the worked answers -------------------------------------------------------
+_S = "solutions"
+restate(_S, "01.kv_formula", "01.title_gpus")
+
+
+def _w(key):
+    return _v()[key]
+
+
+def _per_seq(ctx: int) -> float:
+    """FLOPs per sequence per decode step at ``ctx`` tokens of context."""
+    return _w("per_tok") + _w("att") * ctx
+
+
+def _nv(gpu) -> float:
+    """One NVLink direction at the all-reduce efficiency, B/s."""
+    return gpu.nvlink_bw / 2 * _w("nccl")
+
+
+def _ar_us(gpu) -> float:
+    return 1e6 * _w("ar") / _nv(gpu)
+
+
+claim("01.sol_q1", "(GQA: 8 of them, not the 64 query\nheads), each of head dimension 128, at 2 bytes per element",
+      lambda: [_w("m").n_kv_heads, _w("m").n_heads, _w("m").d_head, _w("m").kv_bytes_per_elem], where=_S)
+claim("01.sol_q1_kv", "× 128 × 2 B = **327,680 B = 320 KiB**", lambda: [
+    _w("m").d_head, _w("m").kv_bytes_per_elem, _w("kv"), _w("kv") / 1024], where=_S)
+claim("01.sol_q1_block", "A 512-token block is therefore 160 MiB, and 1 TB of DRAM holds about 3 M tokens", lambda: [
+    512, 512 * _w("kv") / 2**20, 1, _w("paper").TOKENS_PER_TB_M], where=_S, source="FAST'25 §2.2")
+claim("01.sol_q2", "one 8,192-token prompt?", lambda: 8192, where=_S)
+claim("01.sol_q2_lin", "855.6 M matmul weights per layer × 80 = 68.45 B; × 2 FLOP × 8,192 tokens\n  = 1.1215 PFLOP",
+      lambda: [_w("m").layer_matmul_params() / _w("L") / 1e6, _w("L"), _w("m").layer_matmul_params() / 1e9, 2, 8192,
+               _w("br8")["linear"] / 1e15], where=_S)
+claim("01.sol_q2_att", "4 × 128 × 64 × 80 = 2.62 MFLOP per (token, key) pair; 8,192²/2 = 33.6 M pairs\n  → 0.0880 PFLOP",
+      lambda: [4, _w("m").d_head, _w("m").n_heads, _w("L"), _w("att") / 1e6, 8192 ** 2, 2, 8192 ** 2 / 2 / 1e6,
+               _w("br8")["attention"] / 1e15], where=_S)
+claim("01.sol_q2_lm", "2 × 32,000 × 8,192 = 0.524 GFLOP per token × 8,192 = 0.0043 PFLOP", lambda: [
+    2, _w("m").vocab, _w("d"), _w("m").lm_head_flops_per_token() / 1e9, 8192, _w("br8")["lm_head"] / 1e15], where=_S)
+claim("01.sol_q2_total", "Total **≈ 1.214 PFLOP**", lambda: _w("br8")["total"] / 1e15, where=_S)
+claim("01.sol_q2_eq1", "gives 1.143: b = 22 instead of our 25.5", lambda: [
+    _w("eq1").loc["total", "eq1_flops"] / 1e15, _w("paper").EQ1_B,
+    2 * _w("m").layer_matmul_params() / _w("L") / _w("d") ** 2], where=_S, source="FAST'25 Eq. 1")
+claim("01.sol_q3", "8k prefill (1.55 s on 8 × A100)", lambda: [8, _w("meas8k"), 8], where=_S)
+claim("01.sol_q3_mfu", "= 1.2138 PFLOP / (1.55 s × 8 × 312 TFLOP/s)\n= 1.2138 / (1.55 × 2.496) = 1.2138 / 3.869 ≈ **0.314**",
+      lambda: [_w("br8")["total"] / 1e15, _w("meas8k"), 8, _w("A100").flops_bf16 / 1e12, _w("br8")["total"] / 1e15,
+               _w("meas8k"), 8 * _w("A100").flops_bf16 / 1e15, _w("br8")["total"] / 1e15,
+               _w("meas8k") * 8 * _w("A100").flops_bf16 / 1e15, _w("mfu")[(8, 8192)]], where=_S)
+claim("01.sol_q3_tp4", "reached 0.43 on 8k and 0.57 on 2k prompts", lambda: [
+    _w("mfu")[(4, 8192)], 8, _w("mfu")[(4, 2048)], 2], where=_S)
+claim("01.sol_q4", "(1,024-token contexts, 8 × A800,\nideal preset)", lambda: [1024, _w("nd").n_gpus], where=_S)
+claim("01.sol_q4_flops", "FLOPs = 137.43 G (matmuls + LM head) + 2.62 M × 1,024 (attention)\n= 140.11 GFLOP; "
+      "KV read = 1,024 × 327,680 B = 0.3355 GB. Shared by the batch: 137.43 GB of weights", lambda: [
+          _w("per_tok") / 1e9, _w("att") / 1e6, 1024, _per_seq(1024) / 1e9, 1024, _w("kv"), 1024 * _w("kv") / 1e9,
+          _w("m").streamed_weight_bytes_dense() / 1e9], where=_S)
+claim("01.sol_q4_ridge", "312 / 2.039 = 153.0 FLOP/B:\n\nb × 140.11 = 153.0 × (137.43 + 0.3355 b)  →  "
+      "b × (140.11 − 51.34) = 21,029  →  **b ≈ 237**", lambda: [
+          _w("A800").flops_bf16 / 1e12, _w("A800").hbm_bw / 1e12, _w("ridge"), _per_seq(1024) / 1e9, _w("ridge"),
+          _w("m").streamed_weight_bytes_dense() / 1e9, 1024 * _w("kv") / 1e9, _per_seq(1024) / 1e9, _w("ridge") * 1024 * _w("kv") / 1e9,
+          _w("ridge") * _w("m").streamed_weight_bytes_dense() / 1e9, _w("ridge_b")], where=_S)
+claim("01.sol_q4_nokv", "Without the KV term the answer would be ≈ 150", lambda:
+      _w("ridge") * _w("m").streamed_weight_bytes_dense() / _per_seq(1024), where=_S, rel_tol=0.01)
+claim("01.sol_q4_equal", "At b = 410 the KV reads equal the weight reads. For 4k-token contexts the asymptotic intensity,\n"
+      "148.2 G / 1.342 GB = 110 FLOP/B", lambda: [
+          _w("m").streamed_weight_bytes_dense() / (1024 * _w("kv")), 4, _per_seq(4096) / 1e9, 4096 * _w("kv") / 1e9,
+          _per_seq(4096) / (4096 * _w("kv"))], where=_S)
+claim("01.sol_q4_cap", "capped by KV capacity, 1.47 M tokens", lambda: _w("cap") / 1e6, where=_S)
+claim("01.sol_q5", "extra milliseconds for an 8k prefill on 8 × A800 vs 8 × A100?", lambda: [8, 8, 8], where=_S)
+claim("01.sol_q5_ar", "2 per layer × 80 layers × 2 × (7/8) × 8,192 × 2 B = 4.59 MB", lambda: [
+    2, _w("L"), 2, 7, 8, _w("d"), 2, _w("ar") / 1e6], where=_S)
+claim("01.sol_q5_nv", "at 67% efficiency (nccl-tests): A800 200 GB/s × 0.67 = 134 GB/s → 34.2 µs per\ntoken; "
+      "A100 300 GB/s × 0.67 = 201 GB/s → 22.8 µs. Difference 11.4 µs × 8,192 tokens ≈ **93 ms**,\n"
+      "about 6% of the 1.68 s prefill", lambda: [
+          100 * _w("nccl"), _w("A800").nvlink_bw / 2e9, _w("nccl"), _nv(_w("A800")) / 1e9, _ar_us(_w("A800")),
+          _w("A100").nvlink_bw / 2e9, _w("nccl"), _nv(_w("A100")) / 1e9, _ar_us(_w("A100")),
+          _ar_us(_w("A800")) - _ar_us(_w("A100")), 8192, 8192e-3 * (_ar_us(_w("A800")) - _ar_us(_w("A100"))),
+          100 * 8192e-6 * (_ar_us(_w("A800")) - _ar_us(_w("A100"))) / _w("cal8k_a800"), _w("cal8k_a800")], where=_S)

@@ -289,3 +289,73 @@ claim("02.x_drive_hint", "10× line needs ≈ 34 GB/s (Question 2); compare with
       lambda: [10, _x("ten_x"), 2, _x("drive")], where="02.one_drive")
 claim("02.x_drive_why", "2× only. The seed lecture's '> 10×",
       lambda: [_x("ssd").loc[7.0, "llama2_70b_speedup"], 10], where="02.one_drive")
+
+
+# --- solutions notebook: the worked answers -------------------------------------------------------
+_S = "solutions"
+
+
+def _bd4096() -> dict:
+    return _x("m2").prefill_flops_breakdown(_x("p"))
+
+
+def _load_gb() -> float:
+    return _x("p") * _kv("m2") / 1e9
+
+
+def _mean_prompt() -> float:
+    return _x("paper").FAST25_TABLE2["conversation"]["mean_input"]
+
+
+claim("02.sol_q1", "KV bytes per token = 2 × layers × KV heads × head dim × 2 B.", lambda: [2, _x("m2").kv_bytes_per_elem],
+      where=_S)
+claim("02.sol_q1_opt", ": 2 × 40 × 40 × 128 × 2 = 819,200 B (800 KiB; the seed lecture's \"≈ 819 KB\")",
+      lambda: [2, _x("opt").n_layers, _x("opt").n_kv_heads, _x("opt").d_head, _x("opt").kv_bytes_per_elem, _kv("opt"),
+               _kv("opt") / 1024, _kv("opt") / 1000], where=_S)
+claim("02.sol_q1_llama", ": 2 × 80 × 8 × 128 × 2 = 327,680 B (320 KiB)",
+      lambda: [2, _x("m2").n_layers, _x("m2").n_kv_heads, _x("m2").d_head, _x("m2").kv_bytes_per_elem, _kv("m2"),
+               _kv("m2") / 1024], where=_S)
+claim("02.sol_q1_ratio", "Ratio: (40 × 40) / (80 × 8) = 1,600 / 640 = **2.5**", lambda: [
+    _x("opt").n_layers, _x("opt").n_kv_heads, _x("m2").n_layers, _x("m2").n_kv_heads,
+    _x("opt").n_layers * _x("opt").n_kv_heads, _x("m2").n_layers * _x("m2").n_kv_heads, _kv("opt") / _kv("m2")],
+    where=_S)
+claim("02.sol_q2", "prefix\n10× faster than recomputing it (60% of 8 × A800 peak)?", lambda: [10, 100 * _x("mfu"), _x("nd").n_gpus],
+      where=_S)
+claim("02.sol_q2_tokens", "a 4,096-token", lambda: _x("p"), where=_S)
+claim("02.sol_q2_flop", "4,096 tokens × 137.43 GFLOP (matmuls + LM head) = 562.9 TFLOP, plus causal attention\n"
+      "  4 × 80 × 64 × 128 × 4,096 × 2,048 = 22.0 TFLOP → 584.9 TFLOP. At 0.6 × 8 × 312 TFLOP/s =\n"
+      "  1.4976 PFLOP/s: **0.3906 s**", lambda: [
+          _x("p"), (_bd4096()["linear"] + _bd4096()["lm_head"]) / _x("p") / 1e9,
+          (_bd4096()["linear"] + _bd4096()["lm_head"]) / 1e12, 4, _x("m2").n_layers, _x("m2").n_heads, _x("m2").d_head,
+          _x("p"), _x("p") / 2, _bd4096()["attention"] / 1e12, _bd4096()["total"] / 1e12, _x("mfu"), _x("nd").n_gpus,
+          _x("nd").gpu.flops_bf16 / 1e12, _x("mfu") * _x("nd").peak_flops / 1e15, _x("recompute")], where=_S)
+claim("02.sol_q2_bytes", "Bytes to load: 4,096 × 327,680 B = 1.342 GB.", lambda: [_x("p"), _kv("m2"), _load_gb()],
+      where=_S)
+claim("02.sol_q2_bw", "10× faster means a load time of 0.03906 s: bandwidth = 1.342 GB / 0.03906 s ≈ **34.4 GB/s**",
+      lambda: [10, _x("recompute") / 10, _load_gb(), _x("recompute") / 10, _x("ten_x")], where=_S)
+claim("02.sol_q2_drives", "about five PCIe-4", lambda: 4 if round(_x("ten_x") / _x("drive")) == 5 else float("nan"),
+      where=_S)
+claim("02.sol_q3", "for an 8,192-token", lambda: 8192, where=_S)
+claim("02.sol_q3_setup", "prefix on 8 × H800.", lambda: _x("h800").n_gpus, where=_S)
+claim("02.sol_q3_eq", "B = G · (2·d·s/gqa) / (a·p·d + b·d²), with G = 8 × 989 TFLOP/s = 7.912 PFLOP/s,\n"
+      "2·d·s/gqa = 2 × 8,192 × 2 / 8 = 4,096 B per token per layer, a·p·d + b·d² = (4 + 22) × 8,192² =\n"
+      "1.745e9 FLOP (p = d here). B = 7.912e15 × 4,096 / 1.745e9 ≈ **18.6 GB/s**: the paper's \"19 GB/s\"", lambda: [
+          2, _x("h800").n_gpus, _x("h800").gpu.flops_bf16 / 1e12, _x("h800").peak_flops / 1e15, 2,
+          2, _x("m3").d_model, _x("m3").kv_bytes_per_elem, _x("m3").n_heads // _x("m3").n_kv_heads,
+          _kv("m3") / _x("m3").n_layers, _x("paper").EQ1_A, _x("paper").EQ1_B, 8192 ** 2,
+          (_x("paper").EQ1_A + _x("paper").EQ1_B) * 8192 ** 2, _x("h800").peak_flops, _kv("m3") / _x("m3").n_layers,
+          (_x("paper").EQ1_A + _x("paper").EQ1_B) * 8192 ** 2, _x("eq2")["h800x8"], _x("paper").EQ2_MIN_GBS["h800x8"][1]],
+      where=_S, source="FAST'25 Eq. 2")
+claim("02.sol_q3_a800", "node (2.496 PFLOP/s) needs 3.2× less: 5.9 GB/s (\"6 GB/s\")", lambda: [
+    _x("nd").peak_flops / 1e15, _x("eq2")["h800x8"] / _x("eq2")["a800x8"], _x("eq2")["a800x8"],
+    _x("paper").EQ2_MIN_GBS["a800x8"][1]], where=_S, source="FAST'25 Eq. 2")
+claim("02.sol_q4", "in 1 TB of DRAM: 10¹² B / 327,680 B ≈\n**3.05 million tokens**", lambda: [
+    1, 1e12, _kv("m2"), _x("tokens_tb") / 1e6], where=_S)
+claim("02.sol_q4_fast", "\"about 3M tokens\". At the conversation trace's mean prompt of\n12k tokens, that is only ≈ 250",
+      lambda: [_x("paper").TOKENS_PER_TB_M, _mean_prompt() / 1e3, _x("tokens_tb") / _mean_prompt()], where=_S,
+      rel_tol=0.02, source="FAST'25 §2.2 and Table 2")
+claim("02.sol_q5", "At 7 GB/s, loading 1.342 GB takes 0.192 s; recomputing takes 0.391 s:\na speedup of ≈ 2.0×, far from 10×",
+      lambda: [_x("drive"), _load_gb(), _load_gb() / _x("drive"), _x("recompute"), _x("ssd").loc[7.0, "llama2_70b_speedup"],
+               10], where=_S)
+claim("02.sol_q5_seed", "\"> 10× from SSD\" needs an array of\nat least five", lambda: 10, where=_S)
+claim("02.sol_q2_title", "[SSD for 10×]", lambda: 10, where=_S)

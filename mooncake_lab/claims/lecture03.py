@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from . import claim
+from . import claim, restate
 from .. import paper
 from .lecture00 import at_least
 
@@ -142,3 +142,26 @@ claim("03.ex4_q", "10 instances each cache 3M tokens locally", lambda: [_N, pape
 claim("03.ex4_q2", "one global pool of 30M tokens", lambda: _N * paper.TOKENS_PER_TB_M, where="03.global_over_local")
 claim("03.ex4_why", "turns over 10 caches", lambda: _N, where="03.global_over_local")
 claim("03.ex5_q", "with the same 10 local caches", lambda: _N, where="03.best_routing")
+
+# ---- solutions notebook (its introduction repeats the lecture's; the worked answers) -------------
+restate("solutions", "03.blocks_intro", "03.q2", "03.q2b", "03.q3", "03.q4", "03.q4b")
+
+
+def _mm():
+    from ..models import get_model
+    return get_model("llama2-70b")
+
+
+claim("03.sol_q1", "KV per token = 2 (K and V) × 80 layers × 8 KV heads × 128 dims × 2 bytes = 327,680 B\n(320 KiB)",
+      lambda: (2, _mm().n_layers, _mm().n_kv_heads, _mm().d_head, _mm().kv_bytes_per_elem, _kv(), _kv() / 1024),
+      where="solutions")
+claim("03.sol_q1b", "10¹² / 327,680 ≈ **3.05M tokens** — the paper's \"about 3M\"",
+      lambda: (_TB, _kv(), _TB / _kv() / 1e6, paper.TOKENS_PER_TB_M), where="solutions", source="FAST'25 §2.2")
+claim("03.sol_q2", "One block = 512 × 327,680 B = 167,772,160 B (160 MiB). 10¹² // 167,772,160 =\n**5,960 blocks**",
+      lambda: (_bt(), _kv(), _bt() * _kv(), _bt() * _kv() / 2**20, _TB, _bt() * _kv(),
+               _c().dram_bytes_to_blocks(_TB)), where="solutions")
+claim("03.sol_q3", "Read the cached curve at 5,960 blocks: about 0.14 on the real trace — under half\nof the ≈ 0.37",
+      lambda: (_c().dram_bytes_to_blocks(_TB), _f("hit_1tb_pct") / 100, _f("hit_inf_pct") / 100),
+      where="solutions", trace=R)
+claim("03.sol_q4", "gives ≈ ×3.4 on the real trace (paper: ×2.22", lambda: (_f("random_over_local"),
+      paper.FAST25_FIG10_GLOBAL_OVER_LOCAL), where="solutions", trace=R, source="FAST'25 Fig. 10")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from . import claim
+from . import claim, restate
 from .. import paper
 from .lecture00 import at_least
 
@@ -307,3 +307,53 @@ def _inf_hit() -> float:
 def _n_requests() -> int:
     from ..traces import cached_trace
     return len(cached_trace("conversation"))
+
+
+# ---- solutions notebook (its introduction repeats the lecture's; the worked answers) -------------
+_S = "solutions"
+restate(_S, "04.pk_formula", "04.row2b", "04.q3")
+
+
+def _conv_duration_s() -> float:
+    from ..traces import cached_trace
+    return float(cached_trace("conversation").duration_s)
+
+
+def _ttft(policy: str) -> float:
+    return float(_comp().loc[policy, "ttft_mean_s"])
+
+
+claim("04.sol_q1", "instance 0: 13.52 + 0.63 = 14.14 s", lambda: [
+    0, _t().loc[0, "queue_s"], _t().loc[0, "prefill_s"], _t().loc[0, "kvcentric_s"]], where=_S)
+claim("04.sol_q1b", "instance 1: 0 + 0.023 (12 blocks × 512 tokens × 327,680 B / 87 GB/s) + 0.63 = 0.65 s; instance 2:\n"
+      "0.55 + 0.031 + 0.63 = 1.20 s. The minimum is **instance 1**", lambda: [
+          1, _t().loc[1, "queue_s"], _t().loc[1, "transfer_s"], _doc_blocks() - _local1(), _bt(), _kv(), _rdma_gbs(),
+          _t().loc[1, "prefill_s"], _t().loc[1, "kvcentric_s"], 2, _t().loc[2, "queue_s"], _t().loc[2, "transfer_s"],
+          _t().loc[2, "prefill_s"], _t().loc[2, "kvcentric_s"], _w().loc["kvcentric", "prefill_instance"]], where=_S)
+claim("04.sol_q2", "`kvcache_balancing_threshold = 8`", _high_threshold, where=_S)
+claim("04.sol_q2b", "Instance 1's ratio best/local = 16/4 = 4 < 8, so it must use its own 4 blocks: 2.00 s.",
+      lambda: [1, _doc_blocks(), _local1(), _t().loc[1, "ratio"], _high_threshold(), _local1(),
+               _t(_high_threshold()).loc[1, "kvcentric_s"]], where=_S)
+claim("04.sol_q2c", "Instance 2 has no local prefix (ratio ∞) and still fetches all 16 blocks",
+      lambda: [2, _doc_blocks()], where=_S)
+claim("04.sol_q2d", "Instance 0 stays at 14.14 s. The minimum is **instance 2** — busy, but it computes 1,808 tokens "
+      "instead of 7,952", lambda: [0, _t(_high_threshold()).loc[0, "kvcentric_s"], _w8(), _computed(2), _ca_computed1()],
+      where=_S)
+claim("04.sol_q3", "ρ₀(s) = s × ρ₀(1×) = s × 2.55 on the real trace (72,278 s of\nprefill work / (8 × 3,537 s)). "
+      "ρ₀ = 1 at s = 1 / 2.55 ≈ **0.39×**, which the lecture rounds to 0.4×", lambda: [
+          1, _rho1(), _rho1() * _n_prefill() * _conv_duration_s(), _n_prefill(), _conv_duration_s(), 1, 1, _rho1(),
+          1 / _rho1(), _s().DEFAULT_REPLAY_SPEED], where=_S, trace=R)
+claim("04.sol_q4", "about 0.276 / 0.127 ≈ **2.2×** on the real trace", lambda: [
+    _comp().loc["cache_aware", "hit_ratio"], _comp().loc["load", "hit_ratio"],
+    _comp().loc["cache_aware", "hit_ratio"] / _comp().loc["load", "hit_ratio"]], where=_S, trace=R)
+claim("04.sol_q4b", "over 8 caches", _n_prefill, where=_S)
+claim("04.sol_q5", "(The paper's: 92.07 / 6.26 = 14.7.)", lambda: [
+    _P8["random"], _P8["kvcentric"], _P8["random"] / _P8["kvcentric"]], where=_S, source=_FIG8)
+claim("04.sol_q5b", "≈ 295 / 6.33 ≈ **47×** on the real trace — three times the paper's 14.7×", lambda: [
+    _ttft("random"), _ttft("kvcentric"), _ttft("random") / _ttft("kvcentric"), _P8["random"] / _P8["kvcentric"]],
+    where=_S, trace=R, source=_FIG8)
+claim("04.sol_q5c", "at 93% utilisation with C² ≈ 10 each of its 8\nindependent queues", lambda: [
+    100 * _util("random"), _q().loc["random", "service_scv"], _n_prefill()], where=_S, trace=R)
+claim("04.sol_q5d", "(P-K: ρ/(1−ρ) · E[S] · (1 + C²)/2 ≈ 12.5 × 5.4 s × 5.3 ≈ 6 min)", lambda: [
+    1, 1, 2, _odds(_util("random")), _q().loc["random", "mean_service_s"],
+    (1 + _q().loc["random", "service_scv"]) / 2, _q().loc["random", "mg1_wait_s"] / 60], where=_S, trace=R)

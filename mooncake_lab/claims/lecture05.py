@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from . import claim
+from . import claim, restate
 from .. import paper
 from .lecture00 import at_least
 
@@ -318,3 +318,36 @@ def _short_gap() -> float:
     df = _inter()
     a = df[(df["kind"] == "short") & (df["order"] == "fifo")]["arrival_s"].sort_values().diff().dropna()
     return float(a.mean())
+
+
+# ---- solutions notebook: the worked answers ----------------------------------------------------
+def _fill() -> float:
+    from ..exercises.lecture05 import _equal_stages
+    return _equal_stages()
+
+
+_S = "solutions"
+restate(_S, "05.act20")
+claim("05.sol_q1", "131,072 × 8,192 × 2 B = 2,147,483,648 B ≈ **2.15 GB** — 20× less than the\n"
+      "131,072 × 327,680 B ≈ 43 GB of KV the same tokens leave behind, and ≈ 25 ms at 87 GB/s", lambda: [
+          N, _m().d_model, _m().bytes_per_param, N * _act(), N * _act() / 1e9, _kv() / _act(), N, _kv(),
+          N * _kv() / 1e9, 1e3 * N * _act() / (_bw() * 1e9), _bw()], where=_S)
+claim("05.sol_q2", "The first chunk leaves the last stage after X × 0.5 = 2 s; each of the other 15\n"
+      "follows 0.5 s later: (16 + 4 − 1) × 0.5 = **9.5 s**. Each node works 16 × 0.5 = 8 s of it; the remaining 1.5 s",
+      lambda: [_q2()[2], _q2()[1] * _q2()[2], _q2()[0] - 1, _q2()[2], _q2()[0], _q2()[1], 1, _q2()[2], _fill(),
+               _q2()[0], _q2()[2], _q2()[0] * _q2()[2], _fill() - _q2()[0] * _q2()[2]], where=_S)
+claim("05.sol_q3", "of d × 2 B, ring factor 2(X−1)/X:\n2 × 80 × 1.5 × 8,192 × 2 B = 3,932,160 B. Times 131,072 tokens = "
+      "515 GB per node; at 87 GB/s that is\n**≈ 5.9 s**, on the critical path — nearly as long as the 6.25 s of compute",
+      lambda: [_m().bytes_per_param, 2, -1, 2, _m().n_layers, 2 * 3 / 4, _m().d_model, _m().bytes_per_param, _tp_bytes(),
+               N, N * _tp_bytes() / 1e9, _bw(), _tp_comm_s(), _one() / 4], where=_S)
+claim("05.sol_q4", "one node ≈ 78 s, two ≈ 40 s, four ≈ 21 s.\n**X = 4** is the first within 30 s. (Doubling the "
+      "prompt from 128k to 256k", lambda: [_cppt(2 * N, 1), _cppt(2 * N, 2), _cppt(2 * N, 4), _q4(), _slo(),
+                                           N / K, 2 * N / K], where=_S)
+claim("05.sol_q5", "Serialized: 131,072 × 327,680 B / 128 GB/s = 0.3355 s. Layer-wise the store of layer i\n"
+      "runs under the compute of layer i + 1, which is far longer (25 s / 80 ≈ 0.31 s per layer vs 4.2 ms of store),\n"
+      "so only the last layer's store is exposed: 0.3355 / 80 ≈ **4.2 ms**", lambda: [
+          N, _kv(), _node().h2d_bw / 1e9, _store()["exposed_serialized_s"], 1, _one(), _m().n_layers,
+          _one() / _m().n_layers, 1e3 * _store()["exposed_layerwise_s"], _store()["exposed_serialized_s"],
+          _m().n_layers, 1e3 * _store()["exposed_layerwise_s"]], where=_S)
+claim("05.sol_q4_attn", "already more than half of it at 128k", lambda: N / K if _attn_share(N) > 0.5 else float("nan"),
+      where=_S)

@@ -7,7 +7,7 @@ lecture's parameters, quotes of the papers and two statistics of the released tr
 """
 from __future__ import annotations
 
-from . import claim
+from . import claim, restate
 from .. import paper
 
 _FAST = "FAST'25 §5.1 and Fig. 1"
@@ -144,3 +144,12 @@ claim("06.x3_why", "the decode step costs ≈ 19 ms, leaving ≈ 81 ms for the c
                _ex()._largest_chunk(), _chunk()), where="06.largest_chunk", rel_tol=0.02)
 claim("06.x4_paper", "+59% … +498% are gains", lambda: (100 * paper.FIG1_GAIN[300], 100 * paper.FIG1_GAIN[100]),
       where="06.capacity_gain", source=_FAST)
+
+# ---- solutions notebook (its introduction repeats the lecture's; its code comments) ---------------
+restate("solutions", "06.goal_kv", "06.nodes", "06.target")
+claim("06.sol_kv", "(0.9 × 640 × 2**30 − 138e9 B) / 327,680 B per token ≈ 1.47 M tokens; // 12,000 → 122 sequences",
+      lambda: (_frac(), _n().hbm_bytes / 2**30, 2, 30, _m().weight_bytes(), _m().kv_bytes_per_token(),
+               _cap_tokens() / 1e6, _ex()._CTX, _ex()._max_batch()), where="solutions")
+claim("06.sol_tail", "longest 10 of 100 intervals: (p + 20 ms) and nine plain 20 ms steps → (p + 0.2 s) / 10",
+      lambda: (_ex()._INTERVALS // 10, _ex()._INTERVALS, 1e3 * _ex()._STEP_S, 1e3 * _ex()._STEP_S,
+               _ex()._INTERVALS // 10 * _ex()._STEP_S, _ex()._INTERVALS // 10), where="solutions")

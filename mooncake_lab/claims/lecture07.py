@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-from . import claim
+from . import claim, restate
 from .. import paper
 
 _TABLE3 = "arXiv 2407.00079 v3, Table 3"
@@ -161,3 +161,63 @@ claim("07.q1_fewer", "fewer than 5",
 claim("07.q1_real", "(1.47M tokens) holds ≈ 172", lambda: (_real()[0] / 1e6, _real()[1]), where="07.requests_per_node")
 claim("07.q2_idle", "over 8 nodes that are ≈ 1%",
       lambda: (_cfg().n_prefill, 100 * _comp().loc["baseline", "prefill_load_mean"]), where="07.wasted_prefill")
+
+# ---- solutions notebook (its introduction repeats the lecture's; the worked answers) -------------
+restate("solutions", "07.http", "07.kv_notebook", "07.kvk_notebook", "07.paper_setup", "07.pd_notebook",
+        "07.speed_notebook", "07.sweep_range")
+
+
+@lru_cache(maxsize=None)
+def _conv_comp():
+    return _ov().overload_comparison("conversation")
+
+
+def _run_s() -> float:
+    from ..traces import cached_trace
+    return float(cached_trace("toolagent-like").arrival_s.max()) / _ov().DEFAULT_SPEED
+
+
+def _waste():
+    b = _comp().loc["baseline"]
+    return b["wasted_prefill_s"], b["rejected_after_prefill"], b["wasted_prefill_s"] / b["rejected_after_prefill"]
+
+
+def _pivot(speed, policy):
+    sw = _sweep()
+    return sw[(sw.speed == speed) & (sw.policy == policy)]["rejected"].iloc[0]
+
+
+def _below() -> float:
+    """The swept speed just below the one where the ordering flips."""
+    return max(s for s in _sweep().speed.unique() if s < _ov().crossover_speed(_sweep()))
+
+
+claim("07.sol_q1", "The mean request needs ≈ 8,510 tokens of KV", lambda: _real()[0] / _real()[1],
+      where="solutions", rel_tol=1e-3)
+claim("07.sol_q1b", "so 40,000 / 8,510 ≈ **4.7 requests**. A real node holds 1.47 M tokens ≈ 172 requests",
+      lambda: (_ov().DEFAULT_CONFIG["decode_kv_capacity_tokens"], _real()[0] / _real()[1],
+               _ov().requests_per_node(_ov().DEFAULT_CONFIG["decode_kv_capacity_tokens"]), _real()[0] / 1e6,
+               _real()[1]), where="solutions", rel_tol=5e-3)
+claim("07.sol_q2", "At 2× replay (toolagent-like, 8P+8D, 40k-token decode nodes)",
+      lambda: (_ov().DEFAULT_SPEED, _cfg().n_prefill, _cfg().n_decode, _kv_k()), where="solutions")
+claim("07.sol_q2_waste", "≈ **1,926 s**, spent on 2,135 requests rejected\nafter prefill (≈ 0.9 s each)",
+      _waste, where="solutions")
+claim("07.sol_q2_share", "Over a 1,800 s run on 8 prefill nodes that is 1,926 / (8 × 1,800) ≈ 13% of the\n"
+      "pool's time — which the pool, ≈ 1% loaded",
+      lambda: (_run_s(), _cfg().n_prefill, _waste()[0], _cfg().n_prefill, _run_s(),
+               100 * _waste()[0] / (_cfg().n_prefill * _run_s()), 100 * _comp().loc["baseline", "prefill_load_mean"]),
+      where="solutions")
+claim("07.sol_q3", "At 2× replay, which admission policy", lambda: _ov().DEFAULT_SPEED, where="solutions")
+claim("07.sol_q3_counts", "(21,253 vs 20,400 predicted and 19,567 early)",
+      lambda: tuple(_comp().loc[p, "completed"] for p in ("baseline", "predicted", "early")), where="solutions")
+claim("07.sol_q3_sizes", "average\n≈ 20.6k tokens against ≈ 9.8k for early",
+      lambda: (_comp().loc["baseline", "rejected_kv_mean"] / 1e3, _comp().loc["early", "rejected_kv_mean"] / 1e3),
+      where="solutions")
+claim("07.sol_q4", "Under early rejection at 2× (toolagent-like)", lambda: _ov().DEFAULT_SPEED, where="solutions")
+claim("07.sol_q4_r", "(r ≈ −0.16 on toolagent-like", lambda: _comp().loc["early", "load_corr"], where="solutions")
+claim("07.sol_q4_conv", "−0.49 on conversation", lambda: _conv_comp().loc["early", "load_corr"], where="solutions",
+      trace="released")
+claim("07.sol_q5_pivot", "at 1.25× baseline 890 > early 680; at **1.5×** baseline 1,286 < early\n1,450",
+      lambda: (_below(), _pivot(_below(), "baseline"), _pivot(_below(), "early"), _ov().crossover_speed(_sweep()),
+               _pivot(_ov().crossover_speed(_sweep()), "baseline"), _pivot(_ov().crossover_speed(_sweep()), "early")),
+      where="solutions")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from . import claim
+from . import claim, restate
 from .. import paper
 
 _FAST = "FAST'25 §5.1 and Fig. 1"
@@ -156,3 +156,11 @@ claim("08.x4_why", "a prompt of 12k tokens carries ≈ 3.9 GB of KV", lambda: (1
       where="08.network_break_even")
 claim("08.x4_zones", "($20/TB)", lambda: 1e3 * _c().NETWORK_USD_PER_GB["across cloud zones"], where="08.network_break_even")
 claim("08.x1_q90", "Mooncake's 90 % capacity", lambda: 100 * _g().TARGET, where="08.capacity_gain")
+
+# ---- solutions notebook (its introduction repeats the lecture's; its code comments) ---------------
+restate("solutions", "08.more_requests", "08.nodes", "08.paper_range", "08.rate", "08.target")
+claim("08.sol_nics", "small prefixes over 4 × 200 Gbps",
+      lambda: (_node("a800x8").nic_count, _node("a800x8").nic_gbps), where="solutions")
+claim("08.sol_break_even", "(20 req/s × 3.9 GB)",
+      lambda: (_c().HETERO_RATE_RPS, _c().node_rates("conversation", "h800x8")["kv_gb_per_request"]),
+      where="solutions", trace="released")
