@@ -32,10 +32,12 @@ def test_many_moves_keep_resident_memory_bounded(monkeypatch):
     libc.malloc_trim(0)   # what the allocator held of the memory freed so far
     freed_by_trim = before_trim - bench.rss_mb()
     cap = common._MEMO_BYTES / 2**20
-    grown = samples[200] - samples[0]
+    # the first moves fill the run cache and load what the dashboard needs (how much depends on what the
+    # process already holds: 280 MB alone, 900 MB late in the suite); after that the resident set must level
+    grown = samples[200] - samples[50]
     assert sum(e[2] for e in common._RUNS.values()) <= common._MEMO_BYTES
     # evicted runs' memory was handed back as it was freed: little left for a trim to return (before
     # the fix: 176 MB of 785 after 200 moves; after: 10 MB of 735)
     assert freed_by_trim < 60, f"{freed_by_trim:.0f} MB of freed memory held by the allocator ({samples})"
-    assert grown < cap + 350, f"resident memory grew {grown:.0f} MB over 200 moves (run cache cap {cap:.0f} MB): {samples}"
+    assert grown < cap / 2, f"resident memory grew {grown:.0f} MB from move 50 to 200 (run cache cap {cap:.0f} MB): {samples}"
     common._RUNS.clear()
