@@ -20,7 +20,7 @@ from typing import Any, Iterable
 import numpy as np
 
 __all__ = ["InputError", "fail", "integer", "real", "choice", "option", "flag", "int_array", "real_array",
-           "describe", "memory", "reals", "MEMORY_BUDGET_BYTES"]
+           "describe", "memory", "reals", "items", "MEMORY_BUDGET_BYTES"]
 
 #: What one computation may allocate, bytes: 2 GiB, a quarter of a course laptop's 8 GB (the notebook
 #: server, the browser and the other lectures' state share it; two simulations may run in parallel).
@@ -243,3 +243,27 @@ def reals(values: Any, name: str, *, lo: float = -math.inf, hi: float = math.inf
         i = _first_bad(a == lo)
         raise fail(f"{name}[{i}]", a[i].item(), "finite numbers" + _interval(lo, hi, lo_open), where, index=i)
     return a
+
+
+#: Most elements a list argument (lengths, models, speeds ...) may have: each is a row or a run.
+MAX_ITEMS = 10_000
+
+
+def items(values: Any, name: str, *, where: str = "", max_len: int = MAX_ITEMS) -> tuple:
+    """A non-empty collection (list, tuple, range, 1-D array, Series, generator ...) of at most ``max_len``
+    elements, as a tuple; a string, a mapping or a number is not one (each element is checked by the caller)."""
+    allowed = f"a non-empty list of at most {max_len:,} values"
+    if isinstance(values, (str, bytes, dict)) or (isinstance(values, np.ndarray) and values.ndim != 1):
+        raise fail(name, values, allowed, where)
+    try:
+        it = iter(values)
+    except TypeError:
+        raise fail(name, values, allowed, where) from None
+    out = []
+    for x in it:
+        if len(out) == max_len:
+            raise fail(name, values, allowed, where)
+        out.append(x.item() if isinstance(x, np.generic) else x)
+    if not out:
+        raise fail(name, values, allowed, where)
+    return tuple(out)

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from mooncake_lab import calibration, cpp, hardware, models, prefix_cache, roofline, storage
+from mooncake_lab.experiments import l00_welcome, l01_roofline, l02_storage, l05_prefill
 from mooncake_lab.synthetic import synthetic_trace
 
 M, N = "llama2-70b", "a800x8"
@@ -58,6 +59,28 @@ CASES = [  # (label, call, argument the message must name)
     *[(f"replica_counts.state={v!r}", lambda v=v: prefix_cache.replica_counts(v), "state") for v in JUNK],
     *[(f"new_cache_state.alloc={v!r}", lambda v=v: prefix_cache.new_cache_state(2, 10, 5, alloc=v), "alloc")
       for v in [1, "x", [1]]],
+    # the lecture functions students call with a list of lengths, models, tiers ...
+    *[(f"{f.__module__.rsplit('.', 1)[1]}.{f.__name__}.{p}={v!r}", lambda f=f, p=p, v=v: f(**{p: v}), p)
+      for f, p in [(l00_welcome.coupled_stall, "prompt_lengths"), (l01_roofline.flops_breakdown, "lengths"),
+                   (l01_roofline.prefill_vs_length, "presets"), (l01_roofline.decode_vs_batch, "batches"),
+                   (l01_roofline.roofline_points, "lengths"), (l01_roofline.roofline_curve, "intensities"),
+                   (l02_storage.reload_vs_recompute, "models"), (l02_storage.eq2_table, "prefix_lens"),
+                   (l02_storage.kv_footprint, "models"), (l02_storage.tier_bandwidths, "tiers"),
+                   (l02_storage.ssd_claims, "ssd_gbs"), (l05_prefill.cpp_vs_x, "xs"),
+                   (l05_prefill.chunk_sweep, "chunks"), (l05_prefill.vram_occupation, "lengths"),
+                   (l05_prefill.schemes_vs_length, "lengths")]
+      for v in [0, 1.5, math.nan, np.float64(3), [], np.array([[1]]), object(), "ab"]],
+    *[(f"one_request.n_output={v!r}", lambda v=v: l00_welcome.one_request(n_output=v), "n_output")  # 10**18: a hang
+      for v in [10**18, 10**400, 2.5, None, "8"]],
+    *[(f"interleave_demo.{p}={v!r}", lambda p=p, v=v: l05_prefill.interleave_demo(**{p: v}), p)
+      for p, v in [("long_tokens", None), ("long_tokens", math.inf), ("gap_s", None), ("gap_s", 10**400),
+                   ("short_tokens", [[1]])]],
+    *[(f"schemes_vs_length.bandwidth_gbs={v!r}", lambda v=v: l05_prefill.schemes_vs_length(bandwidth_gbs=v),
+       "bandwidth_gbs") for v in ["", {}, 10**400]],
+    *[(f"eq1_comparison.n_tokens={v!r}", lambda v=v: l01_roofline.eq1_comparison(v), "n_tokens")
+      for v in [None, True, np.complex64(1)]],
+    ("layerwise_overlap.cached_fraction='x'", lambda: l02_storage.layerwise_overlap(cached_fraction="x"),
+     "cached_fraction"),
     ("new_cache_state.n_blocks=10**400", lambda: prefix_cache.new_cache_state(2, 10**400, 5), "new_cache_state"),
 ]
 
@@ -69,7 +92,7 @@ def test_bad_input_is_named(call, name):
 
 
 def test_cases_counted():
-    assert len(CASES) >= 200
+    assert len(CASES) >= 380
 
 
 def test_good_inputs_still_work():
