@@ -30,6 +30,8 @@ from importlib import resources
 import numpy as np
 import pandas as pd
 
+from .validate import fail, int_array, real_array
+
 __all__ = ["Preset", "IDEAL", "CALIBRATED", "MODERN", "PRESETS", "get_preset", "FITTED",
            "load_measured", "refit_preset", "fit_prefill", "fit_decode", "fit_calibrated", "compare_to_measured",
            "NCCL_ALLREDUCE_EFFICIENCY", "RDMA_EFFICIENCY", "KV_USABLE_FRACTION"]
@@ -180,6 +182,29 @@ def load_measured() -> pd.DataFrame:
     return df
 
 
+#: Columns a latency table for the fits needs (those of :func:`load_measured`).
+TABLE_COLUMNS = ("phase", "tp", "batch_size", "prompt_tokens", "latency_s")
+
+
+def _table(table) -> pd.DataFrame:
+    """``table`` checked (a DataFrame like :func:`load_measured`'s, with positive counts and latencies),
+    or the measured table if None."""
+    if table is None:
+        return load_measured()
+    allowed = "a pandas DataFrame with columns " + ", ".join(TABLE_COLUMNS) + " (see load_measured())"
+    if not isinstance(table, pd.DataFrame) or not set(TABLE_COLUMNS) <= set(table.columns) or table.empty:
+        raise fail("table", table, allowed, "calibration")
+    choice_ok = table["phase"].isin(["prefill", "decode"])
+    if not choice_ok.all():
+        i = int(np.flatnonzero(~choice_ok.to_numpy())[0])
+        raise fail(f"table.phase[{i}]", table["phase"].iloc[i], "'prefill' or 'decode'", "calibration", index=i)
+    int_array(table["tp"].to_numpy(), "table.tp", lo=1, hi=64, where="calibration")
+    int_array(table["batch_size"].to_numpy(), "table.batch_size", lo=1, hi=10**6, where="calibration")
+    int_array(table["prompt_tokens"].to_numpy(), "table.prompt_tokens", lo=1, hi=10**7, where="calibration")
+    real_array(table["latency_s"].to_numpy(), "table.latency_s", lo=1e-9, hi=1e6, where="calibration")
+    return table
+
+
 def _unit_terms(tp: int):
     """Per-term times at peak (all efficiencies 1, TP comm on) for LLaMA2-70B on ``tp`` A100s:
     the CostModel the kernels use, so counting lives in one place (roofline/models)."""
@@ -199,7 +224,7 @@ def fit_prefill(table: pd.DataFrame | None = None) -> dict:
     "attn_efficiency"}`` (the last two as ``{tp: value}``): a fit, whose split between the terms
     the few prompt lengths per TP degree do not pin down.
     """
-    df = load_measured() if table is None else table
+    df = _table(table)
     pre = df[df["phase"] == "prefill"]
     tps = sorted(int(t) for t in pre["tp"].unique())
     att_groups = {tp: (tp if (pre["tp"] == tp).sum() >= 3 else None) for tp in tps}
@@ -231,7 +256,7 @@ def fit_decode(table: pd.DataFrame | None = None) -> dict:
     on the rows the memory branch does not explain; keep the best. Returns ``{"hbm_efficiency",
     "decode_floor_s", "decode_floor_s_per_seq"}``.
     """
-    df = load_measured() if table is None else table
+    df = _table(table)
     dec = df[df["phase"] == "decode"]
     y = dec["latency_s"].to_numpy()
     b = dec["batch_size"].to_numpy(dtype=float)
@@ -271,6 +296,8 @@ def compare_to_measured(presets=("ideal", "calibrated", "modern")) -> pd.DataFra
     df = load_measured()
     out = df[["phase", "tp", "batch_size", "prompt_tokens", "context_tokens"]].copy()
     out["measured_s"] = df["latency_s"]
+    if isinstance(presets, (str, Preset)) or not isinstance(presets, (list, tuple)):
+        raise fail("presets", presets, "a list or tuple of preset names or Presets", "compare_to_measured")
     for p in presets:
         name = get_preset(p).name
         vals = []

@@ -54,7 +54,7 @@ from numba import njit
 from .models import get_model
 from .roofline import CostModel, cm_prefill_time, cost_model, tp_allreduce_bytes_per_token
 from .storage import layerwise_time
-from .validate import InputError, int_array, integer, memory, real, real_array
+from .validate import InputError, choice, int_array, integer, memory, real, real_array
 
 __all__ = [
     "cm_stage_coefficients", "cm_cpp_stage_time", "cm_cpp_link_time", "cm_cpp_advance", "cm_cpp_advance_stages",
@@ -270,7 +270,9 @@ def network_bandwidth(model, node, preset="modern") -> float:
 
 def n_chunks(n_new, chunk) -> int:
     """Number of chunks of at most ``chunk`` tokens in ``n_new`` tokens (ceil)."""
-    return int(math.ceil(float(n_new) / float(chunk)))
+    n_new = integer(n_new, "n_new", lo=0, hi=MAX_TOKENS, where="n_chunks")
+    chunk = integer(chunk, "chunk", lo=1, hi=MAX_TOKENS, where="n_chunks")
+    return -(-n_new // chunk)
 
 
 #: Tokens of one prefill (n_new, n_cached, chunk): 2**24 = 16.8 M, 128× the longest context of the
@@ -373,9 +375,9 @@ def _costs_array(costs, model, node, preset) -> np.ndarray:
     """``CostModel.as_array()`` of (model, node, preset), or of ``costs`` (a CostModel or such an array)."""
     if costs is None:
         return cost_model(model, node, preset).as_array()
-    arr = np.asarray(costs.as_array() if isinstance(costs, CostModel) else costs, dtype=np.float64)
     n_fields = len(CostModel.field_names())
-    if arr.shape != (n_fields,) or not np.all(np.isfinite(arr)) or np.any(arr < 0):
+    arr = real_array(costs.as_array() if isinstance(costs, CostModel) else costs, "costs", lo=0)
+    if arr.shape != (n_fields,):
         raise ValueError(f"costs must be a CostModel or {n_fields} finite coefficients >= 0, got shape {arr.shape}")
     return arr
 
@@ -410,7 +412,7 @@ def simulate_pipeline(arrival, n_new, n_cached=None, *, model="llama2-70b", node
     """
     m, a, n, cached, chunk, x, bw, inter, c = _prepare(arrival, n_new, n_cached, model, node, preset, chunk, x,
                                                        bandwidth, order, costs)
-    total = int(sum(n_chunks(v, chunk) for v in n))
+    total = int(np.sum(-(-n.astype(np.int64) // chunk)))  # chunks: ceil(n_new / chunk) per request
     memory(8 * total * (3 * x + 4), f"{total:,} chunks (n_new / chunk) × {x} stages", "simulate_pipeline")
     out = _pipeline_kernel(c, a, n, cached, float(chunk), x, activation_bytes_per_token(m), bw, bool(overlap),
                            inter, total)
@@ -429,7 +431,7 @@ def pipeline_reference(arrival, n_new, n_cached=None, *, model="llama2-70b", nod
                                                        bandwidth, order, costs)
     sc = cm_stage_coefficients(c, x)
     act = activation_bytes_per_token(m)
-    total = int(sum(n_chunks(v, chunk) for v in n))
+    total = int(np.sum(-(-n.astype(np.int64) // chunk)))  # chunks: ceil(n_new / chunk) per request
     if total > MAX_REFERENCE_CHUNKS:
         raise InputError(f"pipeline_reference: got {total:,} chunks (n_new / chunk); allowed: at most "
                          f"{MAX_REFERENCE_CHUNKS:,} (plain Python, chunk by chunk: use simulate_pipeline)")
@@ -544,6 +546,8 @@ def scheme_summary(scheme: str, model="llama2-70b", node="a800x8", n_tokens=1310
     from .hardware import get_node
     m, nd = get_model(model), get_node(node)
     n = _check_tokens("n_tokens", n_tokens, 1)
+    scheme = choice(scheme, "scheme", SCHEMES, where="scheme_summary")
+    x = _check_int("x", x, 1, m.n_layers)
     if scheme == "one_node":
         x, t, net = 1, one_node_ttft(m, nd, n, preset=preset), 0.0
     elif scheme == "cpp":

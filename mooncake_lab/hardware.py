@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from .validate import real
+
 #: One GiB (2³⁰ B): HBM capacities ("80GB" on NVIDIA's datasheets) are binary.
 GIB = 2 ** 30
 
@@ -25,6 +27,7 @@ __all__ = [
 
 def gbps_to_bytes_per_s(gbps: float) -> float:
     """Network line rate in Gbit/s → bytes/s (1 Gbps = 1e9 / 8 B/s)."""
+    gbps = real(gbps, "gbps", lo=0, hi=1e9, where="gbps_to_bytes_per_s")
     return gbps * 1e9 / 8.0
 
 
@@ -241,8 +244,7 @@ class Node:
 
     def with_ssd_bw(self, total_bw: float) -> "Node":
         """The same node with the aggregate SSD read bandwidth set to ``total_bw`` B/s."""
-        if not (isinstance(total_bw, (int, float)) and math.isfinite(total_bw) and total_bw > 0):
-            raise ValueError(f"ssd bandwidth must be a finite number > 0 B/s, got {total_bw!r}")
+        total_bw = real(total_bw, "total_bw", lo=0, lo_open=True, hi=1e15, where="Node.with_ssd_bw")  # B/s
         return replace(self, ssd_drive_read_bw=float(total_bw) / self.ssd_drives)
 
 

@@ -28,17 +28,33 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
+from .validate import InputError, _is_real, describe, integer, real
+
 __all__ = ["ModelConfig", "MODELS", "get_model", "LLAMA2_70B", "LLAMA2_7B", "LLAMA3_70B",
            "OPT_13B", "DEEPSEEK_V3", "fast25_eq1_prefill_flops"]
 
 
+#: Largest token/batch count a cost formula takes: 10**15, far past any context (DeepSeek-V3: 128k)
+#: or fleet, yet far from float overflow (attention is quadratic: (10**15)² × 10**7 FLOP ≪ 1e308).
+MAX_COUNT = 10**15
+
+
 def _check_count(name: str, value, *, minimum: int) -> float:
-    """Validate a token/batch count: a finite real number >= ``minimum``; returns it as float."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__float__"):
-        raise ValueError(f"{name} must be a number >= {minimum}, got {value!r}")
-    v = float(value)
+    """Validate a token/batch count: a finite real number in [``minimum``, MAX_COUNT]; returns it as float."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value.item()
+    if not _is_real(value):
+        raise InputError(f"{name} must be a number >= {minimum}, got {describe(value)}")
+    try:
+        v = float(value)
+    except OverflowError:
+        v = math.inf
     if not math.isfinite(v) or v < minimum:
-        raise ValueError(f"{name} must be a finite number >= {minimum}, got {value!r}")
+        raise InputError(f"{name} must be a finite number >= {minimum}, got {describe(value)}")
+    if v > MAX_COUNT:
+        raise InputError(f"{name} must be a finite number in [{minimum}, 10**15], got {describe(value)}")
     return v
 
 
@@ -237,6 +253,10 @@ def fast25_eq1_prefill_flops(n_tokens, n_layers: int = 80, d: int = 8192, a: flo
     compare with :meth:`ModelConfig.prefill_flops`.
     """
     n = _check_count("n_tokens", n_tokens, minimum=1)
+    n_layers = integer(n_layers, "n_layers", lo=1, hi=10_000, where="fast25_eq1_prefill_flops")
+    d = integer(d, "d", lo=1, hi=10**6, where="fast25_eq1_prefill_flops")
+    a = real(a, "a", lo=0, hi=1e6, where="fast25_eq1_prefill_flops")
+    b = real(b, "b", lo=0, hi=1e6, where="fast25_eq1_prefill_flops")
     return n_layers * (a * n * n * d + b * n * d * d)
 
 

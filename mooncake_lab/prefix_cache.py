@@ -69,7 +69,7 @@ from numba import njit
 
 from .jit import helper_njit
 from .traces import BLOCK_TOKENS, Trace
-from .validate import InputError, choice, int_array, integer, memory
+from .validate import InputError, choice, describe, int_array, integer, memory
 
 __all__ = [
     "CacheState", "new_cache_state", "pooled_cache_state", "route_requests", "simulate_lru", "LRUResult",
@@ -193,6 +193,8 @@ def new_cache_state(n_instances: int, n_blocks: int, capacity, *, alloc=None) ->
     """
     n_instances = _check_positive_int(n_instances, "n_instances")
     n_blocks = integer(n_blocks, "n_blocks", lo=0)
+    if alloc is not None and not callable(alloc):
+        raise InputError(f"new_cache_state.alloc: got {describe(alloc)}; allowed: None or a function k -> int64 array")
     caps = np.atleast_1d(np.asarray(capacity, dtype=object))
     if caps.ndim != 1 or caps.shape not in ((1,), (n_instances,)):
         raise InputError(f"capacity: got {caps.size} numbers; allowed: one number or {n_instances} numbers")
@@ -400,6 +402,9 @@ def lru_hit_ratio(trace: Trace, capacity, n_instances: int = 1, routing: str = "
 
 def replica_counts(state: CacheState) -> np.ndarray:
     """Per block id, how many instances currently hold it (int64, 0..n_instances)."""
+    if not isinstance(state, CacheState):
+        raise InputError(f"replica_counts.state: got {describe(state)}; allowed: a CacheState "
+                         "(from new_cache_state or simulate_lru(...).state)")
     return (state.last_use >= 0).sum(axis=0).astype(np.int64)
 
 

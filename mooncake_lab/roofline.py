@@ -39,6 +39,7 @@ from numba import njit
 from .calibration import CALIBRATED, IDEAL, MODERN, PRESETS, Preset, get_preset
 from .hardware import GPU, Node, get_gpu, get_node
 from .models import ModelConfig, _check_count, get_model
+from .validate import integer, real, reals
 
 __all__ = [
     "CostModel", "cost_model", "cm_prefill_time", "cm_total_prefill_time", "cm_decode_step_time", "cm_kv_transfer_time",
@@ -129,6 +130,8 @@ def cm_kv_transfer_time(c, n_tokens):
 def tp_allreduce_bytes_per_token(model: ModelConfig, tp: int) -> float:
     """Bytes each GPU sends per token for TP: 2 all-reduces per layer of ``d·s`` bytes, ring
     algorithm ``2(p−1)/p`` (0 for tp = 1)."""
+    model = get_model(model)
+    tp = integer(tp, "tp", lo=1, hi=4096, where="tp_allreduce_bytes_per_token")
     return 2.0 * model.n_layers * 2.0 * (tp - 1) / tp * model.d_model * model.bytes_per_param
 
 
@@ -207,13 +210,7 @@ def kv_load_time(model, node, n_tokens, tier: str, bandwidth: float | None = Non
 
 
 def _check_positive(name, value) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}") from None
-    if not math.isfinite(v) or v <= 0:
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    return v
+    return real(value, name, lo=0, lo_open=True)
 
 
 def mfu(model, node, n_new, n_cached=0, preset="calibrated") -> float:
@@ -225,7 +222,9 @@ def mfu(model, node, n_new, n_cached=0, preset="calibrated") -> float:
 # --- roofline helpers -------------------------------------------------------------------------------
 def arithmetic_intensity(flops, bytes_) -> np.ndarray | float:
     """FLOP per byte of HBM traffic."""
-    out = np.asarray(flops, dtype=np.float64) / np.asarray(bytes_, dtype=np.float64)
+    f = reals(flops, "flops", lo=0, where="arithmetic_intensity")
+    b = reals(bytes_, "bytes_", lo=0, lo_open=True, where="arithmetic_intensity")
+    out = np.asarray(f) / np.asarray(b)
     return float(out) if out.ndim == 0 else out
 
 
@@ -246,9 +245,7 @@ def _compute_and_bw(gpu_or_node) -> tuple[float, float]:
 def attainable_flops(intensity, gpu_or_node) -> np.ndarray | float:
     """Roofline: ``min(peak FLOP/s, intensity × HBM bandwidth)`` (FLOP/s) for a GPU or a node."""
     peak, bw = _compute_and_bw(gpu_or_node)
-    x = np.asarray(intensity, dtype=np.float64)
-    if np.any(~np.isfinite(x)) or np.any(x < 0):
-        raise ValueError(f"intensity must be finite and >= 0 FLOP/byte, got {intensity!r}")
+    x = np.asarray(reals(intensity, "intensity", lo=0, where="attainable_flops"))
     out = np.minimum(peak, x * bw)
     return float(out) if out.ndim == 0 else out
 

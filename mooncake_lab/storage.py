@@ -16,6 +16,7 @@ from .calibration import IDEAL, Preset
 from .hardware import get_node
 from .models import _check_count, get_model
 from .roofline import _check_positive, kv_load_time, prefill_time
+from .validate import InputError, flag, integer, real
 
 __all__ = ["SEED_MFU", "seed_preset", "recompute_time", "reload_time", "reload_speedup",
            "breakeven_bandwidth", "eq2_min_bandwidth", "prefill_with_prefix_load", "layerwise_time"]
@@ -29,14 +30,14 @@ DEFAULT_PREFIX = 4096
 
 def seed_preset(mfu: float = SEED_MFU) -> Preset:
     """Ideal roofline with prefill (linear and attention) at ``mfu`` of peak."""
-    if not (isinstance(mfu, (int, float)) and math.isfinite(mfu) and 0.0 < mfu <= 1.0):
-        raise ValueError(f"mfu must be in (0, 1], got {mfu!r}")
+    mfu = real(mfu, "mfu", lo=0, hi=1, lo_open=True, where="seed_preset")
     return Preset(f"seed(mfu={mfu:g})", linear_efficiency=mfu, attn_efficiency=mfu,
                   kv_usable_fraction=IDEAL.kv_usable_fraction)
 
 
 def recompute_time(model, node, prefix_len=DEFAULT_PREFIX, mfu: float = SEED_MFU) -> float:
     """Seconds to recompute the KV of a ``prefix_len``-token prefix (a prefill at ``mfu``)."""
+    _check_count("prefix_len", prefix_len, minimum=1)
     return prefill_time(model, node, prefix_len, 0, preset=seed_preset(mfu))
 
 
@@ -60,7 +61,7 @@ def breakeven_bandwidth(model, node, prefix_len=DEFAULT_PREFIX, mfu: float = SEE
     ``speedup=1`` is the crossover: below it, recomputing is faster (reload time is
     ``bytes / B``, so ``B = speedup × bytes / recompute time``).
     """
-    s = _check_positive("speedup", speedup)
+    s = real(speedup, "speedup", lo=0, lo_open=True, hi=1e6, where="breakeven_bandwidth")
     m = get_model(model)
     n = _check_count("prefix_len", prefix_len, minimum=1)
     return s * n * m.kv_bytes_per_token() / recompute_time(m, node, n, mfu)
@@ -75,6 +76,10 @@ def eq2_min_bandwidth(model, node, prefix_len, a: float = 4.0, b: float = 22.0) 
     """
     m, nd = get_model(model), get_node(node)
     p = _check_count("prefix_len", prefix_len, minimum=1)
+    a = real(a, "a", lo=0, hi=1e6, where="eq2_min_bandwidth")
+    b = real(b, "b", lo=0, hi=1e6, where="eq2_min_bandwidth")
+    if a == b == 0:
+        raise InputError("eq2_min_bandwidth.a, b: got 0, 0; allowed: at least one > 0 (they divide)")
     d = m.d_model
     kv_per_layer = m.kv_bytes_per_token() / m.n_layers
     return nd.peak_flops * kv_per_layer / (a * p * d + b * d * d)
@@ -89,6 +94,8 @@ def prefill_with_prefix_load(model, node, n_new, n_cached, tier: str, preset="ca
     layer's share of the shorter. Serialized: ``load + compute``.
     Returns ``{"load_s", "compute_s", "total_s"}``.
     """
+    _check_count("n_new", n_new, minimum=1)
+    _check_count("n_cached", n_cached, minimum=0)
     m = get_model(model)
     load = kv_load_time(m, node, n_cached, tier, bandwidth=bandwidth)
     compute = prefill_time(m, node, n_new, n_cached, preset=preset)
@@ -103,6 +110,10 @@ def layerwise_time(transfer_s: float, compute_s: float, n_layers: int, overlap: 
     or store layer i while computing layer i+1): ``max(transfer, compute) + min(transfer, compute) / L``.
     Serialized: ``transfer + compute``.
     """
+    transfer_s = real(transfer_s, "transfer_s", lo=0, where="layerwise_time")
+    compute_s = real(compute_s, "compute_s", lo=0, where="layerwise_time")
+    n_layers = integer(n_layers, "n_layers", lo=1, hi=10_000, where="layerwise_time")
+    overlap = flag(overlap, "overlap", where="layerwise_time")
     if overlap:
         return max(transfer_s, compute_s) + min(transfer_s, compute_s) / n_layers
     return transfer_s + compute_s

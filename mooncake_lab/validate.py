@@ -20,7 +20,7 @@ from typing import Any, Iterable
 import numpy as np
 
 __all__ = ["InputError", "fail", "integer", "real", "choice", "option", "flag", "int_array", "real_array",
-           "describe", "memory", "MEMORY_BUDGET_BYTES"]
+           "describe", "memory", "reals", "items", "MEMORY_BUDGET_BYTES"]
 
 #: What one computation may allocate, bytes: 2 GiB, a quarter of a course laptop's 8 GB (the notebook
 #: server, the browser and the other lectures' state share it; two simulations may run in parallel).
@@ -222,6 +222,48 @@ def option(value: Any, name: str, options: Iterable[Any], where: str = "") -> An
 def memory(nbytes: float, what: str, where: str = "") -> int:
     """``nbytes`` if within :data:`MEMORY_BUDGET_BYTES`, else an error saying what needs how much."""
     if not nbytes <= MEMORY_BUDGET_BYTES:
-        raise InputError(f"{where + ': ' if where else ''}would allocate ≈ {nbytes / 2**30:,.1f} GiB for {what}, "
+        try:
+            size = f"{nbytes / 2**30:,.1f} GiB"
+        except (OverflowError, TypeError):  # an int beyond float range
+            size = f"{describe(nbytes)} B"
+        raise InputError(f"{where + ': ' if where else ''}would allocate ≈ {size} for {what}, "
                          f"more than the {MEMORY_BUDGET_BYTES / 2**30:.0f} GiB one computation may use")
     return int(nbytes)
+
+
+def reals(values: Any, name: str, *, lo: float = -math.inf, hi: float = math.inf, lo_open: bool = False,
+          where: str = "") -> float | np.ndarray:
+    """A number (see :func:`real`) or a 1-D array of them (see :func:`real_array`); a 0-d array is a number."""
+    if isinstance(values, np.ndarray) and values.ndim == 0:
+        values = values.item()
+    if _is_real(values):
+        return real(values, name, lo=lo, hi=hi, lo_open=lo_open, where=where)
+    a = real_array(values, name, lo=lo, hi=hi, where=where)
+    if lo_open and (a == lo).any():
+        i = _first_bad(a == lo)
+        raise fail(f"{name}[{i}]", a[i].item(), "finite numbers" + _interval(lo, hi, lo_open), where, index=i)
+    return a
+
+
+#: Most elements a list argument (lengths, models, speeds ...) may have: each is a row or a run.
+MAX_ITEMS = 10_000
+
+
+def items(values: Any, name: str, *, where: str = "", max_len: int = MAX_ITEMS) -> tuple:
+    """A non-empty collection (list, tuple, range, 1-D array, Series, generator ...) of at most ``max_len``
+    elements, as a tuple; a string, a mapping or a number is not one (each element is checked by the caller)."""
+    allowed = f"a non-empty list of at most {max_len:,} values"
+    if isinstance(values, (str, bytes, dict)) or (isinstance(values, np.ndarray) and values.ndim != 1):
+        raise fail(name, values, allowed, where)
+    try:
+        it = iter(values)
+    except TypeError:
+        raise fail(name, values, allowed, where) from None
+    out = []
+    for x in it:
+        if len(out) == max_len:
+            raise fail(name, values, allowed, where)
+        out.append(x.item() if isinstance(x, np.generic) else x)
+    if not out:
+        raise fail(name, values, allowed, where)
+    return tuple(out)

@@ -86,7 +86,7 @@ def test_bad_node_parameters():
         hw.Node("x", hw.A800, n_gpus=0)
     with pytest.raises(ValueError, match="nic_gbps"):
         hw.Node("x", hw.A800, nic_gbps=float("nan"))
-    with pytest.raises(ValueError, match="ssd bandwidth"):
+    with pytest.raises(ValueError, match="with_ssd_bw.total_bw"):
         hw.A800_NODE.with_ssd_bw(-1)
     with pytest.raises(dataclasses.FrozenInstanceError):
         hw.A800_NODE.n_gpus = 4

@@ -93,7 +93,7 @@ def test_storage_experiments():
 
 @pytest.mark.parametrize("call,match", [
     (lambda: S.reload_speedup(LLAMA2_70B, A800_NODE, "tape"), "tier"),
-    (lambda: S.recompute_time(LLAMA2_70B, A800_NODE, 0), "n_new"),
+    (lambda: S.recompute_time(LLAMA2_70B, A800_NODE, 0), "prefix_len"),
     (lambda: S.reload_time(LLAMA2_70B, A800_NODE, "dram", 0), "prefix_len"),
     (lambda: S.recompute_time(LLAMA2_70B, A800_NODE, 10, mfu=0), "mfu"),
     (lambda: S.recompute_time(LLAMA2_70B, A800_NODE, 10, mfu=1.5), "mfu"),

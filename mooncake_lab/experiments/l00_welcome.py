@@ -10,6 +10,11 @@ from .. import roofline
 from ..hardware import A800_NODE
 from ..models import get_model
 from ..reproduce import Metric, figure_group, metric_group
+from ..validate import integer, items
+
+#: Most prompt or output tokens of one request: 2**17 = 131,072, the longest context of the catalogue
+#: models (DeepSeek-V3: 128k); decode is summed step by step, so this also bounds the loop.
+MAX_TOKENS = 2**17
 
 DEFAULT_MODEL = "llama2-70b"
 
@@ -35,8 +40,8 @@ def one_request(n_prompt: int = 12_035, n_output: int = 343, *, model=DEFAULT_MO
     decode produces the other ``n_output - 1`` tokens at batch size 1, context growing by one per step.
     """
     m = get_model(model)
-    if int(n_output) < 1:
-        raise ValueError(f"n_output must be ≥ 1, got {n_output!r}")
+    n_prompt = integer(n_prompt, "n_prompt", lo=1, hi=MAX_TOKENS, where="one_request")
+    n_output = integer(n_output, "n_output", lo=1, hi=MAX_TOKENS, where="one_request")  # one step each
     prefill = roofline.prefill_time(m, node, n_prompt, preset=preset)
     transfer = roofline.kv_transfer_time(m, node, n_prompt, preset=preset)
     steps = [roofline.decode_step_time(m, node, 1, n_prompt + k, preset=preset) for k in range(1, int(n_output))]
@@ -58,6 +63,7 @@ def coupled_stall(prompt_lengths=(2_000, 8_000, 32_000, 128_000), *, batch_size:
     ``batch_size`` requests of ``context`` tokens each are being decoded; one prefill of each
     length runs unchunked between two decode steps, so the gap = prefill time + one decode step.
     """
+    prompt_lengths = items(prompt_lengths, "prompt_lengths", where="coupled_stall")
     m = get_model(model)
     step = roofline.decode_step_time(m, node, batch_size, batch_size * int(context), preset=preset)
     rows = []

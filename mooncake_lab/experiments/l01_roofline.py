@@ -16,8 +16,9 @@ import pandas as pd
 from .. import roofline as rf
 from ..calibration import compare_to_measured, get_preset, load_measured
 from ..hardware import A100_NODE, Node, get_node
-from ..models import MODELS, fast25_eq1_prefill_flops, get_model
+from ..models import MODELS, _check_count, fast25_eq1_prefill_flops, get_model
 from ..reproduce import Metric, figure_group, metric_group
+from ..validate import items, real_array
 
 __all__ = ["model_table", "flops_breakdown", "prefill_vs_length", "decode_vs_batch", "roofline_points",
            "roofline_curve", "calibration_table", "metrics",
@@ -52,6 +53,7 @@ def flops_breakdown(model="llama2-70b", lengths: Iterable[int] = DEFAULT_LENGTHS
 
     Columns: n_tokens, term, flops, flops_per_token.
     """
+    lengths = items(lengths, "lengths", where="flops_breakdown")
     m = get_model(model)
     rows = []
     for n in lengths:
@@ -71,6 +73,8 @@ def prefill_vs_length(model="llama2-70b", node="a800x8", lengths: Iterable[int] 
 
     Columns: preset, n_new, n_cached, time_s, mfu, flops, tokens_per_s.
     """
+    lengths = items(lengths, "lengths", where="prefill_vs_length")
+    presets = items(presets, "presets", where="prefill_vs_length")
     m, nd = get_model(model), get_node(node)
     rows = []
     for p in presets:
@@ -89,6 +93,8 @@ def decode_vs_batch(model="llama2-70b", node="a800x8", batches: Iterable[int] = 
 
     Columns: preset, batch_size, context_tokens, step_s, tokens_per_s, fits (KV within capacity).
     """
+    batches = items(batches, "batches", where="decode_vs_batch")
+    presets = items(presets, "presets", where="decode_vs_batch")
     m, nd = get_model(model), get_node(node)
     cap = rf.decode_kv_capacity_tokens(m, nd)
     rows = []
@@ -110,6 +116,8 @@ def roofline_points(model="llama2-70b", node="a800x8", lengths: Iterable[int] = 
     Columns: phase, label, intensity (FLOP/B), attainable_flops (roofline bound, FLOP/s),
     achieved_flops (FLOPs / time under ``preset``), flops, time_s.
     """
+    lengths = items(lengths, "lengths", where="roofline_points")
+    batches = items(batches, "batches", where="roofline_points")
     m, nd = get_model(model), get_node(node)
     rows = []
     for n in lengths:
@@ -132,7 +140,9 @@ def roofline_points(model="llama2-70b", node="a800x8", lengths: Iterable[int] = 
 
 def roofline_curve(node="a800x8", intensities=None) -> pd.DataFrame:
     """The roofline itself: columns intensity (FLOP/B), attainable_flops (FLOP/s)."""
-    x = np.logspace(-1, 4, 200) if intensities is None else np.asarray(intensities, dtype=float)
+    if intensities is not None:
+        intensities = items(intensities, "intensities", where="roofline_curve")
+    x = np.logspace(-1, 4, 200) if intensities is None else real_array(intensities, "intensities", lo=0, where="roofline_curve")
     return pd.DataFrame({"intensity": x, "attainable_flops": rf.attainable_flops(x, get_node(node))})
 
 
@@ -200,7 +210,7 @@ def eq1_comparison(n_tokens: int = 8192, model="llama2-70b") -> pd.DataFrame:
     FLOPs / (L·n²·d) = 2 once the causal ½ is applied).
     """
     m = get_model(model)
-    L, d, n = m.n_layers, m.d_model, float(n_tokens)
+    L, d, n = m.n_layers, m.d_model, _check_count("n_tokens", n_tokens, minimum=1)
     ours = m.prefill_flops_breakdown(n)
     eq_lin = fast25_eq1_prefill_flops(n, L, d, a=0.0, b=22.0)
     eq_att = fast25_eq1_prefill_flops(n, L, d, a=4.0, b=0.0)
@@ -305,6 +315,10 @@ def roofline_sweep(model="llama2-70b", node="a800x8", preset="ideal", lengths=No
     for a slider). Adds columns ``x`` (n_new or batch_size), ``bound`` ("compute"/"memory": which
     side of the ridge) and ``fits`` (decode KV within the node's capacity; prefill: True).
     """
+    if lengths is not None:
+        lengths = items(lengths, "lengths", where="roofline_sweep")
+    if batches is not None:
+        batches = items(batches, "batches", where="roofline_sweep")
     m, nd = get_model(model), get_node(node)
     lengths = np.unique(np.geomspace(64, 131072, 23).round()) if lengths is None else lengths
     batches = np.unique(np.geomspace(1, 1024, 21).round()) if batches is None else batches

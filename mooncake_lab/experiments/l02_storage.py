@@ -16,6 +16,7 @@ from .. import storage as st
 from ..hardware import SSD_DRIVE_READ_BW, TIER_NAMES, get_node
 from ..models import _check_count, get_model
 from ..reproduce import Metric, figure_group, metric_group
+from ..validate import items, real
 from ..roofline import kv_load_time, prefill_time
 
 __all__ = ["reload_vs_recompute", "speedup_vs_bandwidth", "crossover_table", "eq2_table",
@@ -44,6 +45,8 @@ def reload_vs_recompute(models: Iterable[str] = DEFAULT_MODELS, node="a800x8", t
     Columns: model, attention, kv_bytes_per_token, gflop_per_token, tier, bandwidth_gbs,
     reload_s, recompute_s, speedup.
     """
+    models = items(models, "models", where="reload_vs_recompute")
+    tiers = items(tiers, "tiers", where="reload_vs_recompute")
     nd = get_node(node)
     rows = []
     for name in models:
@@ -63,6 +66,9 @@ def speedup_vs_bandwidth(models: Iterable[str] = ("llama2-70b", "opt-13b"), node
                          bandwidths_gbs=None, prefix_len: int = st.DEFAULT_PREFIX,
                          mfu: float = st.SEED_MFU) -> pd.DataFrame:
     """Reload speedup vs tier bandwidth (e.g. an SSD array). Columns: model, bandwidth_gbs, speedup."""
+    models = items(models, "models", where="speedup_vs_bandwidth")
+    if bandwidths_gbs is not None:
+        bandwidths_gbs = items(bandwidths_gbs, "bandwidths_gbs", where="speedup_vs_bandwidth")
     bws = np.logspace(0, np.log10(200), 60) if bandwidths_gbs is None else np.asarray(bandwidths_gbs, float)
     nd = get_node(node)
     rows = []
@@ -78,6 +84,7 @@ def crossover_table(models: Iterable[str] = DEFAULT_MODELS, node="a800x8",
                     prefix_len: int = st.DEFAULT_PREFIX, mfu: float = st.SEED_MFU) -> pd.DataFrame:
     """Bandwidth (GB/s) where reload = recompute (``breakeven_gbs``) and where it is 10× faster
     (``ten_x_gbs``), beside the node's SSD bandwidth."""
+    models = items(models, "models", where="crossover_table")
     nd = get_node(node)
     rows = []
     for name in models:
@@ -92,6 +99,8 @@ def crossover_table(models: Iterable[str] = DEFAULT_MODELS, node="a800x8",
 def eq2_table(nodes: Iterable[str] = ("a800x8", "h800x8", "h100x8", "h20x8"), model="llama3-70b",
               prefix_lens: Iterable[int] = (1024, 2048, 4096, 8192, 16384, 32768, 131072)) -> pd.DataFrame:
     """FAST'25 Eq. 2 minimum bandwidth per node and prefix length. Columns: node, prefix_len, min_gbs."""
+    nodes = items(nodes, "nodes", where="eq2_table")
+    prefix_lens = items(prefix_lens, "prefix_lens", where="eq2_table")
     return pd.DataFrame([{"node": n, "prefix_len": p, "min_gbs": st.eq2_min_bandwidth(model, n, p) / 1e9}
                          for n in nodes for p in prefix_lens])
 
@@ -104,8 +113,8 @@ def layerwise_overlap(model="llama2-70b", node="a800x8", lengths: Iterable[int] 
     Columns: n_tokens, n_cached, load_s, compute_s, serialized_s, overlapped_s, hidden_fraction
     (share of the load time the overlap hides).
     """
-    if not (0.0 <= cached_fraction < 1.0):
-        raise ValueError(f"cached_fraction must be in [0, 1), got {cached_fraction!r}")
+    lengths = items(lengths, "lengths", where="layerwise_overlap")
+    cached_fraction = real(cached_fraction, "cached_fraction", lo=0, hi=1, hi_open=True, where="layerwise_overlap")
     rows = []
     for n in lengths:
         c = int(round(n * cached_fraction))
@@ -125,6 +134,7 @@ def kv_footprint(models: Iterable[str] = FOOTPRINT_MODELS, prefix_len: int = st.
     gflop_per_token (a ``prefix_len``-token prefill divided by ``prefix_len``), kv_bytes_per_gflop
     (bytes to move per GFLOP saved: lower favours reloading).
     """
+    models = items(models, "models", where="kv_footprint")
     n = _check_count("prefix_len", prefix_len, minimum=1)
     rows = []
     for name in models:
@@ -143,6 +153,7 @@ def tier_bandwidths(node="a800x8", tiers=("dram", "remote_dram", "ssd"), one_dri
 
     Columns: tier, label, bandwidth_gbs, source.
     """
+    tiers = items(tiers, "tiers", where="tier_bandwidths")
     nd = get_node(node)
     labels = {"hbm": "HBM", "dram": "local DRAM", "remote_dram": "remote DRAM (RDMA)", "ssd": "local SSD array"}
     rows = [{"tier": t, "label": labels[nd.tier(t).name], "bandwidth_gbs": nd.tier(t).bandwidth / 1e9,
@@ -165,6 +176,8 @@ def ssd_claims(node="a800x8", prefix_len: int = st.DEFAULT_PREFIX, mfu: float = 
     ``table`` one row per SSD bandwidth assumed (default: one drive and the node's array) with
     columns assumption, bandwidth_gbs, llama2_70b_speedup, opt_13b_speedup, claim_a, claim_b.
     """
+    if ssd_gbs is not None:
+        ssd_gbs = items(ssd_gbs, "ssd_gbs", where="ssd_claims")
     nd = get_node(node)
     lo = st.breakeven_bandwidth("llama2-70b", nd, prefix_len, mfu, speedup=10) / 1e9
     hi = st.breakeven_bandwidth("opt-13b", nd, prefix_len, mfu) / 1e9
@@ -203,6 +216,7 @@ def request_breakdown(model="llama2-70b", node="a800x8", n_tokens: int = SEED_RE
     exposed_load_s (total − compute: the load time the request actually waits for), speedup
     (recompute-all time / total).
     """
+    tiers = items(tiers, "tiers", where="request_breakdown")
     m, nd = get_model(model), get_node(node)
     n = int(_check_count("n_tokens", n_tokens, minimum=2))
     if not (isinstance(hit_fraction, (int, float)) and 0.0 <= hit_fraction < 1.0):
@@ -248,6 +262,7 @@ def layerwise_store(model="llama2-70b", node="a800x8", lengths: Iterable[int] = 
     Columns: n_tokens, prefill_s, store_s, serialized_s, layerwise_s, exposed_serialized_s,
     exposed_layerwise_s, hidden_fraction (share of the store time that layer-wise hides).
     """
+    lengths = items(lengths, "lengths", where="layerwise_store")
     m, nd = get_model(model), get_node(node)
     rows = []
     for n in lengths:
@@ -300,6 +315,7 @@ def fig7_implied_store(model="llama2-70b") -> dict:
 def eq2_curves(nodes: Iterable[str] = ("a800x8", "h800x8", "h20x8"), model="llama3-70b",
                p_min: int = 512, p_max: int = 131072, n_points: int = 41) -> pd.DataFrame:
     """FAST'25 Eq. 2 break-even bandwidth on a log grid of prefix lengths (see :func:`eq2_table`)."""
+    nodes = items(nodes, "nodes", where="eq2_curves")
     lo = int(_check_count("p_min", p_min, minimum=1))
     hi = int(_check_count("p_max", p_max, minimum=lo))
     grid = np.unique(np.geomspace(lo, hi, int(n_points)).round().astype(int))

@@ -17,6 +17,7 @@ import pandas as pd
 from .. import cpp
 from ..models import get_model
 from ..reproduce import Metric, figure_group, metric_group
+from ..validate import int_array, integer, items, real
 from . import l02_storage as l02
 
 __all__ = ["DEFAULT_PRESET", "LENGTHS", "LONG_LENGTHS", "TTFT_SLO_S", "gantt", "schemes_vs_length",
@@ -37,7 +38,7 @@ DEFAULT_CHUNK = 4096
 def gantt(n_tokens: int = 65536, chunk: int = DEFAULT_CHUNK, x: int = 4, bandwidth_gbs: float | None = None,
           overlap: bool = True, model="llama2-70b", node="a800x8", preset=DEFAULT_PRESET) -> cpp.PipelineResult:
     """One request through an idle CPP group (``bandwidth_gbs`` GB/s between stages; default: the node's RDMA)."""
-    bw = None if bandwidth_gbs is None else float(bandwidth_gbs) * 1e9
+    bw = None if bandwidth_gbs is None else real(bandwidth_gbs, "bandwidth_gbs", lo=0, lo_open=True, hi=1e12) * 1e9
     return cpp.simulate_pipeline([0.0], [n_tokens], model=model, node=node, preset=preset, chunk=chunk, x=x,
                                  bandwidth=bw, overlap=overlap)
 
@@ -50,7 +51,10 @@ def schemes_vs_length(lengths: Iterable[int] = LENGTHS, x: int = 4, chunk: int =
 
     Columns: scheme, x, n_tokens, ttft_s, mfu, net_bytes, net_gb, meets_slo.
     """
-    bw = None if bandwidth_gbs is None else float(bandwidth_gbs) * 1e9
+    lengths = items(lengths, "lengths", where="schemes_vs_length")
+    schemes = items(schemes, "schemes", where="schemes_vs_length")
+    bw = None if bandwidth_gbs is None else real(bandwidth_gbs, "bandwidth_gbs", lo=0, lo_open=True, hi=1e12) * 1e9
+    lengths = int_array(lengths, "lengths", lo=1, hi=cpp.MAX_TOKENS, where="schemes_vs_length")
     rows = [cpp.scheme_summary(s, model, node, int(n), x, chunk, preset, bw, overlap)
             for s in schemes for n in lengths]
     df = pd.DataFrame(rows)
@@ -62,6 +66,7 @@ def schemes_vs_length(lengths: Iterable[int] = LENGTHS, x: int = 4, chunk: int =
 def cpp_vs_x(n_tokens: int = 131072, xs: Iterable[int] = (1, 2, 4, 8), chunk: int = DEFAULT_CHUNK,
              model="llama2-70b", node="a800x8", preset=DEFAULT_PRESET) -> pd.DataFrame:
     """CPP TTFT and speedup over one node vs group size. Columns: x, ttft_s, speedup, efficiency."""
+    xs = items(xs, "xs", where="cpp_vs_x")
     one = cpp.one_node_ttft(model, node, n_tokens, preset=preset)
     rows = []
     for x in xs:
@@ -75,9 +80,11 @@ def interleave_demo(long_tokens: int = 131072, short_tokens: Iterable[int] = (20
                     node="a800x8", preset=DEFAULT_PRESET) -> pd.DataFrame:
     """A ``long_tokens`` request at t = 0, then short ones every ``gap_s`` s, in one CPP group, with
     chunks ordered FIFO by request or interleaved. Columns: order, request, kind, arrival_s, n_new, ttft_s."""
-    shorts = [int(s) for s in short_tokens]
-    arrival = np.arange(len(shorts) + 1) * float(gap_s)
-    lens = [int(long_tokens)] + shorts
+    short_tokens = items(short_tokens, "short_tokens", where="interleave_demo")
+    shorts = list(int_array(short_tokens, "short_tokens", lo=1, hi=cpp.MAX_TOKENS, where="interleave_demo"))
+    gap_s = real(gap_s, "gap_s", lo=0, hi=1e6, where="interleave_demo")
+    arrival = np.arange(len(shorts) + 1) * gap_s
+    lens = [integer(long_tokens, "long_tokens", lo=1, hi=cpp.MAX_TOKENS, where="interleave_demo")] + shorts
     out = []
     for order in cpp.ORDERS:
         r = cpp.simulate_pipeline(arrival, lens, model=model, node=node, preset=preset, chunk=chunk, x=x, order=order)
@@ -91,6 +98,7 @@ def interleave_demo(long_tokens: int = 131072, short_tokens: Iterable[int] = (20
 def layerwise_store(lengths: Iterable[int] = LENGTHS, model="llama2-70b", node="a800x8",
                     preset=DEFAULT_PRESET) -> pd.DataFrame:
     """Paper Fig. 7: store the new KV to CPU DRAM, serialized vs layer-wise (:func:`l02_storage.layerwise_store`)."""
+    lengths = items(lengths, "lengths", where="layerwise_store")
     return l02.layerwise_store(model, node, lengths, tier="dram", preset=preset)
 
 
@@ -100,6 +108,7 @@ def vram_occupation(lengths: Iterable[int] = LENGTHS, model="llama2-70b", node="
 
     Columns: n_tokens, kv_gb (S), serialized_gb_s, layerwise_gb_s, ratio.
     """
+    lengths = items(lengths, "lengths", where="vram_occupation")
     m = get_model(model)
     rows = []
     for n in lengths:
@@ -181,6 +190,7 @@ def chunk_sweep(n_tokens: int = 32768, x: int = 4, chunks: Iterable[int] = (512,
                 preset=DEFAULT_PRESET) -> pd.DataFrame:
     """TTFT (s) of one ``n_tokens`` prompt through an idle CPP group of ``x`` nodes per chunk size
     (the Gantt dashboard's experiment), with the number of chunks."""
+    chunks = items(chunks, "chunks", where="chunk_sweep")
     rows = [{"chunk": int(c), "chunks": int(-(-int(n_tokens) // int(c))),
              "ttft_s": float(gantt(n_tokens, chunk=int(c), x=x, preset=preset).ttft[0])} for c in chunks]
     return pd.DataFrame(rows)
