@@ -106,3 +106,22 @@ def test_good_inputs_still_work():
     odd = cpp.scheme_summary("cpp", x=np.float16(3))  # was NaN: (x - 1) × n × bytes overflowed float16
     assert odd["x"] == 3 and math.isfinite(odd["net_bytes"]) and odd == cpp.scheme_summary("cpp", x=3)
     assert synthetic_trace("conversation-like", n_requests=10, seed=0).n_requests == 10
+
+
+# ------------------------------------------------------------------ contexts and batches of lectures 00/01
+@pytest.mark.parametrize("call", [
+    lambda v: __import__("mooncake_lab.experiments.l00_welcome", fromlist=["x"]).coupled_stall(batch_size=v),
+    lambda v: __import__("mooncake_lab.experiments.l00_welcome", fromlist=["x"]).coupled_stall(context=v),
+    lambda v: __import__("mooncake_lab.experiments.l01_roofline", fromlist=["x"]).decode_vs_batch(context_per_seq=v),
+    lambda v: __import__("mooncake_lab.experiments.l01_roofline", fromlist=["x"]).roofline_points(context_per_seq=v),
+    lambda v: __import__("mooncake_lab.experiments.l01_roofline", fromlist=["x"]).roofline_sweep(context_per_seq=v),
+    lambda v: __import__("mooncake_lab.experiments.l01_roofline", fromlist=["x"]).decode_ridge_batch(context_per_seq=v),
+    lambda v: __import__("mooncake_lab.experiments.l01_roofline", fromlist=["x"]).kv_equals_weights_batch(
+        context_per_seq=v),
+], ids=["stall_batch", "stall_context", "decode_vs_batch", "roofline_points", "roofline_sweep", "ridge_batch",
+        "kv_equals_weights"])
+@pytest.mark.parametrize("bad", [None, {}, "8", math.inf, math.nan, -1, 10**400, 2.5, [1024]],
+                         ids=["None", "dict", "str", "inf", "nan", "neg", "huge", "frac", "list"])
+def test_context_and_batch_arguments_are_named(call, bad):
+    with pytest.raises(ValueError, match=r"(context|batch_size|context_per_seq): got"):
+        call(bad)

@@ -64,8 +64,10 @@ def coupled_stall(prompt_lengths=(2_000, 8_000, 32_000, 128_000), *, batch_size:
     length runs unchunked between two decode steps, so the gap = prefill time + one decode step.
     """
     prompt_lengths = items(prompt_lengths, "prompt_lengths", where="coupled_stall")
+    batch_size = integer(batch_size, "batch_size", lo=1, hi=10**6, where="coupled_stall")
+    context = integer(context, "context", lo=0, hi=10**7, where="coupled_stall")   # 10M: the longest windows
     m = get_model(model)
-    step = roofline.decode_step_time(m, node, batch_size, batch_size * int(context), preset=preset)
+    step = roofline.decode_step_time(m, node, batch_size, batch_size * context, preset=preset)
     rows = []
     for p in prompt_lengths:
         gap = roofline.prefill_time(m, node, p, preset=preset) + step

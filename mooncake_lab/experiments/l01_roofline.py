@@ -18,7 +18,7 @@ from ..calibration import compare_to_measured, get_preset, load_measured
 from ..hardware import A100_NODE, Node, get_node
 from ..models import MODELS, _check_count, fast25_eq1_prefill_flops, get_model
 from ..reproduce import Metric, figure_group, metric_group
-from ..validate import items, real_array
+from ..validate import integer, items, real_array
 
 __all__ = ["model_table", "flops_breakdown", "prefill_vs_length", "decode_vs_batch", "roofline_points",
            "roofline_curve", "calibration_table", "metrics",
@@ -87,6 +87,15 @@ def prefill_vs_length(model="llama2-70b", node="a800x8", lengths: Iterable[int] 
     return pd.DataFrame(rows)
 
 
+#: Longest context a sequence may hold in these functions, tokens (10M: today's longest context windows).
+MAX_CONTEXT_TOKENS = 10**7
+
+
+def _context(value, where: str, lo: int = 0) -> int:
+    """``context_per_seq`` checked: whole tokens in [lo, MAX_CONTEXT_TOKENS]."""
+    return integer(value, "context_per_seq", lo=lo, hi=MAX_CONTEXT_TOKENS, where=where)
+
+
 def decode_vs_batch(model="llama2-70b", node="a800x8", batches: Iterable[int] = DEFAULT_BATCHES,
                     context_per_seq: int = 512, presets=PRESET_NAMES) -> pd.DataFrame:
     """Decode step time vs batch size (each sequence holding ``context_per_seq`` tokens).
@@ -95,6 +104,7 @@ def decode_vs_batch(model="llama2-70b", node="a800x8", batches: Iterable[int] = 
     """
     batches = items(batches, "batches", where="decode_vs_batch")
     presets = items(presets, "presets", where="decode_vs_batch")
+    context_per_seq = _context(context_per_seq, "decode_vs_batch")
     m, nd = get_model(model), get_node(node)
     cap = rf.decode_kv_capacity_tokens(m, nd)
     rows = []
@@ -118,6 +128,7 @@ def roofline_points(model="llama2-70b", node="a800x8", lengths: Iterable[int] = 
     """
     lengths = items(lengths, "lengths", where="roofline_points")
     batches = items(batches, "batches", where="roofline_points")
+    context_per_seq = _context(context_per_seq, "roofline_points")
     m, nd = get_model(model), get_node(node)
     rows = []
     for n in lengths:
@@ -249,9 +260,7 @@ def decode_ridge_batch(model="llama2-70b", node="a800x8", context_per_seq: int =
     grow with the batch as fast as the FLOPs). Found by bisection on :func:`roofline.decode_intensity`.
     """
     m, nd = get_model(model), get_node(node)
-    ctx = float(context_per_seq)
-    if not (math.isfinite(ctx) and ctx >= 0):
-        raise ValueError(f"context_per_seq must be a finite number >= 0 tokens, got {context_per_seq!r}")
+    ctx = float(_context(context_per_seq, "decode_ridge_batch"))
     ridge = rf.ridge_point(nd)
 
     def gap(b: float) -> float:
@@ -273,9 +282,7 @@ def decode_ridge_batch(model="llama2-70b", node="a800x8", context_per_seq: int =
 def kv_equals_weights_batch(model="llama2-70b", context_per_seq: int = 1024) -> float:
     """Batch size at which a decode step reads as many KV bytes as weight bytes."""
     m = get_model(model)
-    ctx = float(context_per_seq)
-    if not (math.isfinite(ctx) and ctx > 0):
-        raise ValueError(f"context_per_seq must be a finite number > 0 tokens, got {context_per_seq!r}")
+    ctx = float(_context(context_per_seq, "kv_equals_weights_batch", lo=1))
     return m.streamed_weight_bytes_dense() / (m.kv_bytes_per_token() * ctx)
 
 
@@ -319,6 +326,7 @@ def roofline_sweep(model="llama2-70b", node="a800x8", preset="ideal", lengths=No
         lengths = items(lengths, "lengths", where="roofline_sweep")
     if batches is not None:
         batches = items(batches, "batches", where="roofline_sweep")
+    context_per_seq = _context(context_per_seq, "roofline_sweep")
     m, nd = get_model(model), get_node(node)
     lengths = np.unique(np.geomspace(64, 131072, 23).round()) if lengths is None else lengths
     batches = np.unique(np.geomspace(1, 1024, 21).round()) if batches is None else batches
