@@ -37,10 +37,20 @@ def language_info(version: str | None = None) -> dict:
 
 
 def saved_form(text: str) -> str:
-    """The notebook JSON ``text`` as JupyterLab saves it, outputs and execution counts stripped."""
+    """The notebook JSON ``text`` as JupyterLab saves it, outputs and execution counts stripped.
+
+    Raises :class:`~mooncake_lab.validate.InputError` when ``text`` is not a notebook's JSON."""
     import nbformat
 
-    nb = nbformat.reads(text, as_version=4)
+    from .validate import InputError, describe
+
+    if not isinstance(text, str):
+        raise InputError(f"saved_form.text: got {describe(text)}; allowed: a notebook's JSON text (str)")
+    try:
+        nb = nbformat.reads(text, as_version=4)
+        nb.metadata, nb.cells  # noqa: B018 - a JSON value that is not a notebook has neither
+    except (ValueError, KeyError, AttributeError, TypeError, nbformat.ValidationError) as err:
+        raise InputError(f"saved_form.text: not a notebook ({type(err).__name__}: {str(err)[:120]})") from None
     if nb.nbformat_minor < 5:     # JupyterLab 4 saves nbformat 4.5: every cell has an id
         nb.nbformat_minor = 5
         for cell in nb.cells:

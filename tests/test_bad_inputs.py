@@ -125,3 +125,12 @@ def test_good_inputs_still_work():
 def test_context_and_batch_arguments_are_named(call, bad):
     with pytest.raises(ValueError, match=r"(context|batch_size|context_per_seq): got"):
         call(bad)
+
+
+@pytest.mark.parametrize("bad", [None, 3, b"{}", "", "{}", "[1, 2]", "not json", '{"cells": 3}'],
+                         ids=["None", "int", "bytes", "empty", "empty-object", "list", "text", "cells-int"])
+def test_notebook_form_names_a_text_that_is_not_a_notebook(bad):
+    from mooncake_lab.notebook_form import saved_form
+
+    with pytest.raises(ValueError, match=r"saved_form\.text: "):
+        saved_form(bad)
