@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from .validate import real
+from .validate import describe, real
 
 #: One GiB (2³⁰ B): HBM capacities ("80GB" on NVIDIA's datasheets) are binary.
 GIB = 2 ** 30
@@ -128,7 +128,7 @@ def get_gpu(name: str | GPU) -> GPU:
     key = str(name).strip().lower()
     if key in _GPU_ALIASES:
         return _GPU_ALIASES[key]
-    raise ValueError(f"gpu: unknown GPU {name!r}; allowed: {', '.join(sorted(GPUS))} "
+    raise ValueError(f"gpu: unknown GPU {describe(name)}; allowed: {', '.join(sorted(GPUS))} "
                      f"(aliases: {', '.join(sorted(_GPU_ALIASES))})")
 
 
@@ -240,7 +240,7 @@ class Node:
         if key in ("remote_dram", "rdma"):
             return StorageTier("remote_dram", self.nic_bw, math.inf,
                                f"{self.nic_count} × {self.nic_gbps:g} Gbps RDMA (FAST'25 §5.1), GPUDirect")
-        raise ValueError(f"tier: unknown storage tier {name!r}; allowed: {', '.join(TIER_NAMES)}")
+        raise ValueError(f"tier: unknown storage tier {describe(name)}; allowed: {', '.join(TIER_NAMES)}")
 
     def with_ssd_bw(self, total_bw: float) -> "Node":
         """The same node with the aggregate SSD read bandwidth set to ``total_bw`` B/s."""
@@ -273,5 +273,5 @@ def get_node(name: str | Node) -> Node:
         for node in NODES.values():
             if node.gpu is gpu and node.nic_count == 4:
                 return node
-    raise ValueError(f"node: unknown node {name!r}; allowed: {', '.join(NODES)} "
+    raise ValueError(f"node: unknown node {describe(name)}; allowed: {', '.join(NODES)} "
                      f"(or a GPU name: {', '.join(sorted(GPUS))})")

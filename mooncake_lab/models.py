@@ -305,4 +305,4 @@ def get_model(name: str | ModelConfig) -> ModelConfig:
     key = _norm(name)
     if key in _MODEL_KEYS:
         return _MODEL_KEYS[key]
-    raise ValueError(f"model: unknown model {name!r}; allowed: {', '.join(MODELS)}")
+    raise ValueError(f"model: unknown model {describe(name)}; allowed: {', '.join(MODELS)}")
