@@ -95,3 +95,21 @@ def offline_traces(monkeypatch):
     d = _real_trace_dir()
     if d is not None:
         monkeypatch.setenv(trace_data.ENV_DATA, str(d))
+
+
+def all_dashboards() -> list:
+    """Every Dashboard class of the package (each module of mooncake_lab/dashboards imported), by name."""
+    import importlib
+    import pkgutil
+
+    import mooncake_lab.dashboards as dashboards
+    from mooncake_lab.dashboards import Dashboard
+
+    for m in pkgutil.iter_modules(dashboards.__path__):
+        importlib.import_module(f"{dashboards.__name__}.{m.name}")
+    found, todo = [], list(Dashboard.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        found.append(cls)
+        todo += cls.__subclasses__()
+    return sorted((c for c in found if c.__module__.startswith("mooncake_lab.")), key=lambda c: c.__qualname__)

@@ -9,11 +9,9 @@ from code and from a browser (``set_state``). Every constructor keyword with suc
 from __future__ import annotations
 
 import contextlib
-import importlib
 import inspect
 import io
 import math
-import pkgutil
 import random
 from decimal import Decimal
 from fractions import Fraction
@@ -22,25 +20,15 @@ import ipywidgets as widgets
 import numpy as np
 import pytest
 
-import mooncake_lab.dashboards as dashboards
 from mooncake_lab.dashboards import Dashboard
 from mooncake_lab.validate import InputError
+
+from conftest import all_dashboards
 
 _SELECTIONS = (widgets.Dropdown, widgets.ToggleButtons, widgets.RadioButtons, widgets.SelectionSlider)
 
 
-def _all_dashboards() -> list[type]:
-    for m in pkgutil.iter_modules(dashboards.__path__):
-        importlib.import_module(f"{dashboards.__name__}.{m.name}")
-    found, todo = [], list(Dashboard.__subclasses__())
-    while todo:
-        cls = todo.pop()
-        found.append(cls)
-        todo += cls.__subclasses__()
-    return sorted((c for c in found if c.__module__.startswith("mooncake_lab.")), key=lambda c: c.__qualname__)
-
-
-DASHBOARDS = _all_dashboards()
+DASHBOARDS = all_dashboards()
 _ALWAYS_BAD = [math.nan, None, math.inf, -math.inf, "x", "", [1], {"a": 1}, (), object(), b"1", np.nan,
                10**400, -10**400, 1e308 * 10, "toolagent", np.array([1.0]), print]
 

@@ -7,33 +7,19 @@ dashboard is in the latency benchmark, and controls that can run a simulation do
 """
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from pathlib import Path
 
 import ipywidgets as widgets
 import pytest
 
-import mooncake_lab.dashboards as dashboards
 from mooncake_lab.dashboards import Dashboard, nice_ceiling, sticky_limit
 
-from conftest import TRACE_SETUPS
+from conftest import TRACE_SETUPS, all_dashboards
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _all_dashboards() -> list[type]:
-    for m in pkgutil.iter_modules(dashboards.__path__):
-        importlib.import_module(f"{dashboards.__name__}.{m.name}")
-    found, todo = [], list(Dashboard.__subclasses__())
-    while todo:
-        cls = todo.pop()
-        found.append(cls)
-        todo += cls.__subclasses__()
-    return sorted((c for c in found if c.__module__.startswith("mooncake_lab.")), key=lambda c: c.__qualname__)
-
-
-DASHBOARDS = _all_dashboards()
+DASHBOARDS = all_dashboards()
 
 
 def _ends(w) -> list:
