@@ -5,6 +5,7 @@ import io
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 from mooncake_lab import reproduce
 from mooncake_lab.__main__ import main
@@ -116,6 +117,19 @@ def test_read_only_output_folder_is_an_error(tmp_path, capsys, monkeypatch):
     assert main(["reproduce", "--json", str(ro / "m.json")]) == 2
     assert main(["reproduce", "--figures", str(ro / "figs")]) == 2
     assert "read-only" in capsys.readouterr().err
+
+
+def test_folder_the_user_may_not_write_is_an_error_also_as_root(tmp_path, capsys, monkeypatch):
+    """As root (CI) a mode-0500 folder is writable; what os.access refuses is still refused before computing."""
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if Path(p) == ro else real_access(p, mode, **kw))
+    monkeypatch.setattr(reproduce, "collect", lambda *a: pytest.fail("computed"))
+    assert main(["reproduce", "--json", str(ro / "m.json")]) == 2
+    assert main(["reproduce", "--figures", str(ro / "figs")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("read-only") == 2 and "Traceback" not in err, err
 
 
 def test_figures_folder_is_made_and_json_written(tmp_path, capsys, monkeypatch):
