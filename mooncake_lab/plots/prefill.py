@@ -263,24 +263,11 @@ def vram_profile(serialized: dict, layerwise: dict, n_tokens: int | None = None,
 @styled
 def fig7_comparison(df: pd.DataFrame, title: str | None = None):
     """Paper Fig. 7 beside ours (:func:`~mooncake_lab.experiments.l05_prefill.fig7_comparison`): store
-    latency added to a prefill (ms, log), serialized and layer-wise, per prompt length."""
+    latency added to a prefill (ms, log), serialized and layer-wise, per prompt length
+    (:func:`.storage.store_latency_bars`, as lecture 02 draws it)."""
+    from .storage import store_latency_bars
+
     fig, ax = new_figure(width=8.5, height=4.4)
-    pos = np.arange(len(df))
-    bars = (("paper_serialized_s", "paper, serialized", PALETTE[3], "//"),
-            ("ours_serialized_s", "ours, serialized", PALETTE[3], None),
-            ("paper_layerwise_s", "paper, layer-wise", PALETTE[0], "//"),
-            ("ours_layerwise_s", "ours, layer-wise", PALETTE[0], None))
-    w = 0.2
-    for k, (col, label, color, hatch) in enumerate(bars):
-        ax.bar(pos + (k - 1.5) * w, df[col] * 1e3, width=w, color="white" if hatch else color,
-               edgecolor=color, hatch=hatch, label=label)
-    ax.set_yscale("log")
-    lo, hi = float(df[[b[0] for b in bars]].min().min() * 1e3), float(df[[b[0] for b in bars]].max().max() * 1e3)
-    ax.set_ylim(lo / 2, hi * 8)   # headroom above the bars for the legend
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.set_xticks(pos, [f"{n // 1024}k" for n in df["n_tokens"]])
-    ax.set_xlabel("prompt length (tokens)")
-    ax.set_ylabel("latency added by the KV store (ms, log)")
-    ax.legend(loc="upper left", ncol=2)
+    store_latency_bars(ax, df)
     ax.set_title(title or "KV store latency: arXiv Fig. 7 (hatched, read from the figure) vs ours")
     return fig

@@ -286,6 +286,33 @@ def eq2_breakeven(df: pd.DataFrame, tiers: pd.DataFrame | None = None, highlight
     return Eq2Chart(list(dict.fromkeys(df["node"])), paper).update(df, tiers, highlight, model_name).figure
 
 
+#: Fig. 7's bars, in the order drawn: column, label, colour index, hatched (the paper's, read from the figure).
+_FIG7_BARS = (("paper_serialized_s", "paper Fig. 7, serialized", 3, True),
+              ("ours_serialized_s", "ours, serialized", 3, False),
+              ("paper_layerwise_s", "paper Fig. 7, layer-wise", 0, True),
+              ("ours_layerwise_s", "ours, layer-wise", 0, False))
+
+
+def store_latency_bars(ax, df: pd.DataFrame) -> None:
+    """Store latency added to a prefill (ms, log y) per prompt length: the bars of ``df``'s columns among
+    :data:`_FIG7_BARS` (``l02_storage.fig7_comparison``'s; the paper's hatched), grouped by length. The
+    one drawing of Fig. 7's comparison (lectures 02 and 05)."""
+    bars = [b for b in _FIG7_BARS if b[0] in df]
+    pos = np.arange(len(df))
+    w = 0.8 / len(bars)
+    for k, (col, label, color, hatched) in enumerate(bars):
+        style = (dict(facecolor="white", edgecolor=PALETTE[color], hatch="///", lw=1) if hatched
+                 else dict(color=PALETTE[color]))
+        ax.bar(pos + (k - (len(bars) - 1) / 2) * w, df[col].to_numpy() * 1e3, width=w, label=label, **style)
+    ax.set_yscale("log")
+    _plain_log(ax.yaxis)
+    ax.set_xticks(pos, [f"{n // 1024}k" for n in df["n_tokens"]])
+    ax.set_xlabel("prompt length (tokens)")
+    ax.set_ylabel("store latency added to the prefill (ms, log)")
+    ax.set_ylim(top=ax.get_ylim()[1] * 8)          # room for the legend above the bars
+    ax.legend(fontsize="small", ncol=2, loc="upper left")
+
+
 @styled
 def layerwise_store(df: pd.DataFrame, paper: pd.DataFrame | None = None):
     """Paper Fig. 7's experiment: left, prefill + KV store time, serialized vs layer-wise (ours); right,
@@ -302,26 +329,12 @@ def layerwise_store(df: pd.DataFrame, paper: pd.DataFrame | None = None):
     ax1.set_ylabel("prefill + KV store (s)")
     ax1.set_title("ours: total time (ideal preset, 128 GB/s)")
     ax1.legend(fontsize="small", loc="upper left")
-    pos = np.arange(len(df))
-    bars = [("exposed_serialized_s", "ours, serialized", dict(color=PALETTE[3])),
-            ("exposed_layerwise_s", "ours, layer-wise", dict(color=PALETTE[0]))]
-    frames = [df, df]
     if paper is not None:
-        bars += [("paper_serialized_s", "paper Fig. 7, serialized",
-                  dict(facecolor="white", edgecolor=PALETTE[3], hatch="///", lw=1)),
-                 ("paper_layerwise_s", "paper Fig. 7, layer-wise",
-                  dict(facecolor="white", edgecolor=PALETTE[0], hatch="///", lw=1))]
-        frames += [paper, paper]
-    w = 0.8 / len(bars)
-    for k, ((col, label, kw), d) in enumerate(zip(bars, frames)):
-        ax2.bar(pos + (k - (len(bars) - 1) / 2) * w, d[col].to_numpy() * 1e3, width=w, label=label, **kw)
-    ax2.set_yscale("log")
-    _plain_log(ax2.yaxis)
-    ax2.set_xticks(pos, [f"{n // 1024}k" for n in x])
-    ax2.set_xlabel("prompt length (tokens)")
-    ax2.set_ylabel("store latency added to the prefill (ms, log)")
-    ax2.set_title("store latency: ours vs the paper" if paper is not None else "store latency")
-    ax2.set_ylim(top=ax2.get_ylim()[1] * 8)          # room for the legend above the bars
-    ax2.legend(fontsize="small", ncol=2, loc="upper left")
+        store_latency_bars(ax2, paper)
+        ax2.set_title("store latency: ours vs the paper")
+    else:
+        store_latency_bars(ax2, df.rename(columns={"exposed_serialized_s": "ours_serialized_s",
+                                                   "exposed_layerwise_s": "ours_layerwise_s"}))
+        ax2.set_title("store latency")
     fig.suptitle("Storing KV to CPU DRAM layer by layer (Mooncake Fig. 7)")
     return fig
