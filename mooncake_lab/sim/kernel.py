@@ -8,7 +8,8 @@ One pass over the requests in arrival order:
   ``a`` to ``p`` starts at ``max(a, gfree[p, 0])``, fetches a remote prefix if the policy chose
   to, and its chunks go through the stages (:func:`.cpp_group.group_prefill`), advancing them. Its
   KV then reaches decode at ``ready`` (a heap of ready events, since prefill ends are not in
-  arrival order).
+  arrival order). Its decode instance is chosen at ``ready`` (late binding) or, with
+  ``decode_binding="arrival"``, here at the arrival (``dbound``: each instance's KV in flight).
 * **decode side** (discrete events): before each arrival the decode pool is advanced to that time
   (hook for arrival-time admission), processing ready events and decode-instance events in time
   order. A decode instance jumps from event to event (:mod:`.decode_math`): its next event is the
@@ -592,7 +593,11 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
         pl = prefill_load(end - a, ttft_slo)
         nb = 1.0
         kv = float(Lin + out)
-        if admission == 3:
+        if load_metric == 1:  # the mean per-instance TBT ratio over the same requests as below
+            dl = _tbt_pool_load(c, D, admission == 3, a + horizon * (r_i - a), t_decode, tbt_slo, db, Lin + out,
+                                run_list, run_cnt, qhead, qnext, ht, hi, hsize, decode_inst, decode_admit, ready,
+                                input_len, output_len, reserved, waitneed, wcnt, lb, lk)
+        elif admission == 3:
             # decode population predicted at T: decode start s (admission, or KV ready if not yet
             # admitted) with s ≤ T < s + t_d, over every accepted unfinished request, + this one
             T = a + horizon * (r_i - a)
@@ -617,11 +622,8 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
             for d in range(D):
                 nb += run_cnt[d] + wcnt[d]
                 kv += reserved[d] + waitneed[d]
-        dl = decode_load(c, nb / D, kv / D, decode_cap, tbt_slo)
-        if load_metric == 1:  # the mean per-instance TBT ratio over the same requests
-            dl = _tbt_pool_load(c, D, admission == 3, a + horizon * (r_i - a), t_decode, tbt_slo, db, Lin + out,
-                                run_list, run_cnt, qhead, qnext, ht, hi, hsize, decode_inst, decode_admit, ready,
-                                input_len, output_len, reserved, waitneed, wcnt, lb, lk)
+        if load_metric == 0:
+            dl = decode_load(c, nb / D, kv / D, decode_cap, tbt_slo)
         p_load[i] = pl
         d_load[i] = dl
         if (admission == 1 and pl > adm_threshold) or (admission >= 2 and max(pl, dl) > adm_threshold):
