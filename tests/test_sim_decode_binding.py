@@ -234,3 +234,12 @@ def test_kernel_python_path_with_jit_disabled_and_both_fields_on():
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.strip().endswith("ok")
+
+
+def test_paper_decode_semantics_are_one_override_away():
+    """Lecture 07's runs take the paper's decode semantics in one keyword set (the real KV capacity)."""
+    from mooncake_lab.experiments import l07_overload as ov
+
+    cfg = ov._config("toolagent-like", admission="early", **ov.PAPER_DECODE)  # noqa: SLF001
+    assert (cfg.decode_binding, cfg.decode_load_metric, cfg.decode_kv_capacity_tokens) == ("arrival", "tbt", None)
+    assert cfg.resolve().decode_kv_capacity == ov.real_kv_capacity_tokens() > 1e6  # ≈ 1.47 M, not 40k
