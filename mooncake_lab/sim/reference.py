@@ -406,18 +406,20 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
         nb = 1 + len(counted)
         kv = L + o + sum(L_in[j] + L_out[j] for j in counted)
         dl = float(decode_load(c, nb / D, float(kv) / D, cap, tbt_slo))
-        if tbt_metric:  # rule 11, "tbt": each counted request on its instance, unbound ones spread
-            # (running, queued and bound requests have decode_inst set; late binding's in-flight ones not)
-            b_d, k_d, spread = np.zeros(D), np.zeros(D), [0.0, 0.0]
-            for d, need_j in [(int(out["decode_inst"][j]), L_in[j] + L_out[j]) for j in counted] + \
-                             [(-1 if bind is None else bind, L + o)]:
-                if d < 0:
-                    spread[0] += 1
-                    spread[1] += need_j
-                else:
+        if tbt_metric:  # rule 11, "tbt": each counted request on its instance, one without an instance spread
+            b_d, k_d = np.zeros(D), np.zeros(D)
+            spread_b = spread_k = 0.0
+            # running, queued and bound requests have decode_inst set; in flight under late binding: −1
+            placed = [(int(out["decode_inst"][j]), L_in[j] + L_out[j]) for j in counted]
+            placed.append((-1 if bind is None else bind, L + o))
+            for d, need_j in placed:
+                if d >= 0:
                     b_d[d] += 1
                     k_d[d] += need_j
-            dl = float(pool_tbt_load(c, b_d, k_d, spread[0], spread[1], tbt_slo))
+                else:
+                    spread_b += 1
+                    spread_k += need_j
+            dl = float(pool_tbt_load(c, b_d, k_d, spread_b, spread_k, tbt_slo))
         out["prefill_load"][i] = pl
         out["decode_load"][i] = dl
         if (adm == "baseline" and pl > theta) or (adm in ("early", "predicted") and max(pl, dl) > theta):
