@@ -243,3 +243,14 @@ def test_paper_decode_semantics_are_one_override_away():
     cfg = ov._config("toolagent-like", admission="early", **ov.PAPER_DECODE)  # noqa: SLF001
     assert (cfg.decode_binding, cfg.decode_load_metric, cfg.decode_kv_capacity_tokens) == ("arrival", "tbt", None)
     assert cfg.resolve().decode_kv_capacity == ov.real_kv_capacity_tokens() > 1e6  # ≈ 1.47 M, not 40k
+
+
+def test_coupled_engine_ignores_the_decode_fields():
+    """A coupled instance decodes what it prefilled: the binding does not apply there (documented)."""
+    from mooncake_lab.synthetic import synthetic_trace
+
+    tr = synthetic_trace("conversation-like", seed=3).head(60)
+    cfg = sim.ClusterConfig(engine_mode="coupled", n_coupled=3, preset="modern", cache_capacity_blocks=50)
+    a = sim.simulate(tr, cfg)
+    b = sim.simulate(tr, cfg.replace(decode_binding="arrival", decode_load_metric="tbt"))
+    assert_same(a, b)
