@@ -86,7 +86,7 @@ def main(argv=None):
         print(f"{adm:12s} {best * 1e3:9.1f} {best / t_none:8.2f}")
     # decode instance at arrival / the paper's TBT load (issue 14 parts 2 and 4): fields off vs on
     print(f"\ndecode_binding / decode_load_metric, 8P+8D kvcentric (off = 'ready' / 'tbt_or_memory'):")
-    print(f"{'run':44s} {'fields':22s} {'numba ms':>9s} {'median':>7s} {'vs off':>7s}")
+    print(f"{'run':52s} {'fields':14s} {'numba ms':>9s} {'median':>7s} {'vs off':>7s}")
     on = (("off", {}), ("arrival", dict(decode_binding="arrival")), ("tbt", dict(decode_load_metric="tbt")),
           ("arrival + tbt", dict(decode_binding="arrival", decode_load_metric="tbt")))
     for label, tr2, base in ((f"{conv.name}, 1x, no admission", conv, {}),
@@ -100,7 +100,7 @@ def main(argv=None):
             sim.simulate(tr2.head(50), cfg)
             best, med = best_of(lambda: sim.simulate(tr2, cfg), args.repeat)
             t_off = best if t_off is None else t_off
-            print(f"{label:44s} {name:22s} {best * 1e3:9.1f} {med * 1e3:7.1f} {best / t_off:7.2f}")
+            print(f"{label:52s} {name:14s} {best * 1e3:9.1f} {med * 1e3:7.1f} {best / t_off:7.2f}")
     # CPP prefill groups (lecture 08): the 8 prefill nodes as 8/X pipeline groups of X nodes
     print(f"\nCPP prefill groups, {conv.name}, 8P+8D kvcentric (cpp_chunk 4096):")
     print(f"{'group size X':12s} {'groups':>6s} {'numba ms':>9s} {'vs X=1':>7s}")
