@@ -84,6 +84,23 @@ def main(argv=None):
         best, _ = best_of(lambda: sim.simulate(tr2, cfg), args.repeat)
         t_none = best if t_none is None else t_none
         print(f"{adm:12s} {best * 1e3:9.1f} {best / t_none:8.2f}")
+    # decode instance at arrival / the paper's TBT load (issue 14 parts 2 and 4): fields off vs on
+    print(f"\ndecode_binding / decode_load_metric, 8P+8D kvcentric (off = 'ready' / 'tbt_or_memory'):")
+    print(f"{'run':52s} {'fields':14s} {'numba ms':>9s} {'median':>7s} {'vs off':>7s}")
+    on = (("off", {}), ("arrival", dict(decode_binding="arrival")), ("tbt", dict(decode_load_metric="tbt")),
+          ("arrival + tbt", dict(decode_binding="arrival", decode_load_metric="tbt")))
+    for label, tr2, base in ((f"{conv.name}, 1x, no admission", conv, {}),
+                             (f"{tool.name}, 2x, predicted, modern, 40k KV", tool.replay(2.0),
+                              dict(admission="predicted", preset="modern", decode_kv_capacity_tokens=40_000.0)),
+                             (f"{tool.name}, 2x, predicted, modern, real KV", tool.replay(2.0),
+                              dict(admission="predicted", preset="modern"))):
+        t_off = None
+        for name, extra in on:
+            cfg = sim.ClusterConfig(**base, **extra)
+            sim.simulate(tr2.head(50), cfg)
+            best, med = best_of(lambda: sim.simulate(tr2, cfg), args.repeat)
+            t_off = best if t_off is None else t_off
+            print(f"{label:52s} {name:14s} {best * 1e3:9.1f} {med * 1e3:7.1f} {best / t_off:7.2f}")
     # CPP prefill groups (lecture 08): the 8 prefill nodes as 8/X pipeline groups of X nodes
     print(f"\nCPP prefill groups, {conv.name}, 8P+8D kvcentric (cpp_chunk 4096):")
     print(f"{'group size X':12s} {'groups':>6s} {'numba ms':>9s} {'vs X=1':>7s}")

@@ -30,6 +30,7 @@ from ..traces import Trace
 from .common import as_trace as _trace, simulate_all, simulate_at_speed
 
 __all__ = ["overload_comparison", "policy_counts", "policy_jobs", "PAPER_TABLE3_REJECTED", "DEFAULT_CONFIG", "DEFAULT_SPEED",
+           "PAPER_DECODE",
            "POLICIES", "run", "policy_runs", "load_timeseries", "speed_sweep", "SWEEP_SPEEDS", "regime_table",
            "REGIMES",
            "rejection_ordering", "paper_ordering_holds", "crossover_speed", "real_kv_capacity_tokens",
@@ -44,6 +45,11 @@ TRACES = ("toolagent-like", "conversation")
 DEFAULT_SPEED = 2.0  # arXiv v3 §8.2: the trace replayed at 2× speed
 #: A decode-bound overload at 2× (module docstring): fast prefill (``modern``), 40k-token decode KV.
 DEFAULT_CONFIG = dict(preset="modern", decode_kv_capacity_tokens=40_000.0)
+#: The paper's decode semantics (issue 14 parts 2 and 4), to pass on top of DEFAULT_CONFIG (e.g.
+#: ``overload_comparison(trace, **PAPER_DECODE)``): real decode KV capacity (the cost model's, what
+#: ``decode_kv_capacity_tokens=None`` gives: :func:`real_kv_capacity_tokens`), the decode instance
+#: chosen at arrival (arXiv v3 Algorithm 1 line 24) and the TBT-based decode load (§7.1, §7.4).
+PAPER_DECODE = dict(decode_kv_capacity_tokens=None, decode_binding="arrival", decode_load_metric="tbt")
 #: Replay speeds of the lecture's sweep (× the trace's own arrival rate): mild to the paper's 2×.
 SWEEP_SPEEDS = (0.75, 1.0, 1.25, 1.5, 1.75, 2.0)
 #: t_d (s) of :func:`td_sweep`: from far too short to the simulator's round default and beyond.

@@ -12,15 +12,33 @@ Both engines and :meth:`SimResult.timeseries` call these functions, so the formu
   whole reservation ``input + output`` (what the decode node reserves on admission), so the step
   time is the one the batch reaches at its largest context: a conservative TBT prediction that
   both engines can compute from counts alone.
-* A **pool** load uses the per-node average: ``decode_load(c, B / D, K / D, …)``.
+* A **pool** load (``decode_load_metric="tbt_or_memory"``, the default) uses the per-node average:
+  ``decode_load(c, B / D, K / D, …)`` — the load of an average instance, not the average load.
+* ``decode_load_metric="tbt"`` (arXiv v3 §7.1 load = SLO satisfaction; §7.4 "the average TBT ratio
+  of all decoding instances to l_tbt"): :func:`pool_tbt_load` = (1/D) Σ_d :func:`tbt_load` of
+  instance d's batch b_d and KV k_d. A request whose decode instance is not known yet (under late
+  binding: the candidate and those still in prefill) counts 1/D of itself (batch and KV) on every
+  instance. An idle instance contributes 0; memory does not enter the load (it still bounds
+  admission physically: a request waits in the decode queue until its KV fits). With every
+  request spread this is the TBT term of the pool formula: ``tbt_load(c, B / D, K / D)``.
 """
 from __future__ import annotations
 
 from numba import njit
 
+from ..jit import helper_njit
 from ..roofline import cm_decode_step_time
 
-__all__ = ["decode_load", "prefill_load"]
+__all__ = ["decode_load", "tbt_load", "instance_decode_load", "pool_tbt_load", "prefill_load"]
+
+
+@njit(cache=True)
+def tbt_load(c, batch, kv_tokens, tbt_slo):
+    """Predicted TBT over its SLO (dimensionless): ``step(batch, kv_tokens) / tbt_slo``; an empty
+    node (``batch`` ≤ 0) has load 0. ``batch`` may be fractional (averages, spread requests)."""
+    if batch <= 0.0:
+        return 0.0
+    return cm_decode_step_time(c, batch, kv_tokens) / tbt_slo
 
 
 @njit(cache=True)
@@ -32,9 +50,30 @@ def decode_load(c, batch, kv_tokens, capacity, tbt_slo):
     """
     if batch <= 0.0:
         return 0.0
-    tbt = cm_decode_step_time(c, batch, kv_tokens) / tbt_slo
+    tbt = tbt_load(c, batch, kv_tokens, tbt_slo)
     mem = kv_tokens / capacity
     return tbt if tbt > mem else mem
+
+
+@njit(cache=True)
+def instance_decode_load(c, batch, kv_tokens, capacity, tbt_slo, metric):
+    """One instance's load under ``metric`` (config.DECODE_LOAD_METRICS: 0 = :func:`decode_load`,
+    1 = :func:`tbt_load`)."""
+    if metric == 1:
+        return tbt_load(c, batch, kv_tokens, tbt_slo)
+    return decode_load(c, batch, kv_tokens, capacity, tbt_slo)
+
+
+@helper_njit  # takes arrays: no reference counting inside the kernel's loop (sim/kernel.py, "Speed")
+def pool_tbt_load(c, batch, kv_tokens, spread_batch, spread_kv, tbt_slo):
+    """``decode_load_metric="tbt"``: the mean over the D instances of :func:`tbt_load`, instance d
+    holding ``batch[d] + spread_batch / D`` requests and ``kv_tokens[d] + spread_kv / D`` tokens
+    (arrays of length D; ``spread_*``: the requests not bound to an instance yet, spread evenly)."""
+    D = len(batch)
+    total = 0.0
+    for d in range(D):
+        total += tbt_load(c, batch[d] + spread_batch / D, kv_tokens[d] + spread_kv / D, tbt_slo)
+    return total / D
 
 
 @njit(cache=True)

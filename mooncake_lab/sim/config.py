@@ -16,7 +16,8 @@ import numpy as np
 from ..validate import InputError, choice, fail, flag, integer, real
 from .conductor_view import STUDENT_POLICY_CODE
 
-__all__ = ["ClusterConfig", "PREFILL_POLICIES", "ADMISSIONS", "ENGINE_MODES", "OUTCOMES", "OUTCOME_CODES",
+__all__ = ["ClusterConfig", "PREFILL_POLICIES", "ADMISSIONS", "DECODE_BINDINGS", "DECODE_LOAD_METRICS",
+           "ENGINE_MODES", "OUTCOMES", "OUTCOME_CODES",
            "COMPLETED", "REJECTED_AT_ARRIVAL", "REJECTED_AFTER_PREFILL", "REJECTED_TOO_LARGE",
            "UNFINISHED", "ResolvedConfig"]
 
@@ -27,6 +28,12 @@ PREFILL_POLICIES = {"random": 0, "load": 1, "cache_aware": 2, "kvcentric": 3}
 #: early = at arrival on the larger of prefill and current decode load; predicted = at arrival on
 #: the decode load predicted for when this request's prefill ends (uniform decode time t_d, §7.4).
 ADMISSIONS = {"none": 0, "baseline": 1, "early": 2, "predicted": 3}
+#: When the Conductor picks a request's decode instance, name → kernel code: when its KV is ready
+#: (late binding) or when it is admitted at arrival (arXiv v3 Algorithm 1 line 24). Rules: :mod:`.reference`.
+DECODE_BINDINGS = {"ready": 0, "arrival": 1}
+#: The decode load of :mod:`.admission`, name → kernel code: max(TBT / SLO, KV / capacity), or the
+#: predicted TBT / SLO only, averaged over the decode instances (arXiv v3 §7.1, §7.4).
+DECODE_LOAD_METRICS = {"tbt_or_memory": 0, "tbt": 1}
 #: Cluster architecture: Mooncake's prefill/decode pools, or vLLM-like coupled instances that run
 #: prefill and decode on the same node (:mod:`.coupled`, semantics in :mod:`.coupled_reference`).
 ENGINE_MODES = ("disaggregated", "coupled")
@@ -103,8 +110,29 @@ class ClusterConfig:
     admission : ``"none"``, ``"baseline"``, ``"early"`` or ``"predicted"`` (arXiv §7; see
         :mod:`mooncake_lab.sim.reference` for the exact rules and :mod:`.admission` for the loads).
     admission_threshold : reject when a load (TTFT / ttft_slo, decode load of
-        :func:`~mooncake_lab.sim.admission.decode_load`) exceeds this (1.0 = exactly at the SLO /
+        :mod:`~mooncake_lab.sim.admission`) exceeds this (1.0 = exactly at the SLO /
         full memory; the paper gives no value).
+    decode_binding : when the Conductor chooses a request's decode instance. ``"ready"`` (default,
+        late binding): when its KV reaches the decode pool, the instance with the least KV reserved
+        + queued — load balancing for free, since the choice sees the pool as it is then.
+        ``"arrival"``: when the request is admitted at arrival, together with its prefill instance
+        (arXiv v3 Algorithm 1 line 24) — what layer-wise prefill needs, since it streams KV into
+        the destination's memory while the prefill runs, so the destination must be known up
+        front. The rule is the same load, plus the KV of the requests already bound to the instance
+        and still in prefill or transfer: argmin over instances of reserved + queued + bound-in-flight
+        KV tokens (each request counts its input + output tokens; ties: the lowest index). The
+        request then joins that instance's queue when its KV is ready, whatever the pool looks like
+        by then (``baseline``'s decode-side check uses that instance). Rejected requests and those
+        whose only output token comes from the prefill (output 1) get no decode instance.
+        Disaggregated only (a coupled instance decodes what it prefilled: ignored there).
+    decode_load_metric : the decode load admission compares with the threshold (arXiv v3 §7.1:
+        load = SLO satisfaction). ``"tbt_or_memory"`` (default): max(predicted TBT / ``tbt_slo``,
+        KV / capacity) of the pool's average instance (pool totals / ``n_decode``). ``"tbt"``: the
+        predicted TBT over ``tbt_slo`` only, as the average of the per-instance ratios — §7.4's
+        "the average TBT ratio of all decoding instances to l_tbt"; a request whose instance is
+        not chosen yet counts 1 / ``n_decode`` on every instance (formula: :mod:`.admission`).
+        KV memory still bounds admission physically whatever the metric: a request whose KV does
+        not fit waits in its decode instance's queue.
     decode_time_s : ``predicted``: the uniform decode time t_d (s) assumed for every request
         (arXiv §7.4; the paper gives no value). Default 10 s: a round number, not derived — under
         the ``modern`` preset with 40k-token decode nodes a step takes ≈ 15 ms and the mean decode
@@ -170,6 +198,8 @@ class ClusterConfig:
     cpp_group_size: int = 1
     cpp_chunk: int = 4096     # arXiv v3 §3: prefill_chunk "typically > 1,000 tokens"; cpp.py's default
     cpp_overlap: bool = True
+    decode_binding: str = "ready"             # arXiv v3 Algorithm 1 line 24 = "arrival"
+    decode_load_metric: str = "tbt_or_memory"  # arXiv v3 §7.1 / §7.4 = "tbt"
 
     def __post_init__(self):
         w = _WHERE
@@ -222,6 +252,8 @@ class ClusterConfig:
                        f"cpp_group_size pipeline groups)")
         whole("cpp_chunk", 1, MAX_CHUNK_TOKENS)
         switch("cpp_overlap")
+        choice(self.decode_binding, "decode_binding", DECODE_BINDINGS, w)
+        choice(self.decode_load_metric, "decode_load_metric", DECODE_LOAD_METRICS, w)
         if self.engine_mode == "coupled" and x != 1:
             raise _bad("cpp_group_size", self.cpp_group_size, "1 when engine_mode='coupled' (CPP "
                        "groups are modelled for the disaggregated cluster only)")
@@ -320,7 +352,9 @@ class ClusterConfig:
                               cpp_chunk=int(self.cpp_chunk),
                               cpp_act_bytes=float(activation_bytes_per_token(m)),
                               cpp_bandwidth=float(network_bandwidth(m, nd, self.preset)),
-                              cpp_overlap=bool(self.cpp_overlap))
+                              cpp_overlap=bool(self.cpp_overlap),
+                              decode_binding=DECODE_BINDINGS[self.decode_binding],
+                              decode_load_metric=DECODE_LOAD_METRICS[self.decode_load_metric])
 
 
 @dataclass(frozen=True, eq=False)
@@ -338,3 +372,5 @@ class ResolvedConfig:
     cpp_act_bytes: float = 0.0     # activation bytes per token crossing a stage boundary
     cpp_bandwidth: float = 1.0     # RDMA B/s between stages (the node's NICs × RDMA efficiency)
     cpp_overlap: bool = True       # send activations while computing the next chunk
+    decode_binding: int = 0        # DECODE_BINDINGS code
+    decode_load_metric: int = 0    # DECODE_LOAD_METRICS code

@@ -8,7 +8,8 @@ One pass over the requests in arrival order:
   ``a`` to ``p`` starts at ``max(a, gfree[p, 0])``, fetches a remote prefix if the policy chose
   to, and its chunks go through the stages (:func:`.cpp_group.group_prefill`), advancing them. Its
   KV then reaches decode at ``ready`` (a heap of ready events, since prefill ends are not in
-  arrival order).
+  arrival order). Its decode instance is chosen at ``ready`` (late binding) or, with
+  ``decode_binding="arrival"``, here at the arrival (``dbound``: each instance's KV in flight).
 * **decode side** (discrete events): before each arrival the decode pool is advanced to that time
   (hook for arrival-time admission), processing ready events and decode-instance events in time
   order. A decode instance jumps from event to event (:mod:`.decode_math`): its next event is the
@@ -39,7 +40,7 @@ from ..cpp import cm_stage_coefficients
 from ..jit import helper_njit
 from ..prefix_cache import _match_prefix, _touch_blocks
 from ..roofline import cm_kv_transfer_time
-from .admission import decode_load, prefill_load
+from .admission import decode_load, instance_decode_load, pool_tbt_load, prefill_load
 from .conductor_view import Request
 from .cpp_group import group_fetch_time, group_prefill
 from .decode_math import segment_pieces, steps_until_after, time_after, top_k_sum
@@ -205,6 +206,54 @@ def _finish_tbt(i, d, last_run, run_mark, log_a, log_d, log_m, log_prev, decode_
     return top_k_sum(buf_a, buf_d, buf_m, nr, k, hkey, hidx) / k
 
 
+@helper_njit
+def _tbt_pool_load(c, D, predicted, T, t_decode, tbt_slo, db, need, run_list, run_cnt, qhead, qnext, ht, hi, hsize,
+                   decode_inst, decode_admit, ready, input_len, output_len, reserved, waitneed, wcnt, lb, lk):
+    """``decode_load_metric="tbt"`` at an arrival: :func:`.admission.pool_tbt_load` over the same
+    requests as the pool load (current: running + queued; ``predicted``: those decoding at ``T``),
+    each on its decode instance, and the candidate (``need`` tokens) on ``db`` — or, not bound
+    yet (``db`` < 0, a request still in prefill under late binding), spread over the instances."""
+    for d in range(D):
+        lb[d] = 0.0
+        lk[d] = 0.0
+    sb = 0.0
+    sk = 0.0
+    if db >= 0:
+        lb[db] = 1.0
+        lk[db] = float(need)
+    else:
+        sb = 1.0
+        sk = float(need)
+    if not predicted:
+        for d in range(D):
+            lb[d] += run_cnt[d] + wcnt[d]
+            lk[d] += reserved[d] + waitneed[d]
+        return pool_tbt_load(c, lb, lk, sb, sk, tbt_slo)
+    for d in range(D):
+        for q in range(run_cnt[d]):
+            j = run_list[d, q]
+            if decode_admit[j] <= T and decode_admit[j] + t_decode > T:
+                lb[d] += 1.0
+                lk[d] += input_len[j] + output_len[j]
+        j = qhead[d]
+        while j >= 0:
+            if ready[j] <= T and ready[j] + t_decode > T:
+                lb[d] += 1.0
+                lk[d] += input_len[j] + output_len[j]
+            j = qnext[j]
+    for q in range(hsize):
+        j = hi[q]
+        if ht[q] <= T and ht[q] + t_decode > T:
+            e = decode_inst[j]
+            if e >= 0:
+                lb[e] += 1.0
+                lk[e] += input_len[j] + output_len[j]
+            else:
+                sb += 1.0
+                sk += input_len[j] + output_len[j]
+    return pool_tbt_load(c, lb, lk, sb, sk, tbt_slo)
+
+
 # ---------------------------------------------------------------------------- student policies
 @njit(cache=True)
 def _fill_view(view, i, a, Lin, best, local, c, sc, block_tokens, threshold, noise_sd, z_noise,
@@ -273,7 +322,7 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
             cached_tok, fetched_tok, computed_tok,
             queue_wait, fetch_time, prefill_start, prefill_time, prefill_end,
             ready, decode_admit, finish, tbt_mean, tbt_tail,
-            p_load, d_load, max_kv, diag, policy_fn=None, view=None):
+            p_load, d_load, max_kv, diag, binding, load_metric, policy_fn=None, view=None):
     """Simulate the whole trace; fills the per-request output arrays (pre-set to NaN / −1 / 0).
 
     ``policy == 4``: ``policy_fn(req, view) -> instance`` chooses the prefill instance (a student
@@ -287,6 +336,11 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
     ``n_prefill`` counts prefill *instances* (CPP groups of ``group_size`` nodes when > 1, pipelined
     FIFO; their prefill and fetch times come from :mod:`.cpp_group`, with ``cpp_chunk`` tokens per
     chunk, ``act_bytes`` B per token between stages at ``cpp_bw`` B/s, ``cpp_overlap``).
+
+    ``binding``: 0 = the decode instance is chosen when the KV is ready, 1 = at arrival (then
+    ``decode_inst`` is set at arrival and ``dbound`` holds each instance's bound-in-flight KV);
+    ``load_metric``: 0 = max(TBT, memory) of the average instance, 1 = the mean per-instance TBT
+    ratio (:mod:`.admission`; config.DECODE_BINDINGS / DECODE_LOAD_METRICS).
 
     ``diag``: [0] events processed, [1] times an event ran earlier than the previous one (must be
     0), [2] runs logged, [3] max decode batch; [4]–[6] for a student policy (:func:`_student_choice`).
@@ -314,6 +368,9 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
     dk = np.zeros(D, dtype=np.int64)            # steps run since the start
     reserved = np.zeros(D, dtype=np.float64)    # KV tokens reserved by running requests
     waitneed = np.zeros(D, dtype=np.float64)    # KV tokens needed by queued requests
+    dbound = np.zeros(D, dtype=np.float64)      # KV tokens of requests bound at arrival, KV not ready yet
+    lb = np.zeros(D, dtype=np.float64)          # per-instance batch / KV of the "tbt" decode load
+    lk = np.zeros(D, dtype=np.float64)
     wcnt = np.zeros(D, dtype=np.int64)          # requests queued
     qhead = np.full(D, -1, dtype=np.int64)
     qtail = np.full(D, -1, dtype=np.int64)
@@ -406,15 +463,18 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
                 j = hi[0]
                 hsize = _heap_pop(ht, hi, hsize)
                 need = input_len[j] + output_len[j]
-                # Algorithm 1 line 24: decode instance by load = KV reserved + KV queued (tokens)
-                d = 0
-                for e in range(1, D):
-                    if reserved[e] + waitneed[e] < reserved[d] + waitneed[d]:
-                        d = e
-                decode_inst[j] = d
-                if admission == 1 and decode_load(c, float(run_cnt[d] + wcnt[d] + 1),
-                                                  reserved[d] + waitneed[d] + need, decode_cap,
-                                                  tbt_slo) > adm_threshold:
+                if binding == 1:  # bound at arrival: its KV is no longer in flight
+                    d = decode_inst[j]
+                    dbound[d] -= need
+                else:  # late binding: decode instance by load = KV reserved + KV queued (tokens)
+                    d = 0
+                    for e in range(1, D):
+                        if reserved[e] + waitneed[e] < reserved[d] + waitneed[d]:
+                            d = e
+                    decode_inst[j] = d
+                if admission == 1 and instance_decode_load(c, float(run_cnt[d] + wcnt[d] + 1),
+                                                           reserved[d] + waitneed[d] + need, decode_cap,
+                                                           tbt_slo, load_metric) > adm_threshold:
                     outcome[j] = 3  # rejected after prefill: its prefill was wasted
                     diag[0] += 1
                     if t < t_last:
@@ -522,11 +582,22 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
         end, pt = _prefill_on(c, sc, gfree, glink, pi, nfree, nlink, r0, Lin - cached, cached, group_size,
                               cpp_chunk, act_bytes, cpp_bw, cpp_overlap)  # nfree / nlink: pi's state after it
         r_i = end + _exposed_transfer(c, Lin, pt, n_layers, layerwise)
+        # ---------------- Algorithm 1 line 24: the decode instance, chosen now (binding 1)
+        db = -1
+        if binding == 1 and out > 1:  # least KV reserved + queued + bound in flight (tokens)
+            db = 0
+            for e in range(1, D):
+                if reserved[e] + waitneed[e] + dbound[e] < reserved[db] + waitneed[db] + dbound[db]:
+                    db = e
         # ---------------- admission at arrival (arXiv §7): loads as SLO satisfaction
         pl = prefill_load(end - a, ttft_slo)
         nb = 1.0
         kv = float(Lin + out)
-        if admission == 3:
+        if load_metric == 1:  # the mean per-instance TBT ratio over the same requests as below
+            dl = _tbt_pool_load(c, D, admission == 3, a + horizon * (r_i - a), t_decode, tbt_slo, db, Lin + out,
+                                run_list, run_cnt, qhead, qnext, ht, hi, hsize, decode_inst, decode_admit, ready,
+                                input_len, output_len, reserved, waitneed, wcnt, lb, lk)
+        elif admission == 3:
             # decode population predicted at T: decode start s (admission, or KV ready if not yet
             # admitted) with s ≤ T < s + t_d, over every accepted unfinished request, + this one
             T = a + horizon * (r_i - a)
@@ -551,7 +622,8 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
             for d in range(D):
                 nb += run_cnt[d] + wcnt[d]
                 kv += reserved[d] + waitneed[d]
-        dl = decode_load(c, nb / D, kv / D, decode_cap, tbt_slo)
+        if load_metric == 0:
+            dl = decode_load(c, nb / D, kv / D, decode_cap, tbt_slo)
         p_load[i] = pl
         d_load[i] = dl
         if (admission == 1 and pl > adm_threshold) or (admission >= 2 and max(pl, dl) > adm_threshold):
@@ -569,6 +641,9 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
             glink[pi, s] = nlink[s]
         _touch_blocks(last_use, q_block, q_stamp, meta, pi, blocks)  # store / refresh (and replicate)
         prefill_inst[i] = pi
+        if db >= 0:  # bound at arrival: its KV is in flight to db until its ready event
+            decode_inst[i] = db
+            dbound[db] += Lin + out
         cached_tok[i] = cached
         computed_tok[i] = Lin - cached
         queue_wait[i] = start - a

@@ -42,8 +42,14 @@ Prefill (per instance: FIFO queue, LRU prefix cache of 512-token blocks)
        x − p(1 − 1/l)); serialized: x; x = transfer of all L tokens).
 
 Decode (per instance: continuous batching)
-    7. At ``ready`` the request goes to the decode instance with the least KV reserved + queued
-       (ties: lowest index) and joins its FIFO queue.
+    7. ``decode_binding="ready"`` (late binding): at ``ready`` the request goes to the decode
+       instance with the least KV reserved + queued (ties: lowest index) and joins its FIFO queue.
+       ``"arrival"`` (Algorithm 1 line 24): the instance is chosen at the arrival, after the
+       Conductor's prefill choice and before the admission check — the least KV reserved + queued
+       + *bound in flight* (input + output tokens of every request already bound to it whose KV
+       is not ready yet), ties lowest — and the request is bound to it (``decode_inst``) when
+       admitted; at ``ready`` it leaves the in-flight set and joins that instance's queue. A
+       request with output 1 never reaches decode and is bound to none.
     8. An idle instance admits immediately. Otherwise admission happens at step boundaries: at a
        boundary, running requests that received their last token finish (freeing ``L + out``
        tokens of KV), then queued requests are admitted in FIFO order while
@@ -66,12 +72,17 @@ Admission (arXiv §7; loads from :mod:`.admission`, threshold θ = ``admission_t
        at T = arrival + horizon × (KV ready − arrival): every accepted unfinished request whose
        decode start s (its admission if admitted, else its KV-ready time, even while still in
        prefill) has s ≤ T < s + t_d (uniform decode time t_d, §7.4). Both are recorded.
+       ``decode_load_metric="tbt"``: the same requests, each on its decode instance (the one it
+       runs or queues on, or is bound to at arrival; the candidate on the instance rule 7 chose
+       for it under ``"arrival"``); one without an instance yet counts 1/D on every instance; the
+       decode load is then ``pool_tbt_load`` = the mean over instances of TBT / TBT SLO.
    12. ``none`` admits everything. ``baseline`` rejects at arrival when prefill load > θ
        (Algorithm 1's TTFT check). ``early`` and ``predicted`` reject at arrival when
        max(prefill load, decode load) > θ. A request rejected at arrival is ``rejected_at_arrival``:
        no queue, no cache touched, no prefill.
-   13. ``baseline`` only: when the KV is ready, the chosen decode instance's load with the request
-       added, ``decode_load(running + queued + 1, reserved + queued + L + out)``, > θ ⇒
+   13. ``baseline`` only: when the KV is ready, the chosen (or bound) decode instance's load with
+       the request added, ``decode_load(running + queued + 1, reserved + queued + L + out)``
+       (``"tbt"``: ``tbt_load`` of the same), > θ ⇒
        ``rejected_after_prefill``: its prefill (and fetch) time is wasted. ``early`` and
        ``predicted`` keep no decode-side check (a request that does not fit waits in the queue),
        so they never reject after prefill.
@@ -84,7 +95,7 @@ from collections import OrderedDict, deque
 import numpy as np
 
 from ..roofline import cm_decode_step_time, cm_kv_transfer_time
-from .admission import decode_load, prefill_load
+from .admission import decode_load, instance_decode_load, pool_tbt_load, prefill_load
 from ..cpp import cm_cpp_link_time, cm_stage_coefficients
 from ..roofline import cm_prefill_time
 from .conductor_view import Request, new_view
@@ -186,6 +197,7 @@ class _Decode:
         self.next_boundary = math.inf
         self.reserved = 0
         self.waiting = 0
+        self.bound = 0             # KV tokens of requests bound here at arrival, KV not ready yet
         self.max_reserved = 0
 
 
@@ -213,6 +225,9 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
     ttft_slo, tbt_slo = float(config.ttft_slo_s), float(config.tbt_slo_s)
     t_d, horizon = float(config.decode_time_s), float(config.prediction_horizon)
     assert ADMISSIONS[adm] == resolved.admission
+    at_arrival = config.decode_binding == "arrival"
+    tbt_metric = config.decode_load_metric == "tbt"
+    metric = resolved.decode_load_metric
     caches = [_LRU(resolved.cache_capacity_blocks) for _ in range(P)]
     n = len(trace)
     bt = trace.block_tokens
@@ -278,12 +293,16 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
     def on_ready(t, j):
         tick(t)
         need = L_in[j] + L_out[j]
-        d = min(range(D), key=lambda e: (dec[e].reserved + dec[e].waiting, e))
-        out["decode_inst"][j] = d
+        if at_arrival:  # rule 7: bound at arrival
+            d = int(out["decode_inst"][j])
+            dec[d].bound -= need
+        else:
+            d = min(range(D), key=lambda e: (dec[e].reserved + dec[e].waiting, e))
+            out["decode_inst"][j] = d
         inst = dec[d]
-        if adm == "baseline" and decode_load(c, float(len(inst.running) + len(inst.queue) + 1),
-                                             float(inst.reserved + inst.waiting + need), cap,
-                                             tbt_slo) > theta:
+        if adm == "baseline" and instance_decode_load(c, float(len(inst.running) + len(inst.queue) + 1),
+                                                      float(inst.reserved + inst.waiting + need), cap,
+                                                      tbt_slo, metric) > theta:
             out["outcome"][j] = REJECTED_AFTER_PREFILL
             return
         dec[d].queue.append(j)
@@ -370,6 +389,9 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
         start = max(a, groups[pi].busy_until)
         end, pt = groups[pi].run(start + fetch_t, L - cached, cached, commit=False)
         r = end + _exposed_transfer(c, L, pt, resolved.n_layers, layerwise)
+        bind = None  # rule 7, "arrival": the decode instance chosen now
+        if at_arrival and o > 1:
+            bind = min(range(D), key=lambda e: (dec[e].reserved + dec[e].waiting + dec[e].bound, e))
         # admission at arrival (rules 11-12)
         pl = float(prefill_load(end - a, ttft_slo))
         if adm == "predicted":
@@ -384,6 +406,20 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
         nb = 1 + len(counted)
         kv = L + o + sum(L_in[j] + L_out[j] for j in counted)
         dl = float(decode_load(c, nb / D, float(kv) / D, cap, tbt_slo))
+        if tbt_metric:  # rule 11, "tbt": each counted request on its instance, one without an instance spread
+            b_d, k_d = np.zeros(D), np.zeros(D)
+            spread_b = spread_k = 0.0
+            # running, queued and bound requests have decode_inst set; in flight under late binding: −1
+            placed = [(int(out["decode_inst"][j]), L_in[j] + L_out[j]) for j in counted]
+            placed.append((-1 if bind is None else bind, L + o))
+            for d, need_j in placed:
+                if d >= 0:
+                    b_d[d] += 1
+                    k_d[d] += need_j
+                else:
+                    spread_b += 1
+                    spread_k += need_j
+            dl = float(pool_tbt_load(c, b_d, k_d, spread_b, spread_k, tbt_slo))
         out["prefill_load"][i] = pl
         out["decode_load"][i] = dl
         if (adm == "baseline" and pl > theta) or (adm in ("early", "predicted") and max(pl, dl) > theta):
@@ -397,6 +433,9 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
         groups[pi].run(start + fetch_t, L - cached, cached, commit=True)
         caches[pi].touch(blocks)
         out["prefill_inst"][i] = pi
+        if bind is not None:  # rule 7: bound now, its KV in flight to ``bind`` until it is ready
+            out["decode_inst"][i] = bind
+            dec[bind].bound += L + o
         out["cached_tok"][i] = cached
         out["computed_tok"][i] = L - cached
         out["queue_wait"][i] = start - a

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..validate import fail, flag, real
-from .admission import decode_load
+from .admission import decode_load, pool_tbt_load
 from .config import COMPLETED, OUTCOMES, REJECTED_AFTER_PREFILL, REJECTED_AT_ARRIVAL, REJECTED_TOO_LARGE
 
 __all__ = ["SimResult", "MAX_SAMPLES"]
@@ -146,7 +146,8 @@ class SimResult:
         capacity), and the loads of :mod:`mooncake_lab.sim.admission` as state (no candidate
         request): ``prefill_load`` = mean queued work / TTFT SLO, ``decode_load`` =
         ``decode_load(B / D, K / D)`` over the requests running or queued in decode (B requests,
-        K KV tokens reserved or needed). ``per_instance=True`` adds ``prefill_queue_s[p]`` and
+        K KV tokens reserved or needed); with ``decode_load_metric="tbt"`` the mean over instances
+        of each one's TBT / SLO (``pool_tbt_load``). ``per_instance=True`` adds ``prefill_queue_s[p]`` and
         ``decode_running[d]``. ``dt``: a finite number of seconds > 0 giving at most
         :data:`MAX_SAMPLES` rows over the run (else an error saying the smallest allowed ``dt``).
         """
@@ -162,24 +163,27 @@ class SimResult:
         cols["prefill_queue_max_s"] = queues.max(axis=1)
         running = np.zeros((len(t), D))
         kv = np.zeros((len(t), D))
-        waiting = np.zeros(len(t))
-        wait_kv = np.zeros(len(t))
+        waiting = np.zeros((len(t), D))
+        wait_kv = np.zeros((len(t), D))
         need = (tr.input_len + tr.output_len).astype(np.float64)
         for d in range(D):  # requests rejected after prefill never queue
             on = np.flatnonzero((a["decode_inst"] == d) & (a["outcome"] != REJECTED_AFTER_PREFILL))
             adm, fin, rdy, w = a["decode_admit"][on], a["finish"][on], a["ready"][on], need[on]
             running[:, d], kv[:, d] = _active(adm, fin, w, t)
-            wc, wk = _active(rdy, adm, w, t)
-            waiting += wc
-            wait_kv += wk
+            waiting[:, d], wait_kv[:, d] = _active(rdy, adm, w, t)
         cols["decode_running"] = running.sum(axis=1)
-        cols["decode_waiting"] = waiting
+        cols["decode_waiting"] = waiting.sum(axis=1)
         cols["decode_kv_fraction"] = kv.mean(axis=1) / self.decode_kv_capacity
         cols["prefill_load"] = cols["prefill_queue_s"] / cfg.ttft_slo_s
         c = cfg.resolve().cost
-        nb, kt = (cols["decode_running"] + waiting) / D, (kv.sum(axis=1) + wait_kv) / D
-        cols["decode_load"] = np.array([decode_load(c, float(b), float(k), self.decode_kv_capacity,
-                                                    float(cfg.tbt_slo_s)) for b, k in zip(nb, kt)])
+        if cfg.decode_load_metric == "tbt":
+            bd, kd = running + waiting, kv + wait_kv
+            cols["decode_load"] = np.array([pool_tbt_load(c, bd[s], kd[s], 0.0, 0.0, float(cfg.tbt_slo_s))
+                                            for s in range(len(t))])
+        else:
+            nb, kt = (cols["decode_running"] + cols["decode_waiting"]) / D, (kv.sum(axis=1) + wait_kv.sum(axis=1)) / D
+            cols["decode_load"] = np.array([decode_load(c, float(b), float(k), self.decode_kv_capacity,
+                                                        float(cfg.tbt_slo_s)) for b, k in zip(nb, kt)])
         if per_instance:
             for p in range(P):
                 cols[f"prefill_queue_s[{p}]"] = queues[:, p]

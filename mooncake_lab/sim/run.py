@@ -145,7 +145,8 @@ def simulate(trace: Trace, config: ClusterConfig | None = None, engine: str = "n
                     out["cached_tok"], out["fetched_tok"], out["computed_tok"],
                     out["queue_wait"], out["fetch_time"], out["prefill_start"], out["prefill_time"],
                     out["prefill_end"], out["ready"], out["decode_admit"], out["finish"],
-                    out["tbt_mean"], out["tbt_tail"], out["prefill_load"], out["decode_load"], max_kv, diag)
+                    out["tbt_mean"], out["tbt_tail"], out["prefill_load"], out["decode_load"], max_kv, diag,
+                    int(rc.decode_binding), int(rc.decode_load_metric))
             if student is None:
                 _kernel(*args)
             else:
