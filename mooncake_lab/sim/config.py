@@ -13,6 +13,7 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
+from ..prefix_cache import EVICTION_POLICIES
 from ..validate import InputError, choice, fail, flag, integer, real
 from .conductor_view import STUDENT_POLICY_CODE
 
@@ -142,6 +143,11 @@ class ClusterConfig:
         defaults to 4096, so both lectures show the same group.
     cpp_overlap : X > 1: True = a stage's NIC sends a chunk's activations while its GPUs compute
         the next chunk; False = the stage is busy until the send is done (:mod:`mooncake_lab.cpp`).
+    cache_eviction : how every prefix cache (each prefill instance's; coupled: each node's) evicts:
+        ``"lru"`` (default, least recently used), ``"lfu"`` (fewest touches since stored, ties least
+        recent) or ``"length_aware"`` (LFU, ties evict the block at the largest prompt position
+        first) — arXiv v3 §4.2 / Table 1's LRU, LFU and LengthAwareCache, which the paper does not
+        define further; exact rules in :mod:`mooncake_lab.prefix_cache`.
     """
 
     n_prefill: int = 8
@@ -170,6 +176,7 @@ class ClusterConfig:
     cpp_group_size: int = 1
     cpp_chunk: int = 4096     # arXiv v3 §3: prefill_chunk "typically > 1,000 tokens"; cpp.py's default
     cpp_overlap: bool = True
+    cache_eviction: str = "lru"   # arXiv v3 Table 1: "lru", "lfu" or "length_aware"
 
     def __post_init__(self):
         w = _WHERE
@@ -222,6 +229,7 @@ class ClusterConfig:
                        f"cpp_group_size pipeline groups)")
         whole("cpp_chunk", 1, MAX_CHUNK_TOKENS)
         switch("cpp_overlap")
+        choice(self.cache_eviction, "cache_eviction", EVICTION_POLICIES, w)
         if self.engine_mode == "coupled" and x != 1:
             raise _bad("cpp_group_size", self.cpp_group_size, "1 when engine_mode='coupled' (CPP "
                        "groups are modelled for the disaggregated cluster only)")
