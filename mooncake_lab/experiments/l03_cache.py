@@ -24,7 +24,7 @@ __all__ = ["hit_ratio_vs_capacity", "paper_table1_points", "local_vs_global", "b
            "kv_block_bytes", "blocks_to_dram_bytes", "dram_bytes_to_blocks", "HitCurve", "hit_curve",
            "route", "pool_breakdown", "trace_banner", "local_vs_global_sweep", "curve_capacities",
            "EVICTION_POLICIES", "POLICY_LABELS", "PAPER_TABLE1_POLICIES", "TABLE1_CAPACITIES",
-           "POLICY_CAPACITIES", "policy_curves", "table1_comparison", "table1_side_by_side", "policy_facts"]
+           "POLICY_CAPACITIES", "arxiv_trace", "policy_curves", "table1_comparison", "table1_side_by_side", "policy_facts"]
 
 #: Capacities (blocks) of the default curve: the reference table's four plus the paper's 50k and a few more.
 DEFAULT_CAPACITIES = (1_000, 3_000, 10_000, 30_000, 50_000, 100_000, 300_000, math.inf)
@@ -291,14 +291,23 @@ def policy_curves(trace="conversation", capacities=POLICY_CAPACITIES, policies=E
     return pd.concat(frames, ignore_index=True)
 
 
-def table1_comparison(trace="arxiv") -> pd.DataFrame:
+def arxiv_trace() -> Trace:
+    """The arXiv experiments' trace (Table 1's) if a local copy is found, else its synthetic stand-in,
+    the ``toolagent-like`` preset (named so). Never downloads: the file is over 4 MiB."""
+    from .. import trace_data
+
+    return _trace("arxiv" if trace_data.find_local("arxiv") is not None else "toolagent-like")
+
+
+def table1_comparison(trace=None) -> pd.DataFrame:
     """arXiv v3 Table 1 beside ours: one row per policy and Table 1 capacity (blocks).
 
     Columns: trace, policy, capacity_blocks, paper (the paper's hit rate), ours (token-weighted),
-    ours_block (block-weighted), diff (ours − paper). The paper measured the arXiv trace; offline its
-    synthetic stand-in is used (``trace`` says which), so only the shapes are comparable then.
+    ours_block (block-weighted), diff (ours − paper). The paper measured the arXiv trace; ``None`` =
+    :func:`arxiv_trace` (its synthetic stand-in unless a copy is found: ``trace`` says which; only the
+    shapes are comparable then).
     """
-    t = _trace(trace)
+    t = arxiv_trace() if trace is None else _trace(trace)
     df = policy_curves(t, TABLE1_CAPACITIES)
     df["paper"] = [PAPER_TABLE1_POLICIES[p][c] for p, c in zip(df["policy"], df["capacity_blocks"])]
     df = df.rename(columns={"hit_ratio": "ours", "block_hit_ratio": "ours_block"})
@@ -439,7 +448,7 @@ def cache_metrics() -> list[Metric]:
 def eviction_metrics() -> list[Metric]:
     """arXiv v3 Table 1: hit ratio per eviction policy and capacity, one global pool, on the arXiv
     trace (its synthetic stand-in if unavailable: then no paper value applies)."""
-    t = _trace("arxiv")
+    t = arxiv_trace()
     fallback = _is_fallback(t, "arxiv")
     note = (f"; computed on the synthetic stand-in {t.name!r} (real arXiv trace unavailable), so no paper "
             "value applies" if fallback else "; paper column: " + paper.ARXIV_TABLE1_SOURCE)
@@ -460,7 +469,7 @@ def cache_figures() -> dict:
     t = _trace("conversation")
     curve = hit_ratio_vs_capacity(t, curve_capacities())
     paper = None if _is_fallback(t, "conversation") else paper_table1_points()
-    arxiv = _trace("arxiv")
+    arxiv = arxiv_trace()
     return {
         "l03_hit_ratio_vs_capacity": plots.hit_ratio_curve(curve, paper, block_bytes=kv_block_bytes()),
         "l03_eviction_policies": plots.policy_curves(
