@@ -154,8 +154,7 @@ def _check_weight(weight: str) -> str:
 
 def check_policy(policy, where: str = "") -> str:
     """An eviction policy name of :data:`EVICTION_POLICIES` (InputError naming the allowed ones)."""
-    return choice(policy, "policy" if not where.startswith("ClusterConfig") else "cache_eviction",
-                  EVICTION_POLICIES, where)
+    return choice(policy, "policy", EVICTION_POLICIES, where)
 
 
 def check_touch_budget(n_touches: int, policy: str, where: str = "") -> None:
