@@ -36,8 +36,8 @@ A touch stores or refreshes one block: its count grows by one (a block repeated 
 touched twice) and its recency becomes the newest. A block that is not cached and arrives in a full
 cache first evicts one victim, so it is never its own victim. For LRU this equals plain LRU.
 In the kernel a block's rank is one int64, ``count·2^43 + (2^13 − 1 − position)·2^30 + stamp``
-(position 0 for LFU), so counts saturate at 2^20 − 1 = 1,048,575 touches, positions at 8,191
-blocks (4.2M tokens) and a cache may see at most 2^30 touches (checked); the reference does the same.
+(the position term is 0 for LFU), so counts saturate at 2^20 − 1 = 1,048,575 touches, positions at 8,191
+blocks (4.2M tokens) and a cache may see fewer than 2^30 touches (checked); the reference does the same.
 
 Because every block of every request is touched, the cache contents at capacity ``C`` are those of
 plain LRU on the access sequence, and LRU is a stack algorithm: one pass computing each access's
@@ -161,7 +161,7 @@ def check_touch_budget(n_touches: int, policy: str, where: str = "") -> None:
     """LFU / LengthAware pack a stamp of 30 bits: refuse a run that could touch one cache more often."""
     if policy != "lru" and n_touches > STAMP_MAX:
         raise InputError(f"{where + ': ' if where else ''}a {policy!r} cache may see up to {n_touches:,} block "
-                         f"touches; allowed: at most {STAMP_MAX:,} (2^30, the stamp bits of its packed rank)")
+                         f"touches; allowed: at most {STAMP_MAX:,} (2^30 − 1, the stamp bits of its packed rank)")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -215,7 +215,7 @@ def hit_ratio(trace: Trace, n_hit_blocks, weight: str = "token") -> float:
 
 
 # ----------------------------------------------------------------------------------------------
-# LRU caches on flat arrays (reusable from other njit kernels)
+# LRU / LFU / LengthAware caches on flat arrays (reusable from other njit kernels)
 # ----------------------------------------------------------------------------------------------
 class CacheState(NamedTuple):
     """The arrays of ``n`` prefix caches (layout in the module docstring)."""
@@ -742,8 +742,8 @@ def hit_ratio_curve(trace: Trace, capacities, weight: str = "token", distances=N
 
     ``policy="lru"``: one stack-distance pass for all capacities (``distances`` may pass a
     precomputed :func:`stack_distances` to skip it). ``"lfu"`` / ``"length_aware"``: one direct
-    replay per finite capacity (not stack algorithms; ≈ 30–60 ms each on a 23,608-request trace,
-    benchmarks/bench_prefix_cache.py); an infinite cache never evicts, so every policy gives
+    replay per finite capacity (not stack algorithms; timings in benchmarks/bench_prefix_cache.py);
+    an infinite cache never evicts, so every policy gives
     :func:`infinite_cache_hit_ratio` there.
     """
     trace = _check_trace(trace)

@@ -50,7 +50,7 @@ PAPER_TABLE1_POLICIES = {pol: {(math.inf if k == float("inf") else k): v for k, 
 #: Table 1's capacities (blocks), in its column order.
 TABLE1_CAPACITIES = tuple(PAPER_TABLE1_POLICIES["lru"])
 #: Capacities (blocks) of the policy curves: 13 log-spaced from 1,000 to 300,000, Table 1's, and ∞.
-#: LFU and LengthAware replay the trace once per finite capacity (≈ 30 ms each on 23,608 requests).
+#: LFU and LengthAware replay the trace once per finite capacity (benchmarks/bench_prefix_cache.py).
 POLICY_CAPACITIES = tuple(sorted({float(round(c, -2)) for c in np.geomspace(1_000, 300_000, 13)}
                                  | {float(c) for c in TABLE1_CAPACITIES if math.isfinite(c)})) + (math.inf,)
 
