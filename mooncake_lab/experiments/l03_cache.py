@@ -24,7 +24,8 @@ __all__ = ["hit_ratio_vs_capacity", "paper_table1_points", "local_vs_global", "b
            "kv_block_bytes", "blocks_to_dram_bytes", "dram_bytes_to_blocks", "HitCurve", "hit_curve",
            "route", "pool_breakdown", "trace_banner", "local_vs_global_sweep", "curve_capacities",
            "EVICTION_POLICIES", "POLICY_LABELS", "PAPER_TABLE1_POLICIES", "TABLE1_CAPACITIES",
-           "POLICY_CAPACITIES", "arxiv_trace", "policy_curves", "table1_comparison", "table1_side_by_side", "policy_facts"]
+           "POLICY_CAPACITIES", "arxiv_trace", "policy_curves", "table1_comparison", "table1_side_by_side",
+           "policy_facts"]
 
 #: Capacities (blocks) of the default curve: the reference table's four plus the paper's 50k and a few more.
 DEFAULT_CAPACITIES = (1_000, 3_000, 10_000, 30_000, 50_000, 100_000, 300_000, math.inf)

@@ -80,7 +80,8 @@ class ClusterConfig:
     Parameters
     ----------
     n_prefill, n_decode : instances (one 8-GPU node each) in the prefill and decode pools.
-    cache_capacity_blocks : per-prefill-instance LRU prefix cache (blocks of 512 tokens) in DRAM;
+    cache_capacity_blocks : per-prefill-instance prefix cache in DRAM (blocks of 512 tokens; it
+        evicts by ``cache_eviction``);
         ``None`` = the node's DRAM / KV bytes of a block (A800 node, LLaMA2-70B: 2 TB / 160 MiB
         = 11,920 blocks; 0 disables caching.
     prefill_policy : ``"random"``, ``"load"`` (least queued work), ``"cache_aware"`` (min queue +
@@ -120,7 +121,7 @@ class ClusterConfig:
         ignored, ``kvcentric`` routes like ``cache_aware`` (no global pool to fetch from), the
         transfer fields do not apply and ``admission`` must be ``"none"``). Rules:
         :mod:`mooncake_lab.sim.coupled_reference`.
-    n_coupled : coupled instances (one 8-GPU node each; each has its own LRU prefix cache of
+    n_coupled : coupled instances (one 8-GPU node each; each has its own prefix cache of
         ``cache_capacity_blocks`` and ``decode_kv_capacity_tokens`` of KV memory).
     chunked_prefill : coupled only. False = an iteration with a waiting prefill runs that whole
         prefill and the running decodes wait (vLLM without chunking); True = every iteration runs
