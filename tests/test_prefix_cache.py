@@ -228,6 +228,17 @@ def test_length_aware_evicts_the_later_block_first():
     assert pc.simulate_cache(t, 3, "length_aware").n_hit_blocks.tolist() == [0, 0, 0, 1]
 
 
+def test_lfu_is_not_a_stack_algorithm():
+    # Why LFU curves replay once per capacity: here a cache of 3 blocks hits less than one of 2
+    # (found by a random search; kernel and reference agree). LRU can never do that.
+    t = _trace([[1], [5], [2], [3], [5], [2], [4], [3], [4], [3], [4], [4]])
+    z = np.zeros(len(t), np.int64)
+    hits = {c: pc.simulate_cache(t, c, "lfu").n_hit_blocks.sum() for c in (2, 3)}
+    assert hits == {2: 4, 3: 3}
+    assert [pc._replay_reference(t.block_offsets, t.block_ids, z, [c], "lfu").sum() for c in (2, 3)] == [4, 3]
+    assert pc.simulate_cache(t, 3, "lru").n_hit_blocks.sum() >= pc.simulate_cache(t, 2, "lru").n_hit_blocks.sum()
+
+
 def test_reference_cache_lru_equals_the_ordereddict_lru():
     rng = np.random.default_rng(3)
     reqs = [rng.integers(0, 9, rng.integers(1, 5)).tolist() for _ in range(400)]
