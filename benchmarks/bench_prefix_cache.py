@@ -1,4 +1,5 @@
-"""Benchmark of the prefix cache on the conversation trace: cold vs warm numba, and vs plain Python.
+"""Benchmark of the prefix cache on the conversation trace: cold vs warm numba, and vs plain Python;
+then the eviction policies (LRU, LFU, LengthAware) on the arXiv trace or its stand-in (23,608 requests).
 
     python benchmarks/bench_prefix_cache.py            # first call may load compiled kernels from numba's cache
     python benchmarks/bench_prefix_cache.py --cold     # compile from scratch (empty temporary numba cache)
@@ -77,9 +78,40 @@ def main() -> None:
           f"{t_ref * 1e3:.0f} ms, numba (Fenwick) {t_nb * 1e3:.2f} ms → {t_ref / t_nb:,.0f}×")
 
 
+def policies() -> None:
+    """LRU / LFU / LengthAware curves of lecture 03 on the arXiv trace (its stand-in unless a copy is found)."""
+    import math
+
+    from mooncake_lab.experiments import l03_cache
+
+    trace = l03_cache.arxiv_trace()
+    print(f"\neviction policies on {trace.name} ({len(trace):,} requests, {len(trace.block_ids):,} accesses)")
+    table1 = [c for c in l03_cache.TABLE1_CAPACITIES if math.isfinite(c)]
+    lecture = [c for c in l03_cache.POLICY_CAPACITIES if math.isfinite(c)]
+    for pol in pc.EVICTION_POLICIES:
+        cold, _ = timed(pc.simulate_cache, trace, 30_000, pol)
+        warm, _ = timed(pc.simulate_cache, trace, 30_000, pol, repeat=5)
+        t1, _ = timed(pc.hit_ratio_curve, trace, table1, policy=pol, repeat=3)
+        tl, _ = timed(pc.hit_ratio_curve, trace, lecture, policy=pol, repeat=3)
+        print(f"  {pol:13s} one replay at 30,000 blocks: first {cold * 1e3:7.1f} ms, warm {warm * 1e3:6.1f} ms; "
+              f"curve at Table 1's {len(table1)} capacities {t1 * 1e3:6.0f} ms, at the lecture's {len(lecture)} "
+              f"{tl * 1e3:6.0f} ms")
+    n_small = 500   # the reference scans the whole cache for each LFU / LengthAware victim: O(capacity)
+    off = trace.block_offsets[:n_small + 1]
+    ids = trace.block_ids[:off[-1]]
+    z = np.zeros(n_small, dtype=np.int64)
+    for pol in ("lfu", "length_aware"):
+        t_ref, _ = timed(pc._replay_reference, off, ids, z, [1_000], pol)
+        t_nb, _ = timed(lambda: pc._replay_kernel(off, ids, z, *pc.new_cache_state(1, trace.n_blocks, 1_000,
+                                                                                    policy=pol)), repeat=5)
+        print(f"  {pol:13s} first {n_small:,} requests, 1,000 blocks: plain Python {t_ref * 1e3:7.0f} ms, "
+              f"numba {t_nb * 1e3:5.1f} ms → {t_ref / t_nb:,.0f}×")
+
+
 def pc_curve_warm(trace) -> float:
     return timed(pc.hit_ratio_curve, trace, CAPS, repeat=3)[0]
 
 
 if __name__ == "__main__":
     main()
+    policies()

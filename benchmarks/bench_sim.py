@@ -111,6 +111,17 @@ def main(argv=None):
         best, _ = best_of(lambda: sim.simulate(conv, cfg), args.repeat)
         t_x1 = best if t_x1 is None else t_x1
         print(f"{x:12d} {8 // x:6d} {best * 1e3:9.1f} {best / t_x1:7.2f}")
+    # prefix-cache eviction (ClusterConfig.cache_eviction, arXiv v3 Table 1): 8P+8D kvcentric
+    print(f"\ncache eviction, 8P+8D kvcentric:")
+    print(f"{'trace':38s} {'eviction':13s} {'numba ms':>9s} {'vs lru':>7s}")
+    for label, (tr, _) in traces.items():
+        t_lru = None
+        for pol in ("lru", "lfu", "length_aware"):
+            cfg = sim.ClusterConfig(cache_eviction=pol)
+            sim.simulate(tr.head(50), cfg)
+            best, _ = best_of(lambda: sim.simulate(tr, cfg), args.repeat)
+            t_lru = best if t_lru is None else t_lru
+            print(f"{label:38s} {pol:13s} {best * 1e3:9.1f} {best / t_lru:7.2f}")
     # coupled vLLM-like engine (lecture 06): 16 nodes, preset modern, one iteration per loop turn
     print(f"\ncoupled engine, {conv.name}, 16 nodes, preset modern:")
     print(f"{'engine':28s} {'speed':>5s} {'numba ms':>9s} {'iterations':>11s} {'vs 8P+8D':>9s}")

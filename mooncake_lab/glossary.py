@@ -38,6 +38,8 @@ TERMS: list[tuple[str, str, str, str]] = [
     ("cache hit ratio", "缓存命中率", "share of prompt tokens whose KV is reused", "03"),
     ("block (512 tokens)", "块（512 token）", "unit of caching in the Mooncake traces; ids chained by prefix hash", "03"),
     ("LRU eviction", "最近最少使用淘汰", "evict the block used longest ago", "03"),
+    ("LFU eviction", "最不经常使用淘汰", "evict the block with the fewest uses since it was stored (ties: least recently used)", "03"),
+    ("LengthAware eviction", "长度感知淘汰", "LFU whose ties evict the block latest in its prompt first (arXiv v3 Table 1)", "03"),
     ("global cache pool", "全局缓存池", "one KV store shared by all instances (Mooncake Store)", "03"),
     ("stack distance", "栈距离", "distinct blocks used since a block's last use; an LRU cache of C blocks hits iff it is < C", "03"),
     ("sticky (session) routing", "会话粘性路由", "send every turn of a conversation to the same instance, so its prefix is cached there", "03"),

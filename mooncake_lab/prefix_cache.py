@@ -1,4 +1,4 @@
-"""Prefix caches of KV blocks: prefix-chain matching, LRU caches in numba, hit-ratio curves.
+"""Prefix caches of KV blocks: prefix-chain matching, LRU / LFU / LengthAware caches in numba, hit-ratio curves.
 
 A request's prompt is a chain of 512-token blocks (dense ids, see :class:`~mooncake_lab.traces.Trace`).
 Block ``j`` of a request can be reused only if blocks ``0..j`` are all cached (its KV depends on the
@@ -8,7 +8,7 @@ Semantics (they reproduce the measured table of ``reference/mooncake_paper.md`` 
 -----------------------------------------------------------------------------------------------
 1. Requests are served in trace order. For each request: **lookup first** (count the leading
    blocks present), **then touch every block of the request** whether it hit or not (the prefill
-   computed the missing ones, and they are stored), evicting least-recently-used blocks so the
+   computed the missing ones, and they are stored), evicting blocks by the cache's policy so the
    cache never holds more than ``capacity`` blocks.
 2. Blocks are touched **last block first, root last**, so the shared root of a chain is the most
    recently used and the leaves are evicted before their prefix. (Touching root first gives the
@@ -17,30 +17,57 @@ Semantics (they reproduce the measured table of ``reference/mooncake_paper.md`` 
    request of ``L`` tokens are worth ``min(512·n, L)`` tokens (the last block holds only
    ``L − 512·(k−1)`` tokens). Block-weighted = Σ hit blocks / Σ blocks.
 
+Eviction policies (:data:`EVICTION_POLICIES`)
+---------------------------------------------
+arXiv 2407.00079 v3 §4.2 and Table 1 compare "three cache strategies: LRU, LFU, and
+LengthAwareCache (similar to LFU but prioritizing cache blocks occurring later in requests)"; the
+paper says nothing more about them. Our reading, exactly:
+
+* ``"lru"``: evict the block touched least recently.
+* ``"lfu"``: evict the block with the fewest touches since it entered the cache (its count starts
+  at 1 when stored and is forgotten when it is evicted: in-cache LFU); among equally frequent blocks
+  the least recently touched.
+* ``"length_aware"``: LFU whose ties go to position: among equally frequent blocks, evict the one at
+  the **largest position** in its prompt's block list (block ``j`` of the request that touched it
+  last; with prefix-chained ids a block has one position); among equal positions the least recently
+  touched. "Prioritizing blocks occurring later in requests" is read as *for eviction*.
+
+A touch stores or refreshes one block: its count grows by one (a block repeated inside one prompt is
+touched twice) and its recency becomes the newest. A block that is not cached and arrives in a full
+cache first evicts one victim, so it is never its own victim. For LRU this equals plain LRU.
+In the kernel a block's rank is one int64, ``count·2^43 + (2^13 − 1 − position)·2^30 + stamp``
+(the position term is 0 for LFU), so counts saturate at 2^20 − 1 = 1,048,575 touches, positions at 8,191
+blocks (4.2M tokens) and a cache may see fewer than 2^30 touches (checked); the reference does the same.
+
 Because every block of every request is touched, the cache contents at capacity ``C`` are those of
 plain LRU on the access sequence, and LRU is a stack algorithm: one pass computing each access's
-*stack distance* (distinct blocks used since its last use, measured at lookup time) gives the hit
-ratio at every capacity at once (:func:`hit_ratio_curve`). :func:`simulate_lru` runs the caches
-directly (several instances, with routing), which the cluster simulator reuses.
+*stack distance* (distinct blocks used since its last use, measured at lookup time) gives the LRU
+hit ratio at every capacity at once (:func:`hit_ratio_curve`). LFU and LengthAware are not stack
+algorithms (a larger cache may hold a different set), so their curves replay the trace once per
+capacity. :func:`simulate_cache` runs the caches directly (several instances, with routing), which
+the cluster simulator reuses.
 
-State layout of ``n`` LRU caches (see :func:`new_cache_state`), all int64
--------------------------------------------------------------------------
+State layout of ``n`` caches (see :func:`new_cache_state`), all int64
+---------------------------------------------------------------------
 ``last_use[n, n_blocks]``
-    stamp of the block's last touch in that cache, −1 if absent.
+    the block's rank in that cache (larger = kept longer), −1 if absent. LRU: the stamp of its last
+    touch; LFU / LengthAware: the packed rank above.
 ``q_block[n, qcap]``, ``q_stamp[n, qcap]``
-    per cache an append-only queue of ``(block, stamp)`` touches in stamp order (stamps come from the
-    cache's own clock, so they only grow: a lazy-deletion min-heap on stamps degenerates into this
-    queue, O(1) per operation). An entry is live iff ``last_use[c, block] == stamp``; stale entries
-    are skipped on eviction and dropped by compaction when the queue is full.
+    per cache the ``(block, rank)`` entries of its touches. LRU: an append-only queue in stamp order
+    (stamps come from the cache's own clock, so they only grow: a lazy-deletion min-heap on stamps
+    degenerates into this queue, O(1) per operation). LFU / LengthAware: a lazy-deletion binary
+    min-heap on the rank (O(log n) per operation). An entry is live iff ``last_use[c, block] ==
+    rank``; stale entries are skipped on eviction and dropped by compaction when the array is full.
     ``qcap = 2·min(capacity, n_blocks) + 64``.
-``meta[n, 5]``
-    columns ``0`` capacity (blocks), ``1`` count of cached blocks, ``2`` queue head, ``3`` queue tail,
-    ``4`` clock (next stamp).
+``meta[n, 6]``
+    columns ``0`` capacity (blocks), ``1`` count of cached blocks, ``2`` queue head (0 for a heap),
+    ``3`` queue tail / heap size, ``4`` clock (next stamp), ``5`` policy code (index in
+    :data:`EVICTION_POLICIES`).
 
 The ``@njit`` helpers take these arrays plus an instance index and can be called from other numba
 kernels (the cluster simulator)::
 
-    st = new_cache_state(n_prefill, trace.n_blocks, capacity_blocks)   # outside numba
+    st = new_cache_state(n_prefill, trace.n_blocks, capacity_blocks, policy="lru")   # outside numba
     # inside an @njit kernel, for request i routed to instance p:
     blocks = block_ids[offsets[i]:offsets[i + 1]]
     n_local = _match_prefix(st.last_use, p, blocks)          # leading blocks cached on p (no side effect)
@@ -48,8 +75,9 @@ kernels (the cluster simulator)::
     _touch_blocks(last_use, q_block, q_stamp, meta, p, blocks)  # after the prefill: store/refresh all
     _touch_blocks(last_use, q_block, q_stamp, meta, p, blocks[:n_fetched])  # hot-spot replication only
 
-Stamps come from each cache's own clock (``meta[c, 4]``), not from the caller, so they are strictly
-increasing per cache whatever the simulator's time does.
+``blocks`` must be a prefix of a prompt's block list (its index is the block's position). Stamps come
+from each cache's own clock (``meta[c, 4]``), not from the caller, so they are strictly increasing per
+cache whatever the simulator's time does.
 
 The helpers are compiled with :data:`~mooncake_lab.jit.helper_njit` (no reference counting): they only index arrays their
 caller owns, and numba would otherwise pay an atomic increment and decrement per array argument per
@@ -73,12 +101,23 @@ from .validate import InputError, choice, describe, int_array, integer, memory
 
 __all__ = [
     "CacheState", "new_cache_state", "pooled_cache_state", "route_requests", "simulate_lru", "LRUResult",
+    "simulate_cache", "CacheResult", "cache_hit_ratio", "ReferenceCache", "check_policy",
     "prefix_hit_tokens", "hit_ratio", "lru_hit_ratio", "stack_distances", "hit_ratio_curve",
-    "infinite_cache_hit_ratio", "block_popularity", "replica_counts", "ROUTINGS",
+    "infinite_cache_hit_ratio", "block_popularity", "replica_counts", "ROUTINGS", "EVICTION_POLICIES",
 ]
 
 #: Request-to-instance routings understood by :func:`route_requests`.
 ROUTINGS = ("round_robin", "random")
+
+#: Eviction policies of a cache (semantics in the module docstring); the kernel code is the index.
+EVICTION_POLICIES = ("lru", "lfu", "length_aware")
+
+#: Packed rank of an LFU / LengthAware block: count · 2^FREQ_SHIFT + (POS_MAX − position) · 2^STAMP_BITS
+#: + stamp, as one non-negative int64 (1 + 20 + 13 + 30 = 63 bits ≤ 63).
+STAMP_BITS, POS_BITS, FREQ_BITS = 30, 13, 20
+FREQ_SHIFT = STAMP_BITS + POS_BITS
+#: Largest stamp, position (blocks) and count the packed rank holds (larger positions / counts saturate).
+STAMP_MAX, POS_MAX, FREQ_MAX = 2**STAMP_BITS - 1, 2**POS_BITS - 1, 2**FREQ_BITS - 1
 
 #: Sentinel stack distance of a block never seen before (a miss at any finite capacity).
 NEVER = np.iinfo(np.int64).max
@@ -111,6 +150,18 @@ def _check_trace(trace) -> Trace:
 
 def _check_weight(weight: str) -> str:
     return choice(weight, "weight", ("token", "block"))
+
+
+def check_policy(policy, where: str = "") -> str:
+    """An eviction policy name of :data:`EVICTION_POLICIES` (InputError naming the allowed ones)."""
+    return choice(policy, "policy", EVICTION_POLICIES, where)
+
+
+def check_touch_budget(n_touches: int, policy: str, where: str = "") -> None:
+    """LFU / LengthAware pack a stamp of 30 bits: refuse a run that could touch one cache more often."""
+    if policy != "lru" and n_touches > STAMP_MAX:
+        raise InputError(f"{where + ': ' if where else ''}a {policy!r} cache may see up to {n_touches:,} block "
+                         f"touches; allowed: at most {STAMP_MAX:,} (2^30 − 1, the stamp bits of its packed rank)")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -164,10 +215,10 @@ def hit_ratio(trace: Trace, n_hit_blocks, weight: str = "token") -> float:
 
 
 # ----------------------------------------------------------------------------------------------
-# LRU caches on flat arrays (reusable from other njit kernels)
+# LRU / LFU / LengthAware caches on flat arrays (reusable from other njit kernels)
 # ----------------------------------------------------------------------------------------------
 class CacheState(NamedTuple):
-    """The arrays of ``n`` LRU caches (layout in the module docstring)."""
+    """The arrays of ``n`` prefix caches (layout in the module docstring)."""
 
     last_use: np.ndarray
     q_block: np.ndarray
@@ -183,16 +234,23 @@ class CacheState(NamedTuple):
         """Cached blocks per instance."""
         return self.meta[:, 1].copy()
 
+    @property
+    def policy(self) -> str:
+        """The eviction policy of the caches (one for all)."""
+        return EVICTION_POLICIES[int(self.meta[0, 5])]
 
-def new_cache_state(n_instances: int, n_blocks: int, capacity, *, alloc=None) -> CacheState:
-    """Empty LRU caches: ``n_instances`` caches over block ids ``0..n_blocks-1``.
 
-    ``capacity`` (blocks) is one number for all instances or one per instance. ``alloc(k)``: where
+def new_cache_state(n_instances: int, n_blocks: int, capacity, *, alloc=None, policy: str = "lru") -> CacheState:
+    """Empty caches: ``n_instances`` caches over block ids ``0..n_blocks-1`` evicting by ``policy``.
+
+    ``capacity`` (blocks) is one number for all instances or one per instance; ``policy`` one of
+    :data:`EVICTION_POLICIES`. ``alloc(k)``: where
     the arrays live — a flat int64 array of at least ``k`` elements, overwritten (default: new
     arrays; see :func:`pooled_cache_state`).
     """
     n_instances = _check_positive_int(n_instances, "n_instances")
     n_blocks = integer(n_blocks, "n_blocks", lo=0)
+    policy = check_policy(policy, "new_cache_state")
     if alloc is not None and not callable(alloc):
         raise InputError(f"new_cache_state.alloc: got {describe(alloc)}; allowed: None or a function k -> int64 array")
     caps = np.atleast_1d(np.asarray(capacity, dtype=object))
@@ -203,8 +261,9 @@ def new_cache_state(n_instances: int, n_blocks: int, capacity, *, alloc=None) ->
     qcap = 2 * int(min(caps.max(), n_blocks)) + 64
     memory(8 * n_instances * (n_blocks + 2 * qcap),
            f"{n_instances:,} caches × ({n_blocks:,} block ids + 2 × {qcap:,} queue slots) × 8 B", "new_cache_state")
-    meta = np.zeros((n_instances, 5), dtype=np.int64)
+    meta = np.zeros((n_instances, 6), dtype=np.int64)
     meta[:, 0] = caps
+    meta[:, 5] = EVICTION_POLICIES.index(policy)
     if alloc is None:
         return CacheState(last_use=np.full((n_instances, n_blocks), -1, dtype=np.int64),
                           q_block=np.zeros((n_instances, qcap), dtype=np.int64),
@@ -232,7 +291,7 @@ def _take(need: int) -> np.ndarray:
 
 
 @contextmanager
-def pooled_cache_state(n_instances: int, n_blocks: int, capacity):
+def pooled_cache_state(n_instances: int, n_blocks: int, capacity, policy: str = "lru"):
     """:func:`new_cache_state` for one simulation, its arrays taken from (and given back to) a small
     pool of buffers: a fresh ``last_use`` of 32 × 183k (47 MB, the conversation trace at 32
     instances) costs 10–50 ms of page faults, refilling a used one 2–7 ms, and the queues need no
@@ -244,7 +303,7 @@ def pooled_cache_state(n_instances: int, n_blocks: int, capacity):
         return taken[-1]
 
     try:
-        yield new_cache_state(n_instances, n_blocks, capacity, alloc=alloc)
+        yield new_cache_state(n_instances, n_blocks, capacity, alloc=alloc, policy=policy)
     finally:
         with _POOL_LOCK:
             _POOL.extend(taken)
@@ -308,15 +367,107 @@ def _touch_block(last_use, q_block, q_stamp, meta, inst, b):
 
 
 @helper_njit
+def _sift_down(q_block, q_stamp, inst, i, size):
+    """Restore the min-heap on ``q_stamp[inst, :size]`` below slot ``i``."""
+    b, k = q_block[inst, i], q_stamp[inst, i]
+    while True:
+        c = 2 * i + 1
+        if c >= size:
+            break
+        if c + 1 < size and q_stamp[inst, c + 1] < q_stamp[inst, c]:
+            c += 1
+        if q_stamp[inst, c] >= k:
+            break
+        q_block[inst, i], q_stamp[inst, i] = q_block[inst, c], q_stamp[inst, c]
+        i = c
+    q_block[inst, i], q_stamp[inst, i] = b, k
+
+
+@helper_njit
+def _heap_push(q_block, q_stamp, meta, inst, b, k):
+    """Add entry ``(b, k)`` to cache ``inst``'s heap (room is the caller's: see :func:`_touch_ranked`)."""
+    i = meta[inst, 3]
+    meta[inst, 3] = i + 1
+    while i > 0:
+        parent = (i - 1) // 2
+        if q_stamp[inst, parent] <= k:
+            break
+        q_block[inst, i], q_stamp[inst, i] = q_block[inst, parent], q_stamp[inst, parent]
+        i = parent
+    q_block[inst, i], q_stamp[inst, i] = b, k
+
+
+@helper_njit
+def _compact_heap(last_use, q_block, q_stamp, meta, inst):
+    """Drop stale heap entries of cache ``inst`` and heapify the live ones."""
+    w = 0
+    for r in range(meta[inst, 3]):
+        b = q_block[inst, r]
+        if last_use[inst, b] == q_stamp[inst, r]:
+            q_block[inst, w] = b
+            q_stamp[inst, w] = q_stamp[inst, r]
+            w += 1
+    meta[inst, 3] = w
+    for i in range(w // 2 - 1, -1, -1):
+        _sift_down(q_block, q_stamp, inst, i, w)
+
+
+@helper_njit
+def _evict_lowest(last_use, q_block, q_stamp, meta, inst):
+    """Evict the live block of lowest rank from cache ``inst`` (popping stale entries on the way)."""
+    while meta[inst, 3] > 0:
+        b, k = q_block[inst, 0], q_stamp[inst, 0]
+        size = meta[inst, 3] - 1
+        meta[inst, 3] = size
+        if size > 0:
+            q_block[inst, 0], q_stamp[inst, 0] = q_block[inst, size], q_stamp[inst, size]
+            _sift_down(q_block, q_stamp, inst, 0, size)
+        if last_use[inst, b] == k:
+            last_use[inst, b] = -1
+            meta[inst, 1] -= 1
+            return
+
+
+@helper_njit
+def _touch_ranked(last_use, q_block, q_stamp, meta, inst, b, pos):
+    """LFU / LengthAware touch of block ``b`` at prompt position ``pos`` (rank layout: module docstring)."""
+    cap = meta[inst, 0]
+    if cap <= 0:
+        return
+    old = last_use[inst, b]
+    if old < 0:
+        if meta[inst, 1] >= cap:  # full: evict first, so the new block is never its own victim
+            _evict_lowest(last_use, q_block, q_stamp, meta, inst)
+        meta[inst, 1] += 1
+        freq = 1
+    else:
+        freq = min((old >> FREQ_SHIFT) + 1, FREQ_MAX)
+    stamp = meta[inst, 4]
+    meta[inst, 4] = stamp + 1
+    rank = (freq << FREQ_SHIFT) | stamp
+    if meta[inst, 5] == 2:  # length_aware: among equal counts, later positions go first
+        rank |= (POS_MAX - min(pos, POS_MAX)) << STAMP_BITS
+    last_use[inst, b] = rank
+    if meta[inst, 3] == q_block.shape[1]:
+        _compact_heap(last_use, q_block, q_stamp, meta, inst)
+    _heap_push(q_block, q_stamp, meta, inst, b, rank)
+
+
+@helper_njit
 def _touch_blocks(last_use, q_block, q_stamp, meta, inst, blocks):
     """Touch a request's ``blocks`` in cache ``inst``, last block first (root ends most recent)."""
-    for j in range(len(blocks) - 1, -1, -1):
-        _touch_block(last_use, q_block, q_stamp, meta, inst, blocks[j])
+    if meta[inst, 5] == 0:
+        for j in range(len(blocks) - 1, -1, -1):
+            _touch_block(last_use, q_block, q_stamp, meta, inst, blocks[j])
+    else:
+        for j in range(len(blocks) - 1, -1, -1):
+            _touch_ranked(last_use, q_block, q_stamp, meta, inst, blocks[j], j)
 
 
 @njit(cache=True)
-def _lru_kernel(offsets, block_ids, assignment, last_use, q_block, q_stamp, meta):
-    """Replay requests in order through per-instance LRU caches; leading hit blocks per request."""
+def _replay_kernel(offsets, block_ids, assignment, last_use, q_block, q_stamp, meta):
+    """Replay requests in order through per-instance caches (each evicting by its ``meta[:, 5]``
+    policy); leading hit blocks per request."""
     n = len(offsets) - 1
     n_hit = np.empty(n, dtype=np.int64)
     for i in range(n):
@@ -348,6 +499,61 @@ def _lru_reference(offsets, block_ids, assignment, capacities) -> np.ndarray:
     return np.array(n_hit, dtype=np.int64)
 
 
+#: The LRU replay (the same kernel: the state says which policy evicts).
+_lru_kernel = _replay_kernel
+
+
+class ReferenceCache:
+    """One prefix cache in plain Python, the readable statement of the kernel's semantics.
+
+    ``entries`` maps block → (touches, position, stamp), least recently touched first. The victim is
+    the block of smallest key: LRU (stamp,), LFU (touches, stamp), LengthAware (touches, −position,
+    stamp); counts and positions saturate as in the kernel (:data:`FREQ_MAX`, :data:`POS_MAX`).
+    """
+
+    def __init__(self, capacity: int, policy: str = "lru"):
+        self.capacity, self.policy = capacity, check_policy(policy, "ReferenceCache")
+        self.entries: OrderedDict = OrderedDict()
+        self.clock = 0
+
+    def match(self, blocks) -> int:
+        """Leading ``blocks`` cached (no side effect)."""
+        n = 0
+        while n < len(blocks) and blocks[n] in self.entries:
+            n += 1
+        return n
+
+    def _key(self, b):
+        touches, pos, stamp = self.entries[b]
+        return {"lru": (stamp,), "lfu": (touches, stamp), "length_aware": (touches, -pos, stamp)}[self.policy]
+
+    def touch(self, blocks) -> None:
+        """Store / refresh ``blocks`` (a prefix of a prompt's block list), last block first."""
+        if self.capacity <= 0:
+            return
+        for j in range(len(blocks) - 1, -1, -1):
+            b = blocks[j]
+            if b not in self.entries and len(self.entries) >= self.capacity:
+                victim = next(iter(self.entries)) if self.policy == "lru" else min(self.entries, key=self._key)
+                del self.entries[victim]
+            touches = min(self.entries[b][0] + 1, FREQ_MAX) if b in self.entries else 1
+            self.entries[b] = (touches, min(j, POS_MAX), self.clock)
+            self.entries.move_to_end(b)
+            self.clock += 1
+
+
+def _replay_reference(offsets, block_ids, assignment, capacities, policy: str = "lru") -> np.ndarray:
+    """Plain-Python replay through :class:`ReferenceCache` s, same semantics as :func:`_replay_kernel`."""
+    caches = [ReferenceCache(c, policy) for c in capacities]
+    n_hit = []
+    for i in range(len(offsets) - 1):
+        blocks = [int(b) for b in block_ids[offsets[i]:offsets[i + 1]]]
+        cache = caches[assignment[i]]
+        n_hit.append(cache.match(blocks))
+        cache.touch(blocks)
+    return np.array(n_hit, dtype=np.int64)
+
+
 def route_requests(n_requests: int, n_instances: int, routing: str = "random", seed: int = 0) -> np.ndarray:
     """Instance index (int64) per request: ``"round_robin"`` (i mod n) or seeded uniform ``"random"``."""
     choice(routing, "routing", ROUTINGS, "route_requests")
@@ -360,21 +566,41 @@ def route_requests(n_requests: int, n_instances: int, routing: str = "random", s
     return np.random.default_rng(seed).integers(0, n_instances, size=n_requests).astype(np.int64)
 
 
-class LRUResult(NamedTuple):
-    """Output of :func:`simulate_lru`: leading hit blocks and instance per request, final caches."""
+class CacheResult(NamedTuple):
+    """Output of :func:`simulate_cache`: leading hit blocks and instance per request, final caches."""
 
     n_hit_blocks: np.ndarray
     assignment: np.ndarray
     state: CacheState
 
 
+#: The name :func:`simulate_lru` has always returned.
+LRUResult = CacheResult
+
+
+def simulate_cache(trace: Trace, capacity, policy: str = "lru", n_instances: int = 1, routing: str = "random",
+                   seed: int = 0, assignment=None) -> CacheResult:
+    """Replay ``trace`` through ``n_instances`` caches of ``capacity`` blocks each, evicting by ``policy``.
+
+    ``policy``: one of :data:`EVICTION_POLICIES`. Requests go to instances by ``assignment`` (int
+    array, one instance per request) if given, else by ``routing`` (see :func:`route_requests`). With
+    one instance this is a global pool.
+    """
+    policy = check_policy(policy, "simulate_cache")
+    return _simulate(trace, capacity, n_instances, routing, seed, assignment, policy, "simulate_cache")
+
+
 def simulate_lru(trace: Trace, capacity, n_instances: int = 1, routing: str = "random",
-                 seed: int = 0, assignment=None) -> LRUResult:
+                 seed: int = 0, assignment=None) -> CacheResult:
     """Replay ``trace`` through ``n_instances`` LRU caches of ``capacity`` blocks each.
 
     Requests go to instances by ``assignment`` (int array, one instance per request) if given, else
     by ``routing`` (see :func:`route_requests`). With one instance this is a global pool.
     """
+    return _simulate(trace, capacity, n_instances, routing, seed, assignment, "lru", "simulate_lru")
+
+
+def _simulate(trace, capacity, n_instances, routing, seed, assignment, policy, where) -> CacheResult:
     trace = _check_trace(trace)
     n_instances = _check_positive_int(n_instances, "n_instances")
     capacity = _check_capacity(capacity, allow_inf=True)
@@ -383,13 +609,14 @@ def simulate_lru(trace: Trace, capacity, n_instances: int = 1, routing: str = "r
     if assignment is None:
         assignment = route_requests(len(trace), n_instances, routing, seed)
     else:
-        assignment = int_array(assignment, "assignment", lo=0, hi=n_instances - 1, where="simulate_lru")
+        assignment = int_array(assignment, "assignment", lo=0, hi=n_instances - 1, where=where)
         if assignment.shape != (len(trace),):
-            raise InputError(f"simulate_lru.assignment: got {len(assignment)} values; allowed: one instance "
+            raise InputError(f"{where}.assignment: got {len(assignment)} values; allowed: one instance "
                              f"per request ({len(trace)}), each in 0..{n_instances - 1} (n_instances={n_instances})")
-    st = new_cache_state(n_instances, trace.n_blocks, capacity)
-    n_hit = _lru_kernel(trace.block_offsets, trace.block_ids, assignment, *st)
-    return LRUResult(n_hit, assignment, st)
+    check_touch_budget(len(trace.block_ids), policy, where)
+    st = new_cache_state(n_instances, trace.n_blocks, capacity, policy=policy)
+    n_hit = _replay_kernel(trace.block_offsets, trace.block_ids, assignment, *st)
+    return CacheResult(n_hit, assignment, st)
 
 
 def lru_hit_ratio(trace: Trace, capacity, n_instances: int = 1, routing: str = "random",
@@ -397,6 +624,14 @@ def lru_hit_ratio(trace: Trace, capacity, n_instances: int = 1, routing: str = "
     """Hit ratio (0..1) of LRU caches of ``capacity`` blocks each, simulated directly."""
     weight = _check_weight(weight)
     res = simulate_lru(trace, capacity, n_instances, routing, seed)
+    return hit_ratio(trace, res.n_hit_blocks, weight)
+
+
+def cache_hit_ratio(trace: Trace, capacity, policy: str = "lru", n_instances: int = 1, routing: str = "random",
+                    seed: int = 0, weight: str = "token") -> float:
+    """Hit ratio (0..1) of ``policy`` caches of ``capacity`` blocks each, simulated directly."""
+    weight = _check_weight(weight)
+    res = simulate_cache(trace, capacity, policy, n_instances, routing, seed)
     return hit_ratio(trace, res.n_hit_blocks, weight)
 
 
@@ -501,13 +736,19 @@ def _access_weights(trace: Trace, weight: str) -> np.ndarray:
     return (prefix_hit_tokens(j + 1, L, trace.block_tokens) - prefix_hit_tokens(j, L, trace.block_tokens))
 
 
-def hit_ratio_curve(trace: Trace, capacities, weight: str = "token", distances=None) -> np.ndarray:
-    """Global-LRU hit ratio (0..1) at each capacity (blocks; ``math.inf`` = infinite cache), one pass.
+def hit_ratio_curve(trace: Trace, capacities, weight: str = "token", distances=None,
+                    policy: str = "lru") -> np.ndarray:
+    """Hit ratio (0..1) of one global cache at each capacity (blocks; ``math.inf`` = infinite cache).
 
-    ``distances`` may pass a precomputed :func:`stack_distances` to skip that pass.
+    ``policy="lru"``: one stack-distance pass for all capacities (``distances`` may pass a
+    precomputed :func:`stack_distances` to skip it). ``"lfu"`` / ``"length_aware"``: one direct
+    replay per finite capacity (not stack algorithms; timings in benchmarks/bench_prefix_cache.py);
+    an infinite cache never evicts, so every policy gives
+    :func:`infinite_cache_hit_ratio` there.
     """
     trace = _check_trace(trace)
     weight = _check_weight(weight)
+    policy = check_policy(policy, "hit_ratio_curve")
     try:
         raw = np.atleast_1d(np.asarray(capacities, dtype=object))
     except (TypeError, ValueError):
@@ -516,6 +757,14 @@ def hit_ratio_curve(trace: Trace, capacities, weight: str = "token", distances=N
         raise InputError(f"hit_ratio_curve.capacities: got shape {raw.shape}; allowed: a 1-D list of numbers of blocks")
     memory(8 * len(raw), f"{len(raw):,} capacities", "hit_ratio_curve")
     caps = [_check_capacity(c, "capacities", allow_inf=True) for c in raw.tolist()]
+    if policy != "lru":
+        if distances is not None:
+            raise InputError(f"hit_ratio_curve.distances: got an array with policy={policy!r}; allowed: "
+                             "None (stack distances give LRU curves only)")
+        finite = [c for c in caps if c != math.inf]
+        fin = iter([hit_ratio(trace, simulate_cache(trace, c, policy).n_hit_blocks, weight) for c in finite])
+        top = infinite_cache_hit_ratio(trace, weight) if len(finite) < len(caps) else None
+        return np.array([top if c == math.inf else next(fin) for c in caps], dtype=float)
     m = (stack_distances(trace) if distances is None
          else int_array(distances, "distances", lo=0, where="hit_ratio_curve"))
     if m.shape != trace.block_ids.shape:

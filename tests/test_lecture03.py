@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
@@ -274,3 +275,51 @@ def test_tokens_per_tb_counts_kib_not_kb():
     from mooncake_lab import check
     assert check("03.tokens_per_tb", 1e12 / 327_680).correct
     assert not check("03.tokens_per_tb", 1e12 / 320_000).correct
+
+
+# ---- issue 14: eviction policies (arXiv v3 Table 1) -------------------------------------------
+def test_policy_curves_agree_with_the_cache_functions(small):
+    caps = [100, 1_000, math.inf]
+    df = C.policy_curves(small, caps)
+    assert df["policy"].tolist() == [p for p in pc.EVICTION_POLICIES for _ in caps]
+    for pol, g in df.groupby("policy"):
+        assert g["hit_ratio"].tolist() == pytest.approx(pc.hit_ratio_curve(small, caps, policy=pol).tolist())
+        assert g["block_hit_ratio"].tolist() == pytest.approx(
+            pc.hit_ratio_curve(small, caps, "block", policy=pol).tolist())
+    inf = df[df["capacity_blocks"] == math.inf]["hit_ratio"]
+    assert inf.nunique() == 1 and inf.iloc[0] == pytest.approx(pc.infinite_cache_hit_ratio(small))
+    with pytest.raises(ValueError, match="policy"):
+        C.policy_curves(small, caps, policies=["mru"])
+
+
+def test_table1_comparison_puts_the_paper_beside_ours(small):
+    from mooncake_lab import paper
+
+    df = C.table1_comparison(small)
+    assert len(df) == 18 and set(df["trace"]) == {small.name}
+    for r in df.itertuples():
+        assert r.paper == paper.ARXIV_TABLE1[r.policy][r.capacity_blocks]
+        assert r.diff == pytest.approx(r.ours - r.paper)
+    assert paper.ARXIV_TABLE1_HIT is paper.ARXIV_TABLE1["lru"]   # one LRU row, not two
+    wide = C.table1_side_by_side(df, df.assign(trace="other"))
+    assert wide.shape == (9, 6) and list(wide.columns) == ["∞", "100,000", "50,000", "30,000", "10,000", "1,000"]
+    assert wide.loc[("LFU", "paper (arXiv trace)")].tolist() == [0.51, 0.51, 0.49, 0.43, 0.35, 0.30]
+
+
+def test_arxiv_trace_is_the_stand_in_without_a_copy(isolated_trace_lookup):
+    t = C.arxiv_trace()
+    assert t.name == "synthetic:toolagent-like" and len(t) == 23_608
+    ms = C.eviction_metrics()
+    assert len(ms) == 18 and all(m.paper is None and "stand-in" in m.source for m in ms)
+    assert ms[0].name == "cache_eviction.arxiv.lru_hit.inf"
+
+
+def test_policy_plot_is_labelled(small):
+    from mooncake_lab.plots import cache as cp
+
+    curves = C.policy_curves(small, [100, 1_000, 10_000, math.inf])
+    fig = cp.policy_curves(pd.concat([curves, curves.assign(trace="other")]), C.table1_comparison(small),
+                           paper_trace="other", block_bytes=C.kv_block_bytes())
+    _assert_labelled(fig)
+    assert len(fig.axes) == 2
+    assert len(fig.axes[1].get_lines()) > len(fig.axes[0].get_lines())   # the paper's squares on one panel

@@ -180,6 +180,149 @@ def test_stack_distances_match_reference_and_direct_lru(t):
 
 
 # ------------------------------------------------------------------------------------------------
+# eviction policies: LRU, LFU, LengthAware (arXiv v3 Table 1)
+# ------------------------------------------------------------------------------------------------
+# Requests (blocks), one cache of 3 blocks, full 512-token blocks; touches go last block first.
+# (touches, position, stamp) of each cached block:
+#   r0 [0]    → 0 (1, 0, s0)
+#   r1 [1, 2] → 2 (1, 1, s1), 1 (1, 0, s2): full {0, 1, 2}
+#   r2 [3]    → victim: LRU 0 (oldest); LFU 0 (all once, oldest); LengthAware 2 (all once, largest
+#               position). Store 3 (1, 0, s3).
+#   r3 [1, 2] → LRU / LFU hit both; touch 2 (s4) and 1 (s5), counts 2.
+#               LengthAware hits block 1 only; 2 is stored evicting 0 (once, pos 0, oldest), 1 → 2 touches.
+#   r4 [4]    → LRU evicts 3 (s3) → {1, 2, 4}; LFU the once-touched 3 → {1, 2, 4};
+#               LengthAware: once-touched 2 (pos 1) before 3 (pos 0) → {1, 3, 4}.
+#   r5 [5]    → LRU evicts 2 (s4) → {1, 4, 5}; LFU the once-touched 4 → {1, 2, 5};
+#               LengthAware: 3 and 4 both once at pos 0, the older 3 → {1, 4, 5}.
+#   r6 [1, 2] → LRU hits 1 block, LFU 2, LengthAware 1.
+POLICY_HAND = [[0], [1, 2], [3], [1, 2], [4], [5], [1, 2]]
+POLICY_HITS = {"lru": [0, 0, 0, 2, 0, 0, 1], "lfu": [0, 0, 0, 2, 0, 0, 2], "length_aware": [0, 0, 0, 1, 0, 0, 1]}
+
+
+@pytest.mark.parametrize("policy", pc.EVICTION_POLICIES)
+def test_each_policy_hand_worked(policy):
+    t = _trace(POLICY_HAND)
+    res = pc.simulate_cache(t, 3, policy)
+    assert res.n_hit_blocks.tolist() == POLICY_HITS[policy]
+    assert res.state.policy == policy
+    assert sorted(np.flatnonzero(res.state.last_use[0] >= 0).tolist()) == [1, 2, 5]  # after r6, all three
+    ref = pc._replay_reference(t.block_offsets, t.block_ids, np.zeros(len(t), np.int64), [3], policy)
+    assert ref.tolist() == POLICY_HITS[policy]
+    # 7 requests, 10 blocks: block-weighted hit ratio = hits / 10
+    assert pc.cache_hit_ratio(t, 3, policy, weight="block") == pytest.approx(sum(POLICY_HITS[policy]) / 10)
+
+
+def test_lfu_keeps_a_frequent_block_that_lru_evicts():
+    # capacity 2: block 0 used twice, then 1, 2 once each, then 0 again. LRU: r2 [1] and r3 [2] push 0
+    # out → r4 misses; LFU evicts the once-used 1 (for 2) → r4 hits.
+    t = _trace([[0], [0], [1], [2], [0]])
+    assert pc.simulate_cache(t, 2, "lru").n_hit_blocks.tolist() == [0, 1, 0, 0, 0]
+    assert pc.simulate_cache(t, 2, "lfu").n_hit_blocks.tolist() == [0, 1, 0, 0, 1]
+
+
+def test_length_aware_evicts_the_later_block_first():
+    # capacity 3, all blocks touched once: r0 [0], r1 [1, 2] (2 at position 1), r2 [9]. LFU evicts
+    # the least recent (0), LengthAware the later position (2): r3 [0] hits only under LengthAware.
+    t = _trace([[0], [1, 2], [9], [0]])
+    assert pc.simulate_cache(t, 3, "lfu").n_hit_blocks.tolist() == [0, 0, 0, 0]
+    assert pc.simulate_cache(t, 3, "length_aware").n_hit_blocks.tolist() == [0, 0, 0, 1]
+
+
+def test_lfu_is_not_a_stack_algorithm():
+    # Why LFU curves replay once per capacity: here a cache of 3 blocks hits less than one of 2
+    # (found by a random search; kernel and reference agree). LRU can never do that.
+    t = _trace([[1], [5], [2], [3], [5], [2], [4], [3], [4], [3], [4], [4]])
+    z = np.zeros(len(t), np.int64)
+    hits = {c: pc.simulate_cache(t, c, "lfu").n_hit_blocks.sum() for c in (2, 3)}
+    assert hits == {2: 4, 3: 3}
+    assert [pc._replay_reference(t.block_offsets, t.block_ids, z, [c], "lfu").sum() for c in (2, 3)] == [4, 3]
+    assert pc.simulate_cache(t, 3, "lru").n_hit_blocks.sum() >= pc.simulate_cache(t, 2, "lru").n_hit_blocks.sum()
+
+
+def test_reference_cache_lru_equals_the_ordereddict_lru():
+    rng = np.random.default_rng(3)
+    reqs = [rng.integers(0, 9, rng.integers(1, 5)).tolist() for _ in range(400)]
+    t = _trace(reqs)
+    z = np.zeros(len(t), np.int64)
+    for cap in (0, 1, 3, 7):
+        assert (pc._replay_reference(t.block_offsets, t.block_ids, z, [cap], "lru").tolist()
+                == pc._lru_reference(t.block_offsets, t.block_ids, z, [cap]).tolist())
+
+
+@pytest.mark.parametrize("policy", ["lfu", "length_aware"])
+def test_heap_compaction_many_touches(policy):
+    # 3,000 single-block requests on 5 blocks, capacity 2: the heap (68 slots) compacts many times.
+    rng = np.random.default_rng(1)
+    t = _trace([[int(b)] for b in rng.integers(0, 5, 3000)])
+    res = pc.simulate_cache(t, 2, policy)
+    ref = pc._replay_reference(t.block_offsets, t.block_ids, np.zeros(len(t), np.int64), [2], policy)
+    assert res.n_hit_blocks.tolist() == ref.tolist()
+    assert res.state.meta[0, 1] == (res.state.last_use[0] >= 0).sum() == 2
+    assert res.state.meta[0, 3] <= res.state.q_block.shape[1]
+
+
+@settings(max_examples=150, deadline=None)
+@given(t=small_traces(), n_inst=st.integers(1, 3), caps=st.lists(st.integers(0, 8), min_size=3, max_size=3),
+       seed=st.integers(0, 5), policy=st.sampled_from(pc.EVICTION_POLICIES))
+def test_policy_kernel_matches_reference(t, n_inst, caps, seed, policy):
+    caps = caps[:n_inst]
+    assign = pc.route_requests(len(t), n_inst, "random", seed)
+    st_ = pc.new_cache_state(n_inst, t.n_blocks, caps, policy=policy)
+    got = pc._replay_kernel(t.block_offsets, t.block_ids, assign, *st_)
+    ref = pc._replay_reference(t.block_offsets, t.block_ids, assign, caps, policy)
+    assert got.tolist() == ref.tolist()
+    held = (st_.last_use >= 0).sum(axis=1)
+    assert held.tolist() == st_.meta[:, 1].tolist()
+    assert (held <= np.asarray(caps)).all()
+
+
+@settings(max_examples=60, deadline=None)
+@given(t=small_traces(), policy=st.sampled_from(pc.EVICTION_POLICIES))
+def test_policy_curve_equals_direct_runs(t, policy):
+    caps = [0, 1, 2, 5, t.n_blocks, math.inf]
+    curve = pc.hit_ratio_curve(t, caps, policy=policy)
+    for c, h in zip(caps, curve):
+        assert h == pytest.approx(pc.cache_hit_ratio(t, c, policy))
+    # a cache that never fills never evicts: every policy gives the infinite-cache hit ratio
+    assert curve[-2] == curve[-1] == pytest.approx(pc.infinite_cache_hit_ratio(t))
+    if policy == "lru":
+        assert curve.tolist() == pytest.approx(pc.hit_ratio_curve(t, caps).tolist())
+
+
+def test_policy_validation():
+    t = _trace([[0], [1]])
+    for bad in ("LRU", "fifo", 3, None):
+        with pytest.raises(ValueError, match="policy"):
+            pc.simulate_cache(t, 2, bad)
+        with pytest.raises(ValueError, match="policy"):
+            pc.hit_ratio_curve(t, [2], policy=bad)
+        with pytest.raises(ValueError, match="policy"):
+            pc.new_cache_state(1, 2, 2, policy=bad)
+    with pytest.raises(ValueError, match="distances"):
+        pc.hit_ratio_curve(t, [2], distances=pc.stack_distances(t), policy="lfu")
+    with pytest.raises(ValueError, match="touches"):
+        pc.check_touch_budget(2**30, "lfu", "simulate")
+    pc.check_touch_budget(2**40, "lru")  # LRU stamps are plain int64 clocks
+
+
+def test_counts_and_positions_saturate_in_the_packed_rank():
+    # a block already touched FREQ_MAX times keeps count FREQ_MAX when touched again
+    st_ = pc.new_cache_state(1, 1, 1, policy="lfu")
+    st_.last_use[0, 0], st_.meta[0, 1] = pc.FREQ_MAX << pc.FREQ_SHIFT, 1
+    pc._replay_kernel(np.array([0, 1]), np.array([0]), np.zeros(1, np.int64), *st_)
+    assert st_.last_use[0, 0] >> pc.FREQ_SHIFT == pc.FREQ_MAX
+    # a prompt longer than POS_MAX blocks: positions past POS_MAX rank as POS_MAX (kernel and reference)
+    n = pc.POS_MAX + 10
+    t = _trace([list(range(n))])
+    res = pc.simulate_cache(t, n, "length_aware")
+    pos_rev = (res.state.last_use[0] >> pc.STAMP_BITS) & pc.POS_MAX
+    assert pos_rev[[0, 1, pc.POS_MAX, n - 1]].tolist() == [pc.POS_MAX, pc.POS_MAX - 1, 0, 0]
+    ref = pc.ReferenceCache(n, "length_aware")
+    ref.touch(list(range(n)))
+    assert ref.entries[n - 1][1] == pc.POS_MAX and ref.entries[1][1] == 1
+
+
+# ------------------------------------------------------------------------------------------------
 # validation
 # ------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("kwargs, param", [

@@ -22,7 +22,10 @@ __all__ = ["hit_ratio_vs_capacity", "paper_table1_points", "local_vs_global", "b
            "popularity_summary", "replica_distribution", "DEFAULT_CAPACITIES", "REFERENCE_HIT",
            "LOCAL_CAPACITY_BLOCKS", "N_LOCAL_INSTANCES", "ROUTINGS", "DRAM_BYTES_PER_TB", "KV_MODEL",
            "kv_block_bytes", "blocks_to_dram_bytes", "dram_bytes_to_blocks", "HitCurve", "hit_curve",
-           "route", "pool_breakdown", "trace_banner", "local_vs_global_sweep", "curve_capacities"]
+           "route", "pool_breakdown", "trace_banner", "local_vs_global_sweep", "curve_capacities",
+           "EVICTION_POLICIES", "POLICY_LABELS", "PAPER_TABLE1_POLICIES", "TABLE1_CAPACITIES",
+           "POLICY_CAPACITIES", "arxiv_trace", "policy_curves", "table1_comparison", "table1_side_by_side",
+           "policy_facts"]
 
 #: Capacities (blocks) of the default curve: the reference table's four plus the paper's 50k and a few more.
 DEFAULT_CAPACITIES = (1_000, 3_000, 10_000, 30_000, 50_000, 100_000, 300_000, math.inf)
@@ -37,6 +40,20 @@ REFERENCE_HIT = {
 #: arXiv v3 Table 1 (arXiv trace, arxiv-trace/mooncake_trace.jsonl, which we do not ship): LRU hit
 #: ratio at ∞ / 100k / 50k / 30k / 10k / 1k blocks.
 PAPER_TABLE1 = {(math.inf if k == float('inf') else k): v for k, v in paper.ARXIV_TABLE1_HIT.items()}
+
+#: Eviction policies of the caches (one place: :data:`mooncake_lab.prefix_cache.EVICTION_POLICIES`) and
+#: the names arXiv v3 Table 1 gives them.
+EVICTION_POLICIES = pc.EVICTION_POLICIES
+POLICY_LABELS = {"lru": "LRU", "lfu": "LFU", "length_aware": "LengthAware"}
+#: arXiv v3 Table 1 per policy: capacity (blocks, math.inf = ∞) → hit rate (paper.ARXIV_TABLE1).
+PAPER_TABLE1_POLICIES = {pol: {(math.inf if k == float("inf") else k): v for k, v in row.items()}
+                         for pol, row in paper.ARXIV_TABLE1.items()}
+#: Table 1's capacities (blocks), in its column order.
+TABLE1_CAPACITIES = tuple(PAPER_TABLE1_POLICIES["lru"])
+#: Capacities (blocks) of the policy curves: 13 log-spaced from 1,000 to 300,000, Table 1's, and ∞.
+#: LFU and LengthAware replay the trace once per finite capacity (benchmarks/bench_prefix_cache.py).
+POLICY_CAPACITIES = tuple(sorted({float(round(c, -2)) for c in np.geomspace(1_000, 300_000, 13)}
+                                 | {float(c) for c in TABLE1_CAPACITIES if math.isfinite(c)})) + (math.inf,)
 
 #: FAST'25 §2.2: 1 TB of DRAM holds ≈ 3M tokens of KV → 3,000,000 // 512 = 5,859 blocks per local cache.
 LOCAL_CAPACITY_BLOCKS = 3_000_000 // 512
@@ -243,6 +260,93 @@ def paper_table1_points() -> pd.DataFrame:
                          "source": "arXiv 2407.00079 v3 Table 1 (arXiv trace)"})
 
 
+@functools.lru_cache(maxsize=32)
+def _policy_curve(trace: Trace, policy: str, capacities: tuple) -> tuple:
+    """(token, block) hit ratios of one global ``policy`` cache at each capacity (cached per trace)."""
+    if policy == "lru":
+        curve = hit_curve(trace)
+        return curve.hit_ratio(list(capacities), "token"), curve.hit_ratio(list(capacities), "block")
+    tok, blk = [], []
+    for c in capacities:
+        n_hit = pc.simulate_cache(trace, trace.n_blocks if c == math.inf else c, policy).n_hit_blocks
+        tok.append(pc.hit_ratio(trace, n_hit, "token"))
+        blk.append(pc.hit_ratio(trace, n_hit, "block"))
+    return np.array(tok), np.array(blk)
+
+
+def policy_curves(trace="conversation", capacities=POLICY_CAPACITIES, policies=EVICTION_POLICIES) -> pd.DataFrame:
+    """Hit ratio of one global cache per eviction policy and capacity (blocks; ``math.inf`` = ∞).
+
+    LRU from the cached stack-distance curve; LFU and LengthAware by one replay per capacity
+    (results cached per trace). Columns: trace, policy, capacity_blocks, hit_ratio (token-weighted),
+    block_hit_ratio.
+    """
+    t = _trace(trace)
+    caps = tuple(float(pc._check_capacity(c, "capacities", allow_inf=True)) for c in np.atleast_1d(capacities).tolist())
+    pols = [pc.check_policy(p, "policy_curves") for p in np.atleast_1d(policies).tolist()]
+    frames = []
+    for pol in pols:
+        tok, blk = _policy_curve(t, pol, caps)
+        frames.append(pd.DataFrame({"trace": _label(t), "policy": pol, "capacity_blocks": caps,
+                                    "hit_ratio": tok, "block_hit_ratio": blk}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def arxiv_trace() -> Trace:
+    """The arXiv experiments' trace (Table 1's) if a local copy is found, else its synthetic stand-in,
+    the ``toolagent-like`` preset (named so). Never downloads: the file is over 4 MiB."""
+    from .. import trace_data
+
+    return _trace("arxiv" if trace_data.find_local("arxiv") is not None else "toolagent-like")
+
+
+def table1_comparison(trace=None) -> pd.DataFrame:
+    """arXiv v3 Table 1 beside ours: one row per policy and Table 1 capacity (blocks).
+
+    Columns: trace, policy, capacity_blocks, paper (the paper's hit rate), ours (token-weighted),
+    ours_block (block-weighted), diff (ours − paper). The paper measured the arXiv trace; ``None`` =
+    :func:`arxiv_trace` (its synthetic stand-in unless a copy is found: ``trace`` says which; only the
+    shapes are comparable then).
+    """
+    t = arxiv_trace() if trace is None else _trace(trace)
+    df = policy_curves(t, TABLE1_CAPACITIES)
+    df["paper"] = [PAPER_TABLE1_POLICIES[p][c] for p, c in zip(df["policy"], df["capacity_blocks"])]
+    df = df.rename(columns={"hit_ratio": "ours", "block_hit_ratio": "ours_block"})
+    df["diff"] = df["ours"] - df["paper"]
+    return df[["trace", "policy", "capacity_blocks", "paper", "ours", "ours_block", "diff"]]
+
+
+def table1_side_by_side(*comparisons) -> pd.DataFrame:
+    """arXiv v3 Table 1 and ours in one small table: rows (policy, source), columns Table 1's capacities.
+
+    ``comparisons``: :func:`table1_comparison` frames (e.g. the arXiv trace's and the lecture's); the
+    paper's row is taken from the first. Values: hit ratio (fraction; ours token-weighted).
+    """
+    if not comparisons:
+        raise ValueError("table1_side_by_side needs at least one table1_comparison frame")
+    rows = {}
+    for pol in EVICTION_POLICIES:
+        first = comparisons[0][comparisons[0]["policy"] == pol]
+        rows[(POLICY_LABELS[pol], "paper (arXiv trace)")] = first["paper"].to_numpy()
+        for df in comparisons:
+            d = df[df["policy"] == pol]
+            rows[(POLICY_LABELS[pol], f"ours ({d['trace'].iloc[0]})")] = d["ours"].to_numpy()
+    cols = ["∞" if c == math.inf else f"{c:,.0f}" for c in TABLE1_CAPACITIES]
+    out = pd.DataFrame.from_dict(rows, orient="index", columns=cols)
+    out.index = pd.MultiIndex.from_tuples(out.index, names=["policy", "hit ratio"])
+    out.columns.name = "capacity (blocks)"
+    return out
+
+
+def policy_facts(trace="conversation") -> dict:
+    """The policy numbers lecture 03's prose reads (token-weighted %, at Table 1's capacities):
+    ``{policy: {capacity: %}}`` plus ``"best"``: the policy with the highest hit ratio per capacity."""
+    df = policy_curves(trace, TABLE1_CAPACITIES)
+    out = {p: {c: 100.0 * h for c, h in zip(g["capacity_blocks"], g["hit_ratio"])} for p, g in df.groupby("policy")}
+    out["best"] = {c: str(g.loc[g["hit_ratio"].idxmax(), "policy"]) for c, g in df.groupby("capacity_blocks")}
+    return out
+
+
 def local_vs_global(trace="conversation", n_instances: int = N_LOCAL_INSTANCES,
                     total_capacity_blocks: int = N_LOCAL_INSTANCES * LOCAL_CAPACITY_BLOCKS,
                     routings=("random", "round_robin"), seed: int = 0) -> pd.DataFrame:
@@ -341,6 +445,23 @@ def cache_metrics() -> list[Metric]:
     return out
 
 
+@metric_group("cache_eviction")
+def eviction_metrics() -> list[Metric]:
+    """arXiv v3 Table 1: hit ratio per eviction policy and capacity, one global pool, on the arXiv
+    trace (its synthetic stand-in if unavailable: then no paper value applies)."""
+    t = arxiv_trace()
+    fallback = _is_fallback(t, "arxiv")
+    note = (f"; computed on the synthetic stand-in {t.name!r} (real arXiv trace unavailable), so no paper "
+            "value applies" if fallback else "; paper column: " + paper.ARXIV_TABLE1_SOURCE)
+    out = []
+    for r in table1_comparison(t).itertuples():
+        cap = "inf" if r.capacity_blocks == math.inf else f"b{int(r.capacity_blocks)}"
+        out.append(Metric(f"cache_eviction.arxiv.{r.policy}_hit.{cap}", float(r.ours), "fraction",
+                          None if fallback else float(r.paper),
+                          f"one global {POLICY_LABELS[r.policy]} cache, token-weighted" + note))
+    return out
+
+
 @figure_group("cache")
 def cache_figures() -> dict:
     """Headline figures of lecture 03's cache part: hit-ratio curve, global vs local sweep."""
@@ -349,8 +470,12 @@ def cache_figures() -> dict:
     t = _trace("conversation")
     curve = hit_ratio_vs_capacity(t, curve_capacities())
     paper = None if _is_fallback(t, "conversation") else paper_table1_points()
+    arxiv = arxiv_trace()
     return {
         "l03_hit_ratio_vs_capacity": plots.hit_ratio_curve(curve, paper, block_bytes=kv_block_bytes()),
+        "l03_eviction_policies": plots.policy_curves(
+            pd.concat([policy_curves(t), policy_curves(arxiv)], ignore_index=True),
+            table1_comparison(arxiv), paper_trace=arxiv.name, block_bytes=kv_block_bytes()),
         "l03_global_over_local": plots.global_over_local(local_vs_global_sweep(t), PAPER_GLOBAL_VS_LOCAL,
                                                          N_LOCAL_INSTANCES, trace_name=t.name),
     }

@@ -19,7 +19,10 @@ from matplotlib.ticker import NullLocator
 
 from . import PALETTE, new_figure, styled
 
-__all__ = ["hit_ratio_curve", "pool_layout", "global_over_local", "HitRatioChart", "PoolLayoutChart"]
+__all__ = ["hit_ratio_curve", "pool_layout", "global_over_local", "policy_curves", "HitRatioChart", "PoolLayoutChart"]
+
+#: Legend names of the eviction policies (arXiv v3 Table 1's).
+_POLICY_LABELS = {"lru": "LRU", "lfu": "LFU", "length_aware": "LengthAware"}
 
 _TB = 1e12  # bytes per TB (decimal, as in FAST'25 §2.2)
 
@@ -259,4 +262,49 @@ def global_over_local(sweep, paper_ratio: float | None = None, paper_n: int | No
     ax.set_title(f"How much a global pool beats local caches of the same total size\n({trace_name})", y=1.0)
     ax.set(xlabel="number of instances (local caches)", ylabel="hit ratio: global ÷ local (×)")
     ax.legend()
+    return fig
+
+
+@styled
+def policy_curves(curves, paper=None, paper_trace: str | None = None, block_bytes: float | None = None,
+                  weight: str = "token"):
+    """Hit ratio vs capacity of one global cache per eviction policy, one panel per trace.
+
+    ``curves``: ``l03_cache.policy_curves`` frames (concatenated for several traces); ``paper``: a
+    ``l03_cache.table1_comparison`` frame (columns policy, capacity_blocks, paper), drawn as squares
+    in each policy's colour on the panel of ``paper_trace`` (default: the last). ``weight``:
+    ``"token"`` (column ``hit_ratio``) or ``"block"`` (``block_hit_ratio``).
+    """
+    col = "hit_ratio" if weight == "token" else "block_hit_ratio"
+    names = list(dict.fromkeys(curves["trace"]))
+    fig, axes = new_figure(1, len(names), width=5.2 * len(names), height=4.4, sharey=True)
+    axes = np.atleast_1d(axes)
+    paper_trace = paper_trace if paper_trace is not None else names[-1]
+    top = 0.0
+    for ax, name in zip(axes, names):
+        df = curves[curves["trace"] == name]
+        fin = df[np.isfinite(df["capacity_blocks"])]
+        for i, (pol, g) in enumerate(fin.groupby("policy", sort=False)):
+            ax.plot(g["capacity_blocks"], g[col], "-", color=PALETTE[i], label=f"ours: {_POLICY_LABELS.get(pol, pol)}")
+            if paper is not None and name == paper_trace:
+                p = paper[(paper["policy"] == pol) & np.isfinite(paper["capacity_blocks"])]
+                ax.plot(p["capacity_blocks"], p["paper"], "s", mfc="none", ms=8, color=PALETTE[i],
+                        label=f"paper: {_POLICY_LABELS.get(pol, pol)} (Table 1)")
+            top = max(top, float(g[col].max()))
+        inf = df[~np.isfinite(df["capacity_blocks"])]
+        if len(inf):
+            ax.axhline(float(inf[col].iloc[0]), color="0.4", ls="--", lw=1, label="infinite cache (any policy)")
+        ax.set_xscale("log")
+        _log_block_ticks(ax, float(fin["capacity_blocks"].min()), float(fin["capacity_blocks"].max()), block_bytes)
+        with_paper = paper is not None and name == paper_trace   # two lines: one ran past a projector's edge
+        ax.set_title(f"{name}\n" + ("squares: arXiv v3 Table 1 (arXiv trace)" if with_paper else "ours only"), y=1.0)
+        ax.set(xlabel="cache capacity (512-token blocks, log scale)" + ("\nunder each: TB of KV in DRAM"
+                                                                         if block_bytes else ""))
+        ax.legend(loc="lower right")   # the curves rise to the right: the lower right is free
+    if paper is not None:
+        top = max(top, float(paper["paper"].max()))
+    axes[0].set_ylim(0, max(0.7, top + 0.15))
+    for ax in axes:
+        ax.set_ylabel(f"hit ratio ({weight}-weighted, fraction)")
+    fig.suptitle("Eviction policy vs cache capacity: one global pool")
     return fig

@@ -13,6 +13,7 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
+from ..prefix_cache import EVICTION_POLICIES
 from ..validate import InputError, choice, fail, flag, integer, real
 from .conductor_view import STUDENT_POLICY_CODE
 
@@ -86,7 +87,8 @@ class ClusterConfig:
     Parameters
     ----------
     n_prefill, n_decode : instances (one 8-GPU node each) in the prefill and decode pools.
-    cache_capacity_blocks : per-prefill-instance LRU prefix cache (blocks of 512 tokens) in DRAM;
+    cache_capacity_blocks : per-prefill-instance prefix cache in DRAM (blocks of 512 tokens; it
+        evicts by ``cache_eviction``);
         ``None`` = the node's DRAM / KV bytes of a block (A800 node, LLaMA2-70B: 2 TB / 160 MiB
         = 11,920 blocks; 0 disables caching.
     prefill_policy : ``"random"``, ``"load"`` (least queued work), ``"cache_aware"`` (min queue +
@@ -147,7 +149,7 @@ class ClusterConfig:
         ignored, ``kvcentric`` routes like ``cache_aware`` (no global pool to fetch from), the
         transfer fields do not apply and ``admission`` must be ``"none"``). Rules:
         :mod:`mooncake_lab.sim.coupled_reference`.
-    n_coupled : coupled instances (one 8-GPU node each; each has its own LRU prefix cache of
+    n_coupled : coupled instances (one 8-GPU node each; each has its own prefix cache of
         ``cache_capacity_blocks`` and ``decode_kv_capacity_tokens`` of KV memory).
     chunked_prefill : coupled only. False = an iteration with a waiting prefill runs that whole
         prefill and the running decodes wait (vLLM without chunking); True = every iteration runs
@@ -170,6 +172,11 @@ class ClusterConfig:
         defaults to 4096, so both lectures show the same group.
     cpp_overlap : X > 1: True = a stage's NIC sends a chunk's activations while its GPUs compute
         the next chunk; False = the stage is busy until the send is done (:mod:`mooncake_lab.cpp`).
+    cache_eviction : how every prefix cache (each prefill instance's; coupled: each node's) evicts:
+        ``"lru"`` (default, least recently used), ``"lfu"`` (fewest touches since stored, ties least
+        recent) or ``"length_aware"`` (LFU, ties evict the block at the largest prompt position
+        first) — arXiv v3 §4.2 / Table 1's LRU, LFU and LengthAwareCache, which the paper does not
+        define further; exact rules in :mod:`mooncake_lab.prefix_cache`.
     """
 
     n_prefill: int = 8
@@ -200,6 +207,7 @@ class ClusterConfig:
     cpp_overlap: bool = True
     decode_binding: str = "ready"             # arXiv v3 Algorithm 1 line 24 = "arrival"
     decode_load_metric: str = "tbt_or_memory"  # arXiv v3 §7.1 / §7.4 = "tbt"
+    cache_eviction: str = "lru"   # arXiv v3 Table 1: "lru", "lfu" or "length_aware"
 
     def __post_init__(self):
         w = _WHERE
@@ -254,6 +262,7 @@ class ClusterConfig:
         switch("cpp_overlap")
         choice(self.decode_binding, "decode_binding", DECODE_BINDINGS, w)
         choice(self.decode_load_metric, "decode_load_metric", DECODE_LOAD_METRICS, w)
+        choice(self.cache_eviction, "cache_eviction", EVICTION_POLICIES, w)
         if self.engine_mode == "coupled" and x != 1:
             raise _bad("cpp_group_size", self.cpp_group_size, "1 when engine_mode='coupled' (CPP "
                        "groups are modelled for the disaggregated cluster only)")

@@ -80,7 +80,7 @@ def run_coupled_reference(trace, config, resolved, u_random, z_noise, out: dict,
     n = len(trace)
     L_in, L_out = trace.input_len.tolist(), trace.output_len.tolist()
     arrival = trace.arrival_s.tolist()
-    caches = [_LRU(resolved.cache_capacity_blocks) for _ in range(E)]
+    caches = [_LRU(resolved.cache_capacity_blocks, config.cache_eviction) for _ in range(E)]
     inst = [_Instance() for _ in range(E)]
     gen, last_tok, done_pref, full_pt = [0] * n, [0.0] * n, [0] * n, [0.0] * n
     intervals = [[] for _ in range(n)]

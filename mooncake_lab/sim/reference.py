@@ -1,8 +1,8 @@
 """The cluster simulator in plain Python: the semantics, written to be read (and to test the kernel).
 
 Same results as :mod:`mooncake_lab.sim.kernel`, computed the slow, literal way: the decode pool
-runs **one step at a time** and every request keeps the list of its token intervals; LRU caches
-are ``OrderedDict``\\ s; a CPP group pushes a request's chunks through lists of stage times
+runs **one step at a time** and every request keeps the list of its token intervals; prefix caches
+are :class:`~mooncake_lab.prefix_cache.ReferenceCache` s (``OrderedDict`` s); a CPP group pushes a request's chunks through lists of stage times
 (:class:`_Group`). Only the scalar cost functions are shared with the kernel (stage and link
 times of :mod:`mooncake_lab.cpp`, fetch times of :mod:`.cpp_group`).
 
@@ -11,7 +11,7 @@ The rules (both engines)
 Requests are handled in arrival order. Before request ``i`` is dispatched, the decode pool is
 advanced to its arrival time (every event at or before it happens first).
 
-Prefill (per instance: FIFO queue, LRU prefix cache of 512-token blocks)
+Prefill (per instance: FIFO queue, prefix cache of 512-token blocks evicting by ``cache_eviction``)
     0. An instance is one node, or with ``cpp_group_size`` X > 1 a CPP group of X nodes
        (``n_prefill / X`` instances; capacity X × ``cache_capacity_blocks``), a pipelined FIFO
        (:mod:`.cpp_group`): ``busy_until`` below is the time its stage 0 is free (X = 1: the
@@ -90,13 +90,14 @@ Admission (arXiv §7; loads from :mod:`.admission`, threshold θ = ``admission_t
 from __future__ import annotations
 
 import math
-from collections import OrderedDict, deque
+from collections import deque
 
 import numpy as np
 
 from ..roofline import cm_decode_step_time, cm_kv_transfer_time
 from .admission import decode_load, instance_decode_load, pool_tbt_load, prefill_load
 from ..cpp import cm_cpp_link_time, cm_stage_coefficients
+from ..prefix_cache import ReferenceCache
 from ..roofline import cm_prefill_time
 from .conductor_view import Request, new_view
 from .cpp_group import group_fetch_time
@@ -115,27 +116,9 @@ def _exposed_transfer(c, n_tokens, prefill_s, n_layers, layerwise):
     return max(x / n_layers, x - prefill_s * (1.0 - 1.0 / n_layers))
 
 
-class _LRU:
-    """One instance's prefix cache (an OrderedDict, least recently used first)."""
-
-    def __init__(self, capacity):
-        self.capacity = capacity
-        self.blocks = OrderedDict()
-
-    def match(self, blocks):
-        n = 0
-        while n < len(blocks) and blocks[n] in self.blocks:
-            n += 1
-        return n
-
-    def touch(self, blocks):
-        if self.capacity <= 0:
-            return
-        for b in reversed(blocks):  # last block first: the root ends most recently used
-            self.blocks[b] = True
-            self.blocks.move_to_end(b)
-            while len(self.blocks) > self.capacity:
-                self.blocks.popitem(last=False)
+#: One instance's prefix cache, ``_LRU(capacity, policy)``: match / touch (last block first, so the
+#: root ends most recent), evicting by ``config.cache_eviction`` (the name is historical).
+_LRU = ReferenceCache
 
 
 class _Group:
@@ -228,7 +211,7 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
     at_arrival = config.decode_binding == "arrival"
     tbt_metric = config.decode_load_metric == "tbt"
     metric = resolved.decode_load_metric
-    caches = [_LRU(resolved.cache_capacity_blocks) for _ in range(P)]
+    caches = [_LRU(resolved.cache_capacity_blocks, config.cache_eviction) for _ in range(P)]
     n = len(trace)
     bt = trace.block_tokens
     L_in = trace.input_len.tolist()

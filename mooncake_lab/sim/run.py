@@ -5,7 +5,7 @@ import time
 
 import numpy as np
 
-from ..prefix_cache import pooled_cache_state
+from ..prefix_cache import check_touch_budget, pooled_cache_state
 from ..traces import Trace
 from ..validate import MEMORY_BUDGET_BYTES, InputError, choice
 from .config import ClusterConfig
@@ -110,6 +110,8 @@ def simulate(trace: Trace, config: ClusterConfig | None = None, engine: str = "n
     trace.validate()
     rc = config.resolve()
     _check_memory(trace, config, rc)
+    # a cache is touched by the requests it serves and as the source of fetched prefixes: ≤ 2 per block id
+    check_touch_budget(2 * len(trace.block_ids), config.cache_eviction, "simulate")
     n = len(trace)
     n_route = config.n_prefill_instances  # instances a request is routed to (nodes, CPP groups, coupled)
     u, z = _draws(config.seed, n, n_route, config.estimator_noise)
@@ -119,7 +121,8 @@ def simulate(trace: Trace, config: ClusterConfig | None = None, engine: str = "n
     student = compile_policy(config.prefill_policy) if callable(config.prefill_policy) else None
     t0 = time.perf_counter()
     if config.coupled and engine == "numba":
-        with pooled_cache_state(config.n_coupled, trace.n_blocks, rc.cache_capacity_blocks) as st:
+        with pooled_cache_state(config.n_coupled, trace.n_blocks, rc.cache_capacity_blocks,
+                                config.cache_eviction) as st:
             _coupled_kernel(trace.arrival_s, trace.input_len, trace.output_len, trace.block_offsets, trace.block_ids,
                             int(trace.block_tokens), rc.cost, int(config.n_coupled), int(rc.policy),
                             float(config.estimator_noise), u, z, float(rc.decode_kv_capacity),
@@ -132,7 +135,7 @@ def simulate(trace: Trace, config: ClusterConfig | None = None, engine: str = "n
     elif config.coupled:
         run_coupled_reference(trace, config, rc, u, z, out, max_kv, diag)
     elif engine == "numba":
-        with pooled_cache_state(n_route, trace.n_blocks, rc.cache_capacity_blocks) as st:
+        with pooled_cache_state(n_route, trace.n_blocks, rc.cache_capacity_blocks, config.cache_eviction) as st:
             args = (trace.arrival_s, trace.input_len, trace.output_len, trace.block_offsets, trace.block_ids,
                     int(trace.block_tokens), rc.cost, int(n_route), int(config.n_decode), int(rc.policy),
                     float(config.kvcache_balancing_threshold), float(config.estimator_noise), u, z,
