@@ -84,6 +84,19 @@ def main(argv=None):
         best, _ = best_of(lambda: sim.simulate(tr2, cfg), args.repeat)
         t_none = best if t_none is None else t_none
         print(f"{adm:12s} {best * 1e3:9.1f} {best / t_none:8.2f}")
+    # unknown output lengths (issue 14 part 3): KV grows a token per step, decode preempts (recompute)
+    print(f"\noutput lengths, {conv.name}, 8P+8D kvcentric (budget 60 ms):")
+    print(f"{'output_lengths':14s} {'decode KV':>10s} {'numba ms':>9s} {'median':>7s} {'preemptions':>12s} "
+          f"{'preempted':>10s}")
+    for cap in (None, 40_000.0):
+        for mode in sim.OUTPUT_LENGTHS:
+            cfg = sim.ClusterConfig(output_lengths=mode, decode_kv_capacity_tokens=cap)
+            sim.simulate(conv.head(50), cfg)
+            best, med = best_of(lambda: sim.simulate(conv, cfg), args.repeat)
+            s = sim.simulate(conv, cfg).summary()
+            kv = "model" if cap is None else f"{cap:,.0f}"
+            print(f"{mode:14s} {kv:>10s} {best * 1e3:9.1f} {med * 1e3:7.1f} {s['preemptions']:12,d} "
+                  f"{s['preempted_requests']:10,d}")
     # CPP prefill groups (lecture 08): the 8 prefill nodes as 8/X pipeline groups of X nodes
     print(f"\nCPP prefill groups, {conv.name}, 8P+8D kvcentric (cpp_chunk 4096):")
     print(f"{'group size X':12s} {'groups':>6s} {'numba ms':>9s} {'vs X=1':>7s}")

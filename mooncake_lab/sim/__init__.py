@@ -10,14 +10,14 @@ prefill policy is a function ``policy(req, view) -> instance`` passed as ``prefi
 from __future__ import annotations
 
 from .conductor_view import Request, View
-from .config import (ADMISSIONS, COMPLETED, OUTCOMES, PREFILL_POLICIES, REJECTED_AFTER_PREFILL,
+from .config import (ADMISSIONS, COMPLETED, OUTCOMES, OUTPUT_LENGTHS, PREFILL_POLICIES, REJECTED_AFTER_PREFILL,
                      REJECTED_AT_ARRIVAL, REJECTED_TOO_LARGE, ClusterConfig)
 from .result import SimResult
 from .run import ENGINES, simulate
 from .student_policy import (BASELINES, LEADERBOARD_SORT_BY, PolicyChoiceError, PolicyCompileWarning,
                              PolicyRandomWarning, PolicyReturnTypeError, compile_policy, leaderboard)
 
-__all__ = ["ClusterConfig", "simulate", "SimResult", "ENGINES", "PREFILL_POLICIES", "ADMISSIONS",
+__all__ = ["ClusterConfig", "simulate", "SimResult", "ENGINES", "PREFILL_POLICIES", "ADMISSIONS", "OUTPUT_LENGTHS",
            "OUTCOMES", "COMPLETED", "REJECTED_AT_ARRIVAL", "REJECTED_AFTER_PREFILL", "REJECTED_TOO_LARGE",
            "leaderboard", "compile_policy", "Request", "View", "BASELINES", "LEADERBOARD_SORT_BY",
            "PolicyCompileWarning", "PolicyRandomWarning", "PolicyReturnTypeError", "PolicyChoiceError"]

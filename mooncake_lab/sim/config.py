@@ -16,7 +16,7 @@ import numpy as np
 from ..validate import InputError, choice, fail, flag, integer, real
 from .conductor_view import STUDENT_POLICY_CODE
 
-__all__ = ["ClusterConfig", "PREFILL_POLICIES", "ADMISSIONS", "ENGINE_MODES", "OUTCOMES", "OUTCOME_CODES",
+__all__ = ["ClusterConfig", "PREFILL_POLICIES", "ADMISSIONS", "ENGINE_MODES", "OUTPUT_LENGTHS", "OUTCOMES", "OUTCOME_CODES",
            "COMPLETED", "REJECTED_AT_ARRIVAL", "REJECTED_AFTER_PREFILL", "REJECTED_TOO_LARGE",
            "UNFINISHED", "ResolvedConfig"]
 
@@ -30,6 +30,10 @@ ADMISSIONS = {"none": 0, "baseline": 1, "early": 2, "predicted": 3}
 #: Cluster architecture: Mooncake's prefill/decode pools, or vLLM-like coupled instances that run
 #: prefill and decode on the same node (:mod:`.coupled`, semantics in :mod:`.coupled_reference`).
 ENGINE_MODES = ("disaggregated", "coupled")
+#: What the decode side knows of a request's output length, name → kernel code: ``known`` (decode
+#: reserves input + output at admission) or ``unknown`` (arXiv v3 §7.4: KV grows one token per
+#: step; a node out of KV memory preempts its newest request, vLLM's RECOMPUTE preemption).
+OUTPUT_LENGTHS = {"known": 0, "unknown": 1}
 
 #: Per-request outcome codes (int8 in the kernels). UNFINISHED must never survive a run.
 UNFINISHED, COMPLETED, REJECTED_AT_ARRIVAL, REJECTED_AFTER_PREFILL, REJECTED_TOO_LARGE = 0, 1, 2, 3, 4
@@ -142,6 +146,17 @@ class ClusterConfig:
         defaults to 4096, so both lectures show the same group.
     cpp_overlap : X > 1: True = a stage's NIC sends a chunk's activations while its GPUs compute
         the next chunk; False = the stage is busy until the send is done (:mod:`mooncake_lab.cpp`).
+    output_lengths : disaggregated only. ``"known"`` (default, the behaviour so far): decode
+        reserves input + output tokens of KV at admission, "too large" means input + output >
+        ``decode_kv_capacity_tokens`` and the Conductor's loads count input + output.
+        ``"unknown"`` (arXiv v3 §7.4: "the output length is unknown"): the Conductor and decode
+        admission see the prompt only (admission needs prompt + 1 tokens free; loads count prompts
+        and a running request's current KV, prompt + tokens so far; too large only when prompt + 1
+        cannot fit); each running request's KV grows one token per step; when the next step would
+        not fit, the node preempts its newest-admitted request (vLLM v0.4–0.6 ``PreemptionMode.RECOMPUTE``:
+        KV freed, back to the front of the node's queue, on re-admission a prefill of prompt +
+        generated tokens stalls the batch) and a request whose KV alone outgrows a node ends as
+        ``rejected_too_large``. Rules 8b–8d of :mod:`mooncake_lab.sim.reference`.
     """
 
     n_prefill: int = 8
@@ -170,6 +185,7 @@ class ClusterConfig:
     cpp_group_size: int = 1
     cpp_chunk: int = 4096     # arXiv v3 §3: prefill_chunk "typically > 1,000 tokens"; cpp.py's default
     cpp_overlap: bool = True
+    output_lengths: str = "known"
 
     def __post_init__(self):
         w = _WHERE
@@ -222,12 +238,16 @@ class ClusterConfig:
                        f"cpp_group_size pipeline groups)")
         whole("cpp_chunk", 1, MAX_CHUNK_TOKENS)
         switch("cpp_overlap")
+        choice(self.output_lengths, "output_lengths", OUTPUT_LENGTHS, w)
         if self.engine_mode == "coupled" and x != 1:
             raise _bad("cpp_group_size", self.cpp_group_size, "1 when engine_mode='coupled' (CPP "
                        "groups are modelled for the disaggregated cluster only)")
         if self.engine_mode == "coupled" and callable(self.prefill_policy):
             raise _bad("prefill_policy", self.prefill_policy, "a built-in policy name when engine_mode="
                        "'coupled' (student policies run on the disaggregated cluster)")
+        if self.engine_mode == "coupled" and self.output_lengths != "known":
+            raise _bad("output_lengths", self.output_lengths, "'known' when engine_mode='coupled' (unknown "
+                       "output lengths and preemption are modelled for the disaggregated cluster only)")
         if self.engine_mode == "coupled" and self.admission != "none":
             raise _bad("admission", self.admission, "'none' when engine_mode='coupled' (admission "
                        "control is modelled for the disaggregated cluster only)")
@@ -320,7 +340,8 @@ class ClusterConfig:
                               cpp_chunk=int(self.cpp_chunk),
                               cpp_act_bytes=float(activation_bytes_per_token(m)),
                               cpp_bandwidth=float(network_bandwidth(m, nd, self.preset)),
-                              cpp_overlap=bool(self.cpp_overlap))
+                              cpp_overlap=bool(self.cpp_overlap),
+                              output_unknown=self.output_lengths == "unknown")
 
 
 @dataclass(frozen=True, eq=False)
@@ -338,3 +359,4 @@ class ResolvedConfig:
     cpp_act_bytes: float = 0.0     # activation bytes per token crossing a stage boundary
     cpp_bandwidth: float = 1.0     # RDMA B/s between stages (the node's NICs × RDMA efficiency)
     cpp_overlap: bool = True       # send activations while computing the next chunk
+    output_unknown: bool = False   # output_lengths == "unknown": KV grows, preemption

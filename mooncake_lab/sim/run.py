@@ -32,6 +32,7 @@ def _new_outputs(n: int) -> dict:
     out = {k: np.full(n, np.nan) for k in _FLOAT_OUT}
     out.update({k: np.full(n, -1, dtype=np.int64) for k in _INT_OUT})
     out["outcome"] = np.zeros(n, dtype=np.int8)
+    out["preemptions"] = np.zeros(n, dtype=np.int64)  # times a request was preempted (unknown output lengths)
     return out
 
 
@@ -45,8 +46,8 @@ def _draws(seed: int, n: int, n_prefill: int, noise_sd: float):
     return u, z
 
 
-_PER_REQUEST_BYTES = (8 * (len(_FLOAT_OUT) + len(_INT_OUT)) + 1  # outputs
-                      + 8 * 6                                     # uniform draw, heap, queues, marks
+_PER_REQUEST_BYTES = (8 * (len(_FLOAT_OUT) + len(_INT_OUT) + 1) + 1  # outputs
+                      + 8 * 12                                    # uniform draw, heap, queues, marks, stints
                       + 8 * 9 * 6)                                # the decode run log: 9 arrays of 6 n
 
 
@@ -61,7 +62,8 @@ def memory_estimate(trace: Trace, config: ClusterConfig, rc=None) -> dict:
             f"n_prefill={config.n_prefill}" + (f" / cpp_group_size={config.cpp_group_size}"
                                                if config.cpp_group_size > 1 else ""))
     qcap = 2 * min(rc.cache_capacity_blocks, nb) + 64
-    min_need = int((trace.input_len + trace.output_len).min()) if n else 1
+    grow = rc.output_unknown and not config.coupled  # decode admits on the prompt + 1 token alone
+    min_need = int((trace.input_len + (1 if grow else trace.output_len)).min()) if n else 1
     batch = min(n, int(rc.decode_kv_capacity // max(min_need, 1)) + 1) + 1
     tail = int(((np.maximum(trace.output_len - 1, 0) + 9) // 10).sum()) if config.coupled else 0
     parts = {
@@ -145,7 +147,8 @@ def simulate(trace: Trace, config: ClusterConfig | None = None, engine: str = "n
                     out["cached_tok"], out["fetched_tok"], out["computed_tok"],
                     out["queue_wait"], out["fetch_time"], out["prefill_start"], out["prefill_time"],
                     out["prefill_end"], out["ready"], out["decode_admit"], out["finish"],
-                    out["tbt_mean"], out["tbt_tail"], out["prefill_load"], out["decode_load"], max_kv, diag)
+                    out["tbt_mean"], out["tbt_tail"], out["prefill_load"], out["decode_load"], max_kv, diag,
+                    bool(rc.output_unknown), out["preemptions"])
             if student is None:
                 _kernel(*args)
             else:
