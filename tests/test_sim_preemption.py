@@ -182,3 +182,33 @@ def test_output_lengths_field_is_checked():
         sim.ClusterConfig(output_lengths=1)
     with pytest.raises(ValueError, match="output_lengths.*coupled"):
         sim.ClusterConfig(engine_mode="coupled", output_lengths="unknown")
+
+
+def _thrashing():
+    # 6 requests of 200 prompt tokens, 1,500 output tokens each, on one 2,000-token decode node:
+    # they are admitted together and preempt one another again and again (11 times)
+    n = 6
+    tr = trace_from_requests([0.0] * n, [200] * n, [1500] * n, [1] * n, list(range(n)), name="thrash")
+    return tr, sim.ClusterConfig(n_prefill=2, n_decode=1, decode_kv_capacity_tokens=2000.0, output_lengths="unknown")
+
+
+def test_more_preemptions_than_requests_run_again_with_more_room(monkeypatch):
+    from mooncake_lab.sim import run
+
+    calls = []
+    more = run._more_room
+    monkeypatch.setattr(run, "_more_room", lambda *a: calls.append(a[-1]) or more(*a))
+    tr, cfg = _thrashing()
+    a, b = sim.simulate(tr, cfg), sim.simulate(tr, cfg, engine="reference")
+    assert a.summary()["preemptions"] == 11 and calls == [6]  # room for 6, then 12
+    assert_same_all(a, b)
+    assert_growing_invariants(a)
+
+
+def test_room_for_preemptions_is_bounded_by_the_memory_budget(monkeypatch):
+    from mooncake_lab.sim import run
+
+    tr, cfg = _thrashing()
+    monkeypatch.setattr(run, "MEMORY_BUDGET_BYTES", sum(b for b, _ in run.memory_estimate(tr, cfg).values()) + 100)
+    with pytest.raises(ValueError, match="output_lengths='unknown' this run preempts more than 6 times"):
+        sim.simulate(tr, cfg)

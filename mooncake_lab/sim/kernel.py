@@ -294,14 +294,6 @@ def _finish_tbt(i, d, last_run, run_mark, log_a, log_d, log_m, log_prev, cur_adm
     return top_k_sum(buf_a, buf_d, buf_m, nr, k, hkey, hidx) / k
 
 
-@njit(cache=True)
-def _grown(a, size):
-    """A copy of ``a`` with room for ``size`` entries (growing logs; allocates, so not a helper)."""
-    b = np.empty(size, dtype=a.dtype)
-    b[:len(a)] = a
-    return b
-
-
 # ---------------------------------------------------------------------------- student policies
 @njit(cache=True)
 def _fill_view(view, i, a, Lin, best, local, c, sc, block_tokens, threshold, noise_sd, z_noise,
@@ -370,7 +362,7 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
             cached_tok, fetched_tok, computed_tok,
             queue_wait, fetch_time, prefill_start, prefill_time, prefill_end,
             ready, decode_admit, finish, tbt_mean, tbt_tail,
-            p_load, d_load, max_kv, diag, output_unknown, preemptions, policy_fn=None, view=None):
+            p_load, d_load, max_kv, diag, output_unknown, preemptions, spare, policy_fn=None, view=None):
     """Simulate the whole trace; fills the per-request output arrays (pre-set to NaN / −1 / 0).
 
     ``policy == 4``: ``policy_fn(req, view) -> instance`` chooses the prefill instance (a student
@@ -391,7 +383,10 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
     ``output_unknown`` (``grow``): decode sees prompts only; KV grows a token per step, a node that
     would overflow preempts its newest-admitted request (``preemptions[i]`` counts them; rules
     8b–8d of :mod:`.reference`). Then ``dctx[d]`` is also the KV held and ``max_kv`` the largest
-    step context; with known lengths ``reserved`` is the KV reserved.
+    step context; with known lengths ``reserved`` is the KV reserved. The run log and the stint
+    records have room for ``spare`` preemptions; with more, the kernel stops with ``diag[7]`` = 1
+    and the caller runs it again with more room (growing arrays inside the loop would cost every
+    run ~70%: numba then reference-counts them on every iteration).
     """
     n = len(arrival)
     P = n_prefill
@@ -445,7 +440,7 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
     held = np.zeros(D)                          # grow: KV held now, per instance
     # closed stints of preempted requests (records linked per request, newest first; grown as needed)
     st_head = np.full(n, -1, dtype=np.int64)
-    SN = n + 1 if grow else 1
+    SN = spare + 1 if grow else 1
     st_mark = np.empty(SN, dtype=np.int64)
     st_end = np.empty(SN, dtype=np.int64)
     st_prev = np.empty(SN, dtype=np.int64)
@@ -453,8 +448,8 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
     st_gap = np.empty(SN)
     nrec = 0
     # run log: every closed segment appends ≤ 3 runs; ≤ 2 events per request (known output
-    # lengths; with preemptions ≤ 4 runs and more events: the log grows when needed)
-    L = 6 * n + 8
+    # lengths). Unknown: ≤ 4 runs (a stall) per event; ≤ 2 events per request + 1 per preemption
+    L = 4 * (2 * n + spare) + 8 if grow else 6 * n + 8
     log_a = np.empty(L)
     log_d = np.empty(L)
     log_m = np.empty(L, dtype=np.int64)
@@ -486,13 +481,9 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
                 d = dmin
                 t = tmin
                 nst = dnext_n[d]
-                if nlog + 4 > log_a.shape[0]:  # only with preemptions
-                    L = 2 * log_a.shape[0]
-                    log_a, log_d = _grown(log_a, L), _grown(log_d, L)
-                    log_m, log_prev = _grown(log_m, L), _grown(log_prev, L)
-                    B = L + st_mark.shape[0] + 1
-                    buf_a, buf_d, buf_m = np.empty(B), np.empty(B), np.empty(B, dtype=np.int64)
-                    hkey, hidx = np.empty(B), np.empty(B, dtype=np.int64)
+                if nlog + 4 > L:  # only with more than ``spare`` preemptions: run again with more room
+                    diag[7] = 1
+                    return
                 left = nst
                 for p in range(pn[d]):
                     if left <= 0:
@@ -541,13 +532,9 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
                     if input_len[v] + g > cap_i:
                         outcome[v] = 4  # its KV alone outgrows a decode node: too large after all
                         continue
-                    if nrec == st_mark.shape[0]:
-                        SN = 2 * nrec
-                        st_mark, st_end, st_prev = _grown(st_mark, SN), _grown(st_end, SN), _grown(st_prev, SN)
-                        st_adm, st_gap = _grown(st_adm, SN), _grown(st_gap, SN)
-                        B = log_a.shape[0] + SN + 1
-                        buf_a, buf_d, buf_m = np.empty(B), np.empty(B), np.empty(B, dtype=np.int64)
-                        hkey, hidx = np.empty(B), np.empty(B, dtype=np.int64)
+                    if nrec == SN:
+                        diag[7] = 1
+                        return
                     st_mark[nrec] = run_mark[v]
                     st_end[nrec] = last_run[d]
                     st_adm[nrec] = cur_adm[v]
