@@ -14,9 +14,6 @@ from mooncake_lab.roofline import cm_decode_step_time, cm_prefill_time
 from mooncake_lab.traces import trace_from_requests
 from test_sim_engines import assert_invariants, assert_same, configs
 
-COLS = ["decode_instance", "decode_admit_s", "finish_s", "tbt_mean_s", "tbt_tail_s", "decode_load",
-        "prefill_load", "preemptions"]
-
 
 @st.composite
 def growing_traces(draw):
@@ -212,3 +209,17 @@ def test_room_for_preemptions_is_bounded_by_the_memory_budget(monkeypatch):
     monkeypatch.setattr(run, "MEMORY_BUDGET_BYTES", sum(b for b, _ in run.memory_estimate(tr, cfg).values()) + 100)
     with pytest.raises(ValueError, match="output_lengths='unknown' this run preempts more than 6 times"):
         sim.simulate(tr, cfg)
+
+
+def _queue_penalised(req, view):
+    """A student policy: the TTFT estimate plus a penalty on long queues."""
+    return int(np.argmin(view.ttft_s + 0.5 * view.wait_s))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(trace=growing_traces(), config=growing_configs)
+def test_student_policy_kernel_equals_reference_with_growing_kv(trace, config):
+    """The student-policy kernel variant gets the same new arguments (compiled once per types)."""
+    config = config.replace(prefill_policy=_queue_penalised)
+    a, b = sim.simulate(trace, config), sim.simulate(trace, config, engine="reference")
+    assert_same_all(a, b)

@@ -300,6 +300,7 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
             intervals[j].append(t - last_token[j])
             last_token[j] = t
             if gen[j] == L_out[j]:
+                assert out["outcome"][j] == 0  # a request (also a preempted one) ends exactly once
                 out["finish"][j] = t
                 out["outcome"][j] = COMPLETED
                 inst.reserved -= L_in[j] + L_out[j]
@@ -313,6 +314,7 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
         while grow and held(d) > cap:  # rule 8c
             v = inst.running.pop()     # the newest-admitted
             if L_in[v] + gen[v] > cap:
+                assert out["outcome"][v] == 0
                 out["outcome"][v] = REJECTED_TOO_LARGE
                 continue
             out["preemptions"][v] += 1
