@@ -12,6 +12,11 @@ Measured for issue 4 (whole ``simulate()``, kvcentric, best of 11, old and new k
 one process), before → after the kernel's helpers stopped reference counting (``sim/kernel.py``,
 "Speed"): conversation 8P+8D 45 → 26 ms, 32P+32D 84 → 47 ms; toolagent-like 8P+8D 84 → 46 ms,
 32P+32D 159 → 77 ms. In a slow phase of the shared machine: toolagent-like 8P+8D 128 → 77 ms.
+Measured for issue 14 part 3 (``output_lengths``; conversation 8P+8D kvcentric, old and new kernel
+interleaved in one process, CPU time of the whole ``simulate()``, 25 runs each, median / best, under
+load): decode KV from the cost model: old 35.7 / 27.7 ms, "known" 34.6 / 29.8, "unknown" 42.6 / 30.8
+(0 preemptions); 40,000-token decode nodes: old 35.7 / 23.9, "known" 33.4 / 23.3, "unknown" 31.1 /
+26.8 (450 preemptions of 436 requests).
 """
 from __future__ import annotations
 
@@ -101,6 +106,19 @@ def main(argv=None):
             best, med = best_of(lambda: sim.simulate(tr2, cfg), args.repeat)
             t_off = best if t_off is None else t_off
             print(f"{label:52s} {name:14s} {best * 1e3:9.1f} {med * 1e3:7.1f} {best / t_off:7.2f}")
+    # unknown output lengths (issue 14 part 3): KV grows a token per step, decode preempts (recompute)
+    print(f"\noutput lengths, {conv.name}, 8P+8D kvcentric (budget 60 ms):")
+    print(f"{'output_lengths':14s} {'decode KV':>10s} {'numba ms':>9s} {'median':>7s} {'preemptions':>12s} "
+          f"{'preempted':>10s}")
+    for cap in (None, 40_000.0):
+        for mode in sim.OUTPUT_LENGTHS:
+            cfg = sim.ClusterConfig(output_lengths=mode, decode_kv_capacity_tokens=cap)
+            sim.simulate(conv.head(50), cfg)
+            best, med = best_of(lambda: sim.simulate(conv, cfg), args.repeat)
+            s = sim.simulate(conv, cfg).summary()
+            kv = "model" if cap is None else f"{cap:,.0f}"
+            print(f"{mode:14s} {kv:>10s} {best * 1e3:9.1f} {med * 1e3:7.1f} {int(s['preemptions']):12,d} "
+                  f"{int(s['preempted_requests']):10,d}")
     # CPP prefill groups (lecture 08): the 8 prefill nodes as 8/X pipeline groups of X nodes
     print(f"\nCPP prefill groups, {conv.name}, 8P+8D kvcentric (cpp_chunk 4096):")
     print(f"{'group size X':12s} {'groups':>6s} {'numba ms':>9s} {'vs X=1':>7s}")

@@ -10,7 +10,8 @@ prefill policy is a function ``policy(req, view) -> instance`` passed as ``prefi
 from __future__ import annotations
 
 from .conductor_view import Request, View
-from .config import (ADMISSIONS, COMPLETED, DECODE_BINDINGS, DECODE_LOAD_METRICS, OUTCOMES, PREFILL_POLICIES, REJECTED_AFTER_PREFILL,
+from .config import (ADMISSIONS, COMPLETED, DECODE_BINDINGS, DECODE_LOAD_METRICS, OUTCOMES, OUTPUT_LENGTHS,
+                     PREFILL_POLICIES, REJECTED_AFTER_PREFILL,
                      REJECTED_AT_ARRIVAL, REJECTED_TOO_LARGE, ClusterConfig)
 from .result import SimResult
 from .run import ENGINES, simulate
@@ -18,7 +19,7 @@ from .student_policy import (BASELINES, LEADERBOARD_SORT_BY, PolicyChoiceError, 
                              PolicyRandomWarning, PolicyReturnTypeError, compile_policy, leaderboard)
 
 __all__ = ["ClusterConfig", "simulate", "SimResult", "ENGINES", "PREFILL_POLICIES", "ADMISSIONS",
-           "DECODE_BINDINGS", "DECODE_LOAD_METRICS",
+           "DECODE_BINDINGS", "DECODE_LOAD_METRICS", "OUTPUT_LENGTHS",
            "OUTCOMES", "COMPLETED", "REJECTED_AT_ARRIVAL", "REJECTED_AFTER_PREFILL", "REJECTED_TOO_LARGE",
            "leaderboard", "compile_policy", "Request", "View", "BASELINES", "LEADERBOARD_SORT_BY",
            "PolicyCompileWarning", "PolicyRandomWarning", "PolicyReturnTypeError", "PolicyChoiceError"]

@@ -11,7 +11,9 @@ Both engines and :meth:`SimResult.timeseries` call these functions, so the formu
   for large batches), with ``modern`` in 51 ms (memory binds first). KV tokens count each request's
   whole reservation ``input + output`` (what the decode node reserves on admission), so the step
   time is the one the batch reaches at its largest context: a conservative TBT prediction that
-  both engines can compute from counts alone.
+  both engines can compute from counts alone. With ``output_lengths="unknown"`` they count what
+  the Conductor can see instead: prompt + 1 for a request not yet decoding, prompt + tokens so far
+  for a running or preempted one.
 * A **pool** load (``decode_load_metric="tbt_or_memory"``, the default) uses the per-node average:
   ``decode_load(c, B / D, K / D, …)`` — the load of an average instance, not the average load.
 * ``decode_load_metric="tbt"`` (arXiv v3 §7.1 load = SLO satisfaction; §7.4 "the average TBT ratio

@@ -18,7 +18,7 @@ from ..validate import InputError, choice, fail, flag, integer, real
 from .conductor_view import STUDENT_POLICY_CODE
 
 __all__ = ["ClusterConfig", "PREFILL_POLICIES", "ADMISSIONS", "DECODE_BINDINGS", "DECODE_LOAD_METRICS",
-           "ENGINE_MODES", "OUTCOMES", "OUTCOME_CODES",
+           "ENGINE_MODES", "OUTPUT_LENGTHS", "OUTCOMES", "OUTCOME_CODES",
            "COMPLETED", "REJECTED_AT_ARRIVAL", "REJECTED_AFTER_PREFILL", "REJECTED_TOO_LARGE",
            "UNFINISHED", "ResolvedConfig"]
 
@@ -38,6 +38,10 @@ DECODE_LOAD_METRICS = {"tbt_or_memory": 0, "tbt": 1}
 #: Cluster architecture: Mooncake's prefill/decode pools, or vLLM-like coupled instances that run
 #: prefill and decode on the same node (:mod:`.coupled`, semantics in :mod:`.coupled_reference`).
 ENGINE_MODES = ("disaggregated", "coupled")
+#: What the decode side knows of a request's output length, name → kernel code: ``known`` (decode
+#: reserves input + output at admission) or ``unknown`` (arXiv v3 §7.4: KV grows one token per
+#: step; a node out of KV memory preempts its newest request, vLLM's RECOMPUTE preemption).
+OUTPUT_LENGTHS = {"known": 0, "unknown": 1}
 
 #: Per-request outcome codes (int8 in the kernels). UNFINISHED must never survive a run.
 UNFINISHED, COMPLETED, REJECTED_AT_ARRIVAL, REJECTED_AFTER_PREFILL, REJECTED_TOO_LARGE = 0, 1, 2, 3, 4
@@ -177,6 +181,17 @@ class ClusterConfig:
         recent) or ``"length_aware"`` (LFU, ties evict the block at the largest prompt position
         first) — arXiv v3 §4.2 / Table 1's LRU, LFU and LengthAwareCache, which the paper does not
         define further; exact rules in :mod:`mooncake_lab.prefix_cache`.
+    output_lengths : disaggregated only. ``"known"`` (default, the behaviour so far): decode
+        reserves input + output tokens of KV at admission, "too large" means input + output >
+        ``decode_kv_capacity_tokens`` and the Conductor's loads count input + output.
+        ``"unknown"`` (arXiv v3 §7.4: "the output length is unknown"): the Conductor and decode
+        admission see the prompt only (admission needs prompt + 1 tokens free; loads count prompts
+        and a running request's current KV, prompt + tokens so far; too large only when prompt + 1
+        cannot fit); each running request's KV grows one token per step; when the next step would
+        not fit, the node preempts its newest-admitted request (vLLM v0.4–0.6 ``PreemptionMode.RECOMPUTE``:
+        KV freed, back to the front of the node's queue, on re-admission a prefill of prompt +
+        generated tokens stalls the batch) and a request whose KV alone outgrows a node ends as
+        ``rejected_too_large``. Rules 8b–8d of :mod:`mooncake_lab.sim.reference`.
     """
 
     n_prefill: int = 8
@@ -208,6 +223,7 @@ class ClusterConfig:
     decode_binding: str = "ready"             # arXiv v3 Algorithm 1 line 24 = "arrival"
     decode_load_metric: str = "tbt_or_memory"  # arXiv v3 §7.1 / §7.4 = "tbt"
     cache_eviction: str = "lru"   # arXiv v3 Table 1: "lru", "lfu" or "length_aware"
+    output_lengths: str = "known"
 
     def __post_init__(self):
         w = _WHERE
@@ -263,12 +279,16 @@ class ClusterConfig:
         choice(self.decode_binding, "decode_binding", DECODE_BINDINGS, w)
         choice(self.decode_load_metric, "decode_load_metric", DECODE_LOAD_METRICS, w)
         choice(self.cache_eviction, "cache_eviction", EVICTION_POLICIES, w)
+        choice(self.output_lengths, "output_lengths", OUTPUT_LENGTHS, w)
         if self.engine_mode == "coupled" and x != 1:
             raise _bad("cpp_group_size", self.cpp_group_size, "1 when engine_mode='coupled' (CPP "
                        "groups are modelled for the disaggregated cluster only)")
         if self.engine_mode == "coupled" and callable(self.prefill_policy):
             raise _bad("prefill_policy", self.prefill_policy, "a built-in policy name when engine_mode="
                        "'coupled' (student policies run on the disaggregated cluster)")
+        if self.engine_mode == "coupled" and self.output_lengths != "known":
+            raise _bad("output_lengths", self.output_lengths, "'known' when engine_mode='coupled' (unknown "
+                       "output lengths and preemption are modelled for the disaggregated cluster only)")
         if self.engine_mode == "coupled" and self.admission != "none":
             raise _bad("admission", self.admission, "'none' when engine_mode='coupled' (admission "
                        "control is modelled for the disaggregated cluster only)")
@@ -363,7 +383,8 @@ class ClusterConfig:
                               cpp_bandwidth=float(network_bandwidth(m, nd, self.preset)),
                               cpp_overlap=bool(self.cpp_overlap),
                               decode_binding=DECODE_BINDINGS[self.decode_binding],
-                              decode_load_metric=DECODE_LOAD_METRICS[self.decode_load_metric])
+                              decode_load_metric=DECODE_LOAD_METRICS[self.decode_load_metric],
+                              output_unknown=self.output_lengths == "unknown")
 
 
 @dataclass(frozen=True, eq=False)
@@ -383,3 +404,4 @@ class ResolvedConfig:
     cpp_overlap: bool = True       # send activations while computing the next chunk
     decode_binding: int = 0        # DECODE_BINDINGS code
     decode_load_metric: int = 0    # DECODE_LOAD_METRICS code
+    output_unknown: bool = False   # output_lengths == "unknown": KV grows, preemption

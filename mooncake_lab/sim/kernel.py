@@ -13,11 +13,16 @@ One pass over the requests in arrival order:
 * **decode side** (discrete events): before each arrival the decode pool is advanced to that time
   (hook for arrival-time admission), processing ready events and decode-instance events in time
   order. A decode instance jumps from event to event (:mod:`.decode_math`): its next event is the
-  next completion, or the first step boundary after a ready request that fits was queued.
+  next completion, or the first step boundary after a ready request that fits was queued — and,
+  with unknown output lengths (KV growing ``b`` tokens per step from ``dctx``), the first step
+  whose KV would exceed the capacity: ``n = ⌊(capacity − dctx) / b⌋ + 1`` steps on, where the
+  node preempts its newest-admitted request (to the front of its queue; a recompute stall is
+  folded into the first step after its re-admission, a piece of its own).
 
 Every step of a decode segment is logged as an arithmetic run (per instance, linked backwards), so
 on completion a request's token intervals are exactly its runs since admission: the mean and the
-mean of the longest 10% follow without storing one interval per token.
+mean of the longest 10% follow without storing one interval per token. A preempted request's
+earlier *stints* (admission → preemption) are kept as records of their first and last run.
 
 Speed
 -----
@@ -39,7 +44,7 @@ from numba import njit
 from ..cpp import cm_stage_coefficients
 from ..jit import helper_njit
 from ..prefix_cache import _match_prefix, _touch_blocks
-from ..roofline import cm_kv_transfer_time
+from ..roofline import cm_kv_transfer_time, cm_prefill_time
 from .admission import decode_load, instance_decode_load, pool_tbt_load, prefill_load
 from .conductor_view import Request
 from .cpp_group import group_fetch_time, group_prefill
@@ -124,8 +129,14 @@ def _heap_pop(ht, hi, size):
 
 # ---------------------------------------------------------------------------- decode instances
 @helper_njit
-def _start_segment(d, c, dT, dnext_t, dnext_n, dctx, dk, run_list, run_cnt, done_step, pa, pd, pm, pn):
-    """After an event at ``dT[d]``: plan the segment up to the next completion (or go idle)."""
+def _start_segment(d, c, dT, dnext_t, dnext_n, dctx, dk, run_list, run_cnt, done_step, pa, pd, pm, pn,
+                   grow, cap_i, stall):
+    """After an event at ``dT[d]``: plan the segment up to the next completion (or go idle).
+
+    ``grow`` (unknown output lengths): also up to the first step whose context (= KV held,
+    ``dctx + b·n`` at step n) would exceed ``cap_i`` tokens, where the node must preempt. A pending
+    recompute ``stall[d]`` (s) is folded into the segment's first step.
+    """
     b = run_cnt[d]
     if b == 0:
         dnext_t[d] = math.inf
@@ -138,9 +149,51 @@ def _start_segment(d, c, dT, dnext_t, dnext_n, dctx, dk, run_list, run_cnt, done
         if s < nmin:
             nmin = s
     n_c = nmin - dk[d]
-    pn[d] = segment_pieces(c, b, dctx[d], n_c, pa[d], pd[d], pm[d])
+    if grow:
+        n_o = (cap_i - dctx[d]) // b + 1  # dctx ≤ cap_i here: n_o ≥ 1
+        if n_o < n_c:
+            n_c = n_o
+    npc = segment_pieces(c, b, dctx[d], n_c, pa[d], pd[d], pm[d])
+    if stall[d] > 0.0:
+        npc = _stall_first_step(stall[d], pa[d], pd[d], pm[d], npc)
+        stall[d] = 0.0
+    pn[d] = npc
     dnext_n[d] = n_c
     dnext_t[d] = time_after(dT[d], pa[d], pd[d], pm[d], pn[d], n_c)
+
+
+@helper_njit
+def _stall_first_step(r, pa, pd, pm, npc):
+    """Add a stall of ``r`` s to the first step of the pieces: it becomes its own piece ``(a + r, 0, 1)``
+    (≤ 4 pieces); returns the number of pieces."""
+    if pm[0] == 1:
+        pa[0] += r
+        return npc
+    for p in range(npc, 0, -1):
+        pa[p] = pa[p - 1]
+        pd[p] = pd[p - 1]
+        pm[p] = pm[p - 1]
+    pa[0] = pa[1] + r
+    pd[0] = 0.0
+    pm[0] = 1
+    pa[1] += pd[1]
+    pm[1] -= 1
+    return npc + 1
+
+
+@helper_njit
+def _steps_done(d, t, dT, run_cnt, pa, pd, pm, pn):
+    """Step boundaries of instance ``d``'s current segment at or before ``t`` (< its next event)."""
+    if run_cnt[d] == 0:
+        return 0
+    return steps_until_after(dT[d], t, pa[d], pd[d], pm[d], pn[d]) - 1
+
+
+@helper_njit
+def _kv_now(t, dT, dctx, run_cnt, pa, pd, pm, pn, held):
+    """``held[d]`` = KV tokens instance d's running requests hold at ``t`` (prompt + tokens so far)."""
+    for d in range(len(held)):
+        held[d] = dctx[d] + run_cnt[d] * _steps_done(d, t, dT, run_cnt, pa, pd, pm, pn)
 
 
 @helper_njit
@@ -155,64 +208,102 @@ def _cut_segment(d, t, dT, dnext_t, dnext_n, pa, pd, pm, pn):
 
 @helper_njit
 def _admit(d, t, cap, input_len, output_len, dT, dctx, dk, reserved, waitneed, wcnt, max_kv, qhead, qtail,
-           qnext, run_list, run_cnt, done_step, run_mark, last_run, decode_admit):
-    """Admit queued requests of instance ``d`` at boundary ``t`` in FIFO order while KV fits."""
+           qnext, run_list, run_cnt, done_step, run_mark, last_run, decode_admit,
+           grow, c, gen, stall, seq, adm_seq, cur_adm, cur_gap, prefill_end):
+    """Admit queued requests of instance ``d`` at boundary ``t`` in FIFO order while KV fits.
+
+    Known output lengths: a request reserves input + output. ``grow``: it needs its current KV,
+    input + ``gen`` (tokens so far: 1, or more for a preempted one, whose recompute, a prefill of
+    input + gen tokens, is added to ``stall[d]``); ``dctx`` is then the KV held.
+    """
     while qhead[d] >= 0:
         i = qhead[d]
-        need = input_len[i] + output_len[i]
-        if reserved[d] + need > cap:
-            break
+        g = gen[i]
+        if grow:
+            need = input_len[i] + g
+            if dctx[d] + need > cap:
+                break
+        else:
+            need = input_len[i] + output_len[i]
+            if reserved[d] + need > cap:
+                break
         qhead[d] = qnext[i]
         if qhead[d] < 0:
             qtail[d] = -1
         waitneed[d] -= need
         wcnt[d] -= 1
-        reserved[d] += need
-        if reserved[d] > max_kv[d]:
-            max_kv[d] = reserved[d]
-        decode_admit[i] = t
-        done_step[i] = dk[d] + output_len[i] - 1
+        if not grow:
+            reserved[d] += need
+            if reserved[d] > max_kv[d]:
+                max_kv[d] = reserved[d]
+        if g == 1:
+            decode_admit[i] = t
+            cur_gap[i] = prefill_end[i]  # its first interval starts at the prefill's end
+        else:  # re-admitted after a preemption: recompute its KV before the next step
+            stall[d] += cm_prefill_time(c, float(input_len[i] + g), 0.0)
+        cur_adm[i] = t
+        adm_seq[i] = seq[0]
+        seq[0] += 1
+        done_step[i] = dk[d] + output_len[i] - g
         run_mark[i] = last_run[d]
-        dctx[d] += input_len[i] + 1  # context of its first decode step: prompt + first token
+        dctx[d] += input_len[i] + g  # context of its next decode step: prompt + tokens so far
         run_list[d, run_cnt[d]] = i
         run_cnt[d] += 1
 
 
 @helper_njit
-def _finish_tbt(i, d, last_run, run_mark, log_a, log_d, log_m, log_prev, decode_admit, prefill_end,
-                n_intervals, buf_a, buf_d, buf_m, hkey, hidx):
-    """Mean of the longest 10% of request ``i``'s token intervals, from its logged runs.
-
-    Interval 1 (prefill end → first decode token) = admission wait + exposed transfer + first step;
-    then one interval per step. Runs are collected newest first; the oldest run starts at admission.
-    """
-    nr = 0
-    e = last_run[d]
-    while e != run_mark[i]:
+def _collect_stint(e, mark, adm, gap, log_a, log_d, log_m, log_prev, buf_a, buf_d, buf_m, nr):
+    """Append to ``buf_*`` (from ``nr``) one stint's token intervals as runs: the logged runs from
+    ``e`` back to ``mark`` (exclusive), newest first, then its first interval, gap start → first
+    token = ``adm − gap`` + its first step; returns the new count."""
+    while e != mark:
         buf_a[nr] = log_a[e]
         buf_d[nr] = log_d[e]
         buf_m[nr] = log_m[e]
         nr += 1
         e = log_prev[e]
-    o = nr - 1  # the oldest run: its first step is part of interval 1
-    first = decode_admit[i] + buf_a[o] - prefill_end[i]
+    o = nr - 1  # the oldest run: its first step is part of the first interval
+    first = adm + buf_a[o] - gap
     buf_a[o] = buf_a[o] + buf_d[o]
     buf_m[o] -= 1
     buf_a[nr] = first
     buf_d[nr] = 0.0
     buf_m[nr] = 1
-    nr += 1
+    return nr + 1
+
+
+@helper_njit
+def _finish_tbt(i, d, last_run, run_mark, log_a, log_d, log_m, log_prev, cur_adm, cur_gap,
+                st_head, st_mark, st_end, st_adm, st_gap, st_prev,
+                n_intervals, buf_a, buf_d, buf_m, hkey, hidx):
+    """Mean of the longest 10% of request ``i``'s token intervals, from its logged runs.
+
+    A *stint* runs from an admission to a preemption or the finish. Its first interval starts at
+    the prefill's end (first stint: admission wait + exposed transfer + first step) or at the
+    preemption's boundary (wait in the queue + recompute stall + first step); then one interval per
+    step. The current stint starts at ``run_mark[i]``; earlier ones are records ``st_*`` linked from
+    ``st_head[i]`` (none with known output lengths).
+    """
+    nr = _collect_stint(last_run[d], run_mark[i], cur_adm[i], cur_gap[i], log_a, log_d, log_m, log_prev,
+                        buf_a, buf_d, buf_m, 0)
+    r = st_head[i]
+    while r >= 0:
+        nr = _collect_stint(st_end[r], st_mark[r], st_adm[r], st_gap[r], log_a, log_d, log_m, log_prev,
+                            buf_a, buf_d, buf_m, nr)
+        r = st_prev[r]
     k = (n_intervals + 9) // 10  # ceil(10%), at least one interval
     return top_k_sum(buf_a, buf_d, buf_m, nr, k, hkey, hidx) / k
 
 
 @helper_njit
 def _tbt_pool_load(c, D, predicted, T, t_decode, tbt_slo, db, need, run_list, run_cnt, qhead, qnext, ht, hi, hsize,
-                   decode_inst, decode_admit, ready, input_len, output_len, reserved, waitneed, wcnt, lb, lk):
-    """``decode_load_metric="tbt"`` at an arrival: :func:`.admission.pool_tbt_load` over the same
-    requests as the pool load (current: running + queued; ``predicted``: those decoding at ``T``),
-    each on its decode instance, and the candidate (``need`` tokens) on ``db`` — or, not bound
-    yet (``db`` < 0, a request still in prefill under late binding), spread over the instances."""
+                   decode_inst, decode_admit, ready, input_len, output_len, kvh, waitneed, wcnt, lb, lk,
+                   grow, gen, done_step, dk, a, dT, pa, pd, pm, pn):
+    """``decode_load_metric="tbt"`` at an arrival (time ``a``): :func:`.admission.pool_tbt_load` over the
+    same requests as the pool load (current: running + queued; ``predicted``: those decoding at ``T``),
+    each on its decode instance, and the candidate (``need`` tokens) on ``db`` — or, not bound yet
+    (``db`` < 0, a request still in prefill under late binding), spread over the instances. KV counted
+    per request as the pool load counts it (``grow``: prompt + tokens so far; ``kvh``: KV held now)."""
     for d in range(D):
         lb[d] = 0.0
         lk[d] = 0.0
@@ -227,30 +318,36 @@ def _tbt_pool_load(c, D, predicted, T, t_decode, tbt_slo, db, need, run_list, ru
     if not predicted:
         for d in range(D):
             lb[d] += run_cnt[d] + wcnt[d]
-            lk[d] += reserved[d] + waitneed[d]
+            lk[d] += kvh[d] + waitneed[d]
         return pool_tbt_load(c, lb, lk, sb, sk, tbt_slo)
     for d in range(D):
+        k_now = dk[d] + _steps_done(d, a, dT, run_cnt, pa, pd, pm, pn) if grow else 0
         for q in range(run_cnt[d]):
             j = run_list[d, q]
             if decode_admit[j] <= T and decode_admit[j] + t_decode > T:
                 lb[d] += 1.0
-                lk[d] += input_len[j] + output_len[j]
+                if grow:  # prompt + tokens so far
+                    lk[d] += input_len[j] + output_len[j] - (done_step[j] - k_now)
+                else:
+                    lk[d] += input_len[j] + output_len[j]
         j = qhead[d]
         while j >= 0:
-            if ready[j] <= T and ready[j] + t_decode > T:
+            s_j = decode_admit[j] if grow and gen[j] > 1 else ready[j]  # preempted: started
+            if s_j <= T and s_j + t_decode > T:
                 lb[d] += 1.0
-                lk[d] += input_len[j] + output_len[j]
+                lk[d] += input_len[j] + gen[j] if grow else input_len[j] + output_len[j]
             j = qnext[j]
     for q in range(hsize):
         j = hi[q]
         if ht[q] <= T and ht[q] + t_decode > T:
+            k_j = input_len[j] + 1 if grow else input_len[j] + output_len[j]
             e = decode_inst[j]
             if e >= 0:
                 lb[e] += 1.0
-                lk[e] += input_len[j] + output_len[j]
+                lk[e] += k_j
             else:
                 sb += 1.0
-                sk += input_len[j] + output_len[j]
+                sk += k_j
     return pool_tbt_load(c, lb, lk, sb, sk, tbt_slo)
 
 
@@ -322,7 +419,8 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
             cached_tok, fetched_tok, computed_tok,
             queue_wait, fetch_time, prefill_start, prefill_time, prefill_end,
             ready, decode_admit, finish, tbt_mean, tbt_tail,
-            p_load, d_load, max_kv, diag, binding, load_metric, policy_fn=None, view=None):
+            p_load, d_load, max_kv, diag, binding, load_metric, output_unknown, preemptions, spare,
+            policy_fn=None, view=None):
     """Simulate the whole trace; fills the per-request output arrays (pre-set to NaN / −1 / 0).
 
     ``policy == 4``: ``policy_fn(req, view) -> instance`` chooses the prefill instance (a student
@@ -344,6 +442,14 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
 
     ``diag``: [0] events processed, [1] times an event ran earlier than the previous one (must be
     0), [2] runs logged, [3] max decode batch; [4]–[6] for a student policy (:func:`_student_choice`).
+
+    ``output_unknown`` (``grow``): decode sees prompts only; KV grows a token per step, a node that
+    would overflow preempts its newest-admitted request (``preemptions[i]`` counts them; rules
+    8b–8d of :mod:`.reference`). Then ``dctx[d]`` is also the KV held and ``max_kv`` the largest
+    step context; with known lengths ``reserved`` is the KV reserved. The run log and the stint
+    records have room for ``spare`` preemptions; with more, the kernel stops with ``diag[7]`` = 1
+    and the caller runs it again with more room (growing arrays inside the loop would cost every
+    run ~70%: numba then reference-counts them on every iteration).
     """
     n = len(arrival)
     P = n_prefill
@@ -376,30 +482,52 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
     qtail = np.full(D, -1, dtype=np.int64)
     qnext = np.full(n, -1, dtype=np.int64)
     run_cnt = np.zeros(D, dtype=np.int64)
+    grow = output_unknown
+    cap_i = int(math.floor(decode_cap))         # KV tokens a node holds (token counts are integers)
     min_need = 1
     if n > 0:
-        min_need = np.min(input_len + output_len)
+        min_need = np.min(input_len + 1) if grow else np.min(input_len + output_len)
     maxb = min(n, int(decode_cap // max(min_need, 1)) + 1) + 1
     run_list = np.empty((D, maxb), dtype=np.int64)
     done_step = np.zeros(n, dtype=np.int64)
     run_mark = np.full(n, -1, dtype=np.int64)
-    pa = np.zeros((D, 3))
-    pd = np.zeros((D, 3))
-    pm = np.zeros((D, 3), dtype=np.int64)
+    pa = np.zeros((D, 4))                       # ≤ 3 pieces, + 1 for a recompute stall
+    pd = np.zeros((D, 4))
+    pm = np.zeros((D, 4), dtype=np.int64)
     pn = np.zeros(D, dtype=np.int64)
-    # run log: every closed segment appends ≤ 3 runs; ≤ 2 events per request
-    L = 6 * n + 8
+    # per request: tokens so far when queued, admission order, the current stint's admission and
+    # gap start (for the token intervals); per instance: pending recompute stall (s)
+    gen = np.ones(n, dtype=np.int64)
+    adm_seq = np.zeros(n, dtype=np.int64)
+    seq = np.zeros(1, dtype=np.int64)
+    cur_adm = np.zeros(n)
+    cur_gap = np.zeros(n)
+    stall = np.zeros(D)
+    held = np.zeros(D)                          # grow: KV held now, per instance
+    # closed stints of preempted requests (records linked per request, newest first; grown as needed)
+    st_head = np.full(n, -1, dtype=np.int64)
+    SN = spare + 1 if grow else 1
+    st_mark = np.empty(SN, dtype=np.int64)
+    st_end = np.empty(SN, dtype=np.int64)
+    st_prev = np.empty(SN, dtype=np.int64)
+    st_adm = np.empty(SN)
+    st_gap = np.empty(SN)
+    nrec = 0
+    # run log: every closed segment appends ≤ 3 runs; ≤ 2 events per request (known output
+    # lengths). Unknown: ≤ 4 runs (a stall) per event; ≤ 2 events per request + 1 per preemption
+    L = 4 * (2 * n + spare) + 8 if grow else 6 * n + 8
     log_a = np.empty(L)
     log_d = np.empty(L)
     log_m = np.empty(L, dtype=np.int64)
     log_prev = np.empty(L, dtype=np.int64)
     last_run = np.full(D, -1, dtype=np.int64)
     nlog = 0
-    buf_a = np.empty(L + 1)
-    buf_d = np.empty(L + 1)
-    buf_m = np.empty(L + 1, dtype=np.int64)
-    hkey = np.empty(L + 1)
-    hidx = np.empty(L + 1, dtype=np.int64)
+    B = L + SN + 1                              # a request's runs + one first interval per stint
+    buf_a = np.empty(B)
+    buf_d = np.empty(B)
+    buf_m = np.empty(B, dtype=np.int64)
+    hkey = np.empty(B)
+    hidx = np.empty(B, dtype=np.int64)
     t_last = -math.inf
 
     for i in range(n + 1):
@@ -419,6 +547,9 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
                 d = dmin
                 t = tmin
                 nst = dnext_n[d]
+                if nlog + 4 > L:  # only with more than ``spare`` preemptions: run again with more room
+                    diag[7] = 1
+                    return
                 left = nst
                 for p in range(pn[d]):
                     if left <= 0:
@@ -434,6 +565,8 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
                 dT[d] = t
                 dctx[d] += run_cnt[d] * nst
                 dk[d] += nst
+                if grow and dctx[d] - run_cnt[d] > max_kv[d]:
+                    max_kv[d] = dctx[d] - run_cnt[d]  # the step just ended held the segment's most KV
                 q = 0
                 while q < run_cnt[d]:
                     j = run_list[d, q]
@@ -445,35 +578,73 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
                         m_int = output_len[j] - 1
                         tbt_mean[j] = (t - prefill_end[j]) / m_int
                         tbt_tail[j] = _finish_tbt(j, d, last_run, run_mark, log_a, log_d, log_m, log_prev,
-                                                  decode_admit, prefill_end, m_int, buf_a, buf_d, buf_m,
-                                                  hkey, hidx)
+                                                  cur_adm, cur_gap, st_head, st_mark, st_end, st_adm, st_gap,
+                                                  st_prev, m_int, buf_a, buf_d, buf_m, hkey, hidx)
                         run_cnt[d] -= 1
                         run_list[d, q] = run_list[d, run_cnt[d]]
                     else:
                         q += 1
+                # unknown output lengths: the next step would overflow → preempt the newest-admitted
+                while grow and dctx[d] > cap_i:
+                    qv = 0
+                    for q in range(1, run_cnt[d]):
+                        if adm_seq[run_list[d, q]] > adm_seq[run_list[d, qv]]:
+                            qv = q
+                    v = run_list[d, qv]
+                    g = output_len[v] - (done_step[v] - dk[d])  # tokens so far
+                    dctx[d] -= input_len[v] + g
+                    run_cnt[d] -= 1
+                    run_list[d, qv] = run_list[d, run_cnt[d]]
+                    if input_len[v] + g > cap_i:
+                        outcome[v] = 4  # its KV alone outgrows a decode node: too large after all
+                        continue
+                    if nrec == SN:
+                        diag[7] = 1
+                        return
+                    st_mark[nrec] = run_mark[v]
+                    st_end[nrec] = last_run[d]
+                    st_adm[nrec] = cur_adm[v]
+                    st_gap[nrec] = cur_gap[v]
+                    st_prev[nrec] = st_head[v]
+                    st_head[v] = nrec
+                    nrec += 1
+                    preemptions[v] += 1
+                    gen[v] = g
+                    cur_gap[v] = t  # its last token came now
+                    qnext[v] = qhead[d]  # back to the front of the queue
+                    if qhead[d] < 0:
+                        qtail[d] = v
+                    qhead[d] = v
+                    waitneed[d] += input_len[v] + g
+                    wcnt[d] += 1
                 _admit(d, t, decode_cap, input_len, output_len, dT, dctx, dk, reserved, waitneed, wcnt, max_kv,
-                       qhead, qtail, qnext, run_list, run_cnt, done_step, run_mark, last_run, decode_admit)
+                       qhead, qtail, qnext, run_list, run_cnt, done_step, run_mark, last_run, decode_admit,
+                       grow, c, gen, stall, seq, adm_seq, cur_adm, cur_gap, prefill_end)
                 if run_cnt[d] > diag[3]:
                     diag[3] = run_cnt[d]
                 _start_segment(d, c, dT, dnext_t, dnext_n, dctx, dk, run_list, run_cnt, done_step,
-                               pa, pd, pm, pn)
+                               pa, pd, pm, pn, grow, cap_i, stall)
             elif hsize > 0 and tready <= t_now:
                 # ---- ready event: KV of request j has reached the decode pool
                 t = tready
                 j = hi[0]
                 hsize = _heap_pop(ht, hi, hsize)
-                need = input_len[j] + output_len[j]
+                need = input_len[j] + 1 if grow else input_len[j] + output_len[j]
+                kvh = reserved
+                if grow:  # KV held now: prompt + tokens so far of the running requests
+                    _kv_now(t, dT, dctx, run_cnt, pa, pd, pm, pn, held)
+                    kvh = held
                 if binding == 1:  # bound at arrival: its KV is no longer in flight
                     d = decode_inst[j]
                     dbound[d] -= need
-                else:  # late binding: decode instance by load = KV reserved + KV queued (tokens)
+                else:  # late binding, Algorithm 1 line 24: least KV reserved (held) + KV queued (tokens)
                     d = 0
                     for e in range(1, D):
-                        if reserved[e] + waitneed[e] < reserved[d] + waitneed[d]:
+                        if kvh[e] + waitneed[e] < kvh[d] + waitneed[d]:
                             d = e
                     decode_inst[j] = d
                 if admission == 1 and instance_decode_load(c, float(run_cnt[d] + wcnt[d] + 1),
-                                                           reserved[d] + waitneed[d] + need, decode_cap,
+                                                           kvh[d] + waitneed[d] + need, decode_cap,
                                                            tbt_slo, load_metric) > adm_threshold:
                     outcome[j] = 3  # rejected after prefill: its prefill was wasted
                     diag[0] += 1
@@ -493,10 +664,11 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
                     # idle instance: a boundary right now
                     dT[d] = t
                     _admit(d, t, decode_cap, input_len, output_len, dT, dctx, dk, reserved, waitneed, wcnt, max_kv,
-                           qhead, qtail, qnext, run_list, run_cnt, done_step, run_mark, last_run, decode_admit)
+                           qhead, qtail, qnext, run_list, run_cnt, done_step, run_mark, last_run, decode_admit,
+                           grow, c, gen, stall, seq, adm_seq, cur_adm, cur_gap, prefill_end)
                     _start_segment(d, c, dT, dnext_t, dnext_n, dctx, dk, run_list, run_cnt, done_step,
-                                   pa, pd, pm, pn)
-                elif was_empty and reserved[d] + need <= decode_cap:
+                                   pa, pd, pm, pn, grow, cap_i, stall)
+                elif was_empty and kvh[d] + need <= decode_cap:
                     # it fits: admitted at the first step boundary strictly after t
                     _cut_segment(d, t, dT, dnext_t, dnext_n, pa, pd, pm, pn)
             else:
@@ -512,7 +684,7 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
         a = arrival[i]
         Lin = input_len[i]
         out = output_len[i]
-        if Lin + out > decode_cap:  # can never fit a decode instance's KV memory
+        if (Lin + 1 if grow else Lin + out) > decode_cap:  # can never fit a decode instance's KV memory
             outcome[i] = 4
             continue
         blocks = block_ids[offsets[i]:offsets[i + 1]]
@@ -582,46 +754,57 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
         end, pt = _prefill_on(c, sc, gfree, glink, pi, nfree, nlink, r0, Lin - cached, cached, group_size,
                               cpp_chunk, act_bytes, cpp_bw, cpp_overlap)  # nfree / nlink: pi's state after it
         r_i = end + _exposed_transfer(c, Lin, pt, n_layers, layerwise)
+        cand = Lin + 1 if grow else Lin + out  # what this request counts / needs on decode (rule 8b)
+        kvh = reserved
+        if grow:  # KV held now: prompt + tokens so far of the running requests
+            _kv_now(a, dT, dctx, run_cnt, pa, pd, pm, pn, held)
+            kvh = held
         # ---------------- Algorithm 1 line 24: the decode instance, chosen now (binding 1)
         db = -1
-        if binding == 1 and out > 1:  # least KV reserved + queued + bound in flight (tokens)
+        if binding == 1 and out > 1:  # least KV reserved (held) + queued + bound in flight (tokens)
             db = 0
             for e in range(1, D):
-                if reserved[e] + waitneed[e] + dbound[e] < reserved[db] + waitneed[db] + dbound[db]:
+                if kvh[e] + waitneed[e] + dbound[e] < kvh[db] + waitneed[db] + dbound[db]:
                     db = e
         # ---------------- admission at arrival (arXiv §7): loads as SLO satisfaction
         pl = prefill_load(end - a, ttft_slo)
         nb = 1.0
-        kv = float(Lin + out)
+        kv = float(cand)
         if load_metric == 1:  # the mean per-instance TBT ratio over the same requests as below
-            dl = _tbt_pool_load(c, D, admission == 3, a + horizon * (r_i - a), t_decode, tbt_slo, db, Lin + out,
+            dl = _tbt_pool_load(c, D, admission == 3, a + horizon * (r_i - a), t_decode, tbt_slo, db, cand,
                                 run_list, run_cnt, qhead, qnext, ht, hi, hsize, decode_inst, decode_admit, ready,
-                                input_len, output_len, reserved, waitneed, wcnt, lb, lk)
+                                input_len, output_len, kvh, waitneed, wcnt, lb, lk,
+                                grow, gen, done_step, dk, a, dT, pa, pd, pm, pn)
         elif admission == 3:
             # decode population predicted at T: decode start s (admission, or KV ready if not yet
             # admitted) with s ≤ T < s + t_d, over every accepted unfinished request, + this one
             T = a + horizon * (r_i - a)
             for d in range(D):
+                k_now = dk[d] + _steps_done(d, a, dT, run_cnt, pa, pd, pm, pn) if grow else 0
                 for q in range(run_cnt[d]):
                     j = run_list[d, q]
                     if decode_admit[j] <= T and decode_admit[j] + t_decode > T:
                         nb += 1.0
-                        kv += input_len[j] + output_len[j]
+                        if grow:  # prompt + tokens so far
+                            kv += input_len[j] + output_len[j] - (done_step[j] - k_now)
+                        else:
+                            kv += input_len[j] + output_len[j]
                 j = qhead[d]
                 while j >= 0:
-                    if ready[j] <= T and ready[j] + t_decode > T:
+                    s_j = decode_admit[j] if grow and gen[j] > 1 else ready[j]  # preempted: started
+                    if s_j <= T and s_j + t_decode > T:
                         nb += 1.0
-                        kv += input_len[j] + output_len[j]
+                        kv += input_len[j] + gen[j] if grow else input_len[j] + output_len[j]
                     j = qnext[j]
             for q in range(hsize):
                 j = hi[q]
                 if ht[q] <= T and ht[q] + t_decode > T:
                     nb += 1.0
-                    kv += input_len[j] + output_len[j]
+                    kv += input_len[j] + 1 if grow else input_len[j] + output_len[j]
         else:  # the pool's current load with this request added
             for d in range(D):
                 nb += run_cnt[d] + wcnt[d]
-                kv += reserved[d] + waitneed[d]
+                kv += kvh[d] + waitneed[d]
         if load_metric == 0:
             dl = decode_load(c, nb / D, kv / D, decode_cap, tbt_slo)
         p_load[i] = pl
@@ -643,7 +826,7 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
         prefill_inst[i] = pi
         if db >= 0:  # bound at arrival: its KV is in flight to db until its ready event
             decode_inst[i] = db
-            dbound[db] += Lin + out
+            dbound[db] += cand
         cached_tok[i] = cached
         computed_tok[i] = Lin - cached
         queue_wait[i] = start - a

@@ -55,6 +55,25 @@ Decode (per instance: continuous batching)
        tokens of KV), then queued requests are admitted in FIFO order while
        reserved + (L + out) ≤ capacity (the head blocks the queue), then the next step starts.
        A request ready exactly at a boundary's time waits for the next one.
+   8b. ``output_lengths="unknown"`` (arXiv v3 §7.4): nothing reserves ``out``. A request's KV is
+       its context, L + tokens so far (1 when it arrives: the prefill's token); a queued request
+       needs that much free (Σ KV of the running + it ≤ capacity) — everywhere below where L + out
+       counts (rules 1, 7, 11, 13), L + 1 counts for a request not yet decoding, and L + tokens so
+       far for a running or preempted one. Too large at arrival only if L + 1 > capacity.
+   8c. Preemption (vLLM v0.4–0.6 scheduler ``_preempt``, ``PreemptionMode.RECOMPUTE``): at a
+       boundary, after the completions, while the running requests' KV for the next step exceeds
+       the capacity, the newest-admitted running request is preempted: its KV is freed and it goes
+       to the front of the instance's queue (several at one boundary: the oldest-admitted first),
+       keeping its tokens; its ``preemptions`` count + 1. A victim whose own KV exceeds the
+       capacity can never run on a node: it ends as ``rejected_too_large`` (vLLM marks such a
+       sequence FINISHED_IGNORED). Then admission (rule 8) runs as usual.
+   8d. Recompute: when a preempted request with g tokens is admitted again, its KV is rebuilt by a
+       prefill of its L + g tokens on the decode node, ``cm_prefill_time(L + g, 0)``; the
+       instance's next step starts that much later (the stalls of several re-admissions add up).
+       The recompute produces no token of its own (a simplification: vLLM samples one with it),
+       so the request's next token comes at the end of that step: its interval after a preemption
+       runs from the preemption's boundary (its last token) over the wait in the queue, the stall
+       and the step; every request running there gets the stall in that step's interval too.
     9. A step of batch ``b`` takes ``cm_decode_step_time(b, Σ context)``; a request's context is
        L + tokens generated so far; every running request gets one token at the step's end.
    10. Token intervals: first = (first decode token − end of prefill); then one per step.
@@ -94,7 +113,7 @@ from collections import deque
 
 import numpy as np
 
-from ..roofline import cm_decode_step_time, cm_kv_transfer_time
+from ..roofline import cm_decode_step_time, cm_kv_transfer_time, cm_prefill_time
 from .admission import decode_load, instance_decode_load, pool_tbt_load, prefill_load
 from ..cpp import cm_cpp_link_time, cm_stage_coefficients
 from ..prefix_cache import ReferenceCache
@@ -175,13 +194,14 @@ class _Decode:
     """One decode instance, stepped one iteration at a time."""
 
     def __init__(self):
-        self.running = []          # request indices
+        self.running = []          # request indices, in admission order
         self.queue = deque()
         self.next_boundary = math.inf
-        self.reserved = 0
+        self.reserved = 0          # known output lengths: Σ L + out of the running
         self.waiting = 0
         self.bound = 0             # KV tokens of requests bound here at arrival, KV not ready yet
-        self.max_reserved = 0
+        self.max_reserved = 0      # known: most KV reserved; unknown: largest step context
+        self.stall = 0.0           # unknown: recompute time before the next step (s)
 
 
 def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv: np.ndarray,
@@ -211,6 +231,7 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
     at_arrival = config.decode_binding == "arrival"
     tbt_metric = config.decode_load_metric == "tbt"
     metric = resolved.decode_load_metric
+    grow = bool(resolved.output_unknown)  # rules 8b-8d
     caches = [_LRU(resolved.cache_capacity_blocks, config.cache_eviction) for _ in range(P)]
     n = len(trace)
     bt = trace.block_tokens
@@ -221,6 +242,7 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
     dec = [_Decode() for _ in range(D)]
     ready_events = []              # (time, request); kept sorted
     gen = [0] * n                  # tokens generated so far
+    preempted_wait = [False] * n   # preempted, waiting to be admitted again
     last_token = [0.0] * n
     intervals = [[] for _ in range(n)]
     clock = [-math.inf]
@@ -231,23 +253,38 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
             diag[1] += 1
         clock[0] = t
 
+    def kv(j):  # rule 8b: what a request counts / needs: L + tokens so far, or L + out
+        return L_in[j] + gen[j] if grow else L_in[j] + L_out[j]
+
+    def held(d):  # KV held by the running requests of instance d
+        return sum(L_in[j] + gen[j] for j in dec[d].running) if grow else dec[d].reserved
+
     def admit(d, t):
         inst = dec[d]
         while inst.queue:
             j = inst.queue[0]
-            need = L_in[j] + L_out[j]
-            if inst.reserved + need > cap:
+            need = kv(j)
+            if held(d) + need > cap:
                 break
             inst.queue.popleft()
             inst.waiting -= need
-            inst.reserved += need
-            inst.max_reserved = max(inst.max_reserved, inst.reserved)
-            out["decode_admit"][j] = t
+            if not grow:
+                inst.reserved += need
+                inst.max_reserved = max(inst.max_reserved, inst.reserved)
+            if preempted_wait[j]:  # rule 8d: rebuild its KV first
+                inst.stall += float(cm_prefill_time(c, L_in[j] + gen[j], 0))
+                preempted_wait[j] = False
+            else:
+                out["decode_admit"][j] = t
             inst.running.append(j)
         diag[3] = max(diag[3], len(inst.running))
         if inst.running:
             ctx = sum(L_in[j] + gen[j] for j in inst.running)
-            inst.next_boundary = t + float(cm_decode_step_time(c, len(inst.running), ctx))
+            if grow:
+                assert ctx <= cap  # KV memory never exceeds the capacity while it grows
+                inst.max_reserved = max(inst.max_reserved, ctx)
+            inst.next_boundary = t + inst.stall + float(cm_decode_step_time(c, len(inst.running), ctx))
+            inst.stall = 0.0
         else:
             inst.next_boundary = math.inf
 
@@ -261,6 +298,7 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
             intervals[j].append(t - last_token[j])
             last_token[j] = t
             if gen[j] == L_out[j]:
+                assert out["outcome"][j] == 0  # a request (also a preempted one) ends exactly once
                 out["finish"][j] = t
                 out["outcome"][j] = COMPLETED
                 inst.reserved -= L_in[j] + L_out[j]
@@ -271,20 +309,30 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
             else:
                 still.append(j)
         inst.running = still
+        while grow and held(d) > cap:  # rule 8c
+            v = inst.running.pop()     # the newest-admitted
+            if L_in[v] + gen[v] > cap:
+                assert out["outcome"][v] == 0
+                out["outcome"][v] = REJECTED_TOO_LARGE
+                continue
+            out["preemptions"][v] += 1
+            preempted_wait[v] = True
+            inst.queue.appendleft(v)
+            inst.waiting += kv(v)
         admit(d, t)
 
     def on_ready(t, j):
         tick(t)
-        need = L_in[j] + L_out[j]
+        need = kv(j)
         if at_arrival:  # rule 7: bound at arrival
             d = int(out["decode_inst"][j])
             dec[d].bound -= need
         else:
-            d = min(range(D), key=lambda e: (dec[e].reserved + dec[e].waiting, e))
+            d = min(range(D), key=lambda e: (held(e) + dec[e].waiting, e))
             out["decode_inst"][j] = d
         inst = dec[d]
         if adm == "baseline" and instance_decode_load(c, float(len(inst.running) + len(inst.queue) + 1),
-                                                      float(inst.reserved + inst.waiting + need), cap,
+                                                      float(held(d) + inst.waiting + need), cap,
                                                       tbt_slo, metric) > theta:
             out["outcome"][j] = REJECTED_AFTER_PREFILL
             return
@@ -310,7 +358,7 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
         a = float(trace.arrival_s[i])
         advance(a)
         L, o = L_in[i], L_out[i]
-        if L + o > cap:
+        if (L + 1 if grow else L + o) > cap:
             out["outcome"][i] = REJECTED_TOO_LARGE
             continue
         blocks = trace.blocks_of(i).tolist()
@@ -372,9 +420,10 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
         start = max(a, groups[pi].busy_until)
         end, pt = groups[pi].run(start + fetch_t, L - cached, cached, commit=False)
         r = end + _exposed_transfer(c, L, pt, resolved.n_layers, layerwise)
+        cand = L + 1 if grow else L + o  # what this request counts / needs on decode (rule 8b)
         bind = None  # rule 7, "arrival": the decode instance chosen now
         if at_arrival and o > 1:
-            bind = min(range(D), key=lambda e: (dec[e].reserved + dec[e].waiting + dec[e].bound, e))
+            bind = min(range(D), key=lambda e: (held(e) + dec[e].waiting + dec[e].bound, e))
         # admission at arrival (rules 11-12)
         pl = float(prefill_load(end - a, ttft_slo))
         if adm == "predicted":
@@ -387,14 +436,14 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
         else:
             counted = [j for d in range(D) for j in dec[d].running + list(dec[d].queue)]
         nb = 1 + len(counted)
-        kv = L + o + sum(L_in[j] + L_out[j] for j in counted)
-        dl = float(decode_load(c, nb / D, float(kv) / D, cap, tbt_slo))
+        k_tok = cand + sum(kv(j) for j in counted)
+        dl = float(decode_load(c, nb / D, float(k_tok) / D, cap, tbt_slo))
         if tbt_metric:  # rule 11, "tbt": each counted request on its instance, one without an instance spread
             b_d, k_d = np.zeros(D), np.zeros(D)
             spread_b = spread_k = 0.0
             # running, queued and bound requests have decode_inst set; in flight under late binding: −1
-            placed = [(int(out["decode_inst"][j]), L_in[j] + L_out[j]) for j in counted]
-            placed.append((-1 if bind is None else bind, L + o))
+            placed = [(int(out["decode_inst"][j]), kv(j)) for j in counted]
+            placed.append((-1 if bind is None else bind, cand))
             for d, need_j in placed:
                 if d >= 0:
                     b_d[d] += 1
@@ -418,7 +467,7 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
         out["prefill_inst"][i] = pi
         if bind is not None:  # rule 7: bound now, its KV in flight to ``bind`` until it is ready
             out["decode_inst"][i] = bind
-            dec[bind].bound += L + o
+            dec[bind].bound += cand
         out["cached_tok"][i] = cached
         out["computed_tok"][i] = L - cached
         out["queue_wait"][i] = start - a

@@ -61,6 +61,8 @@ class SimResult:
         ``prefill_load`` / ``decode_load``: the loads the Conductor computed at the arrival
         (:mod:`mooncake_lab.sim.admission`; NaN if rejected as too large). ``wasted_prefill_s``:
         fetch + prefill seconds of a request rejected after its prefill (else 0).
+        ``preemptions``: times the request was preempted on its decode node (``output_lengths=
+        "unknown"``; 0 otherwise); its decode admission is the first one.
         """
         if self._frame is None:
             a, tr = self.arrays, self.trace
@@ -80,6 +82,7 @@ class SimResult:
                 "finish_s": a["finish"], "tbt_mean_s": a["tbt_mean"], "tbt_tail_s": a["tbt_tail"],
                 "prefill_load": a["prefill_load"], "decode_load": a["decode_load"],
                 "wasted_prefill_s": self._wasted(),
+                "preemptions": a["preemptions"],
             })
             df.index.name = "request"
             self._frame = df
@@ -93,7 +96,9 @@ class SimResult:
         """Headline numbers: counts; TTFT mean/p50/p90/p99 (completed, s); TBT; SLO attainment
         (share of **all** requests that completed within the SLO(s)); prefix-cache hit ratio
         (token-weighted over prefilled requests, local + fetched); decode KV peak; rejections by
-        where; ``wasted_prefill_s`` (fetch + prefill seconds of requests rejected after prefill)."""
+        where; ``wasted_prefill_s`` (fetch + prefill seconds of requests rejected after prefill);
+        ``preemptions`` (decode preemptions, all requests; ``preempted_requests``: requests preempted
+        at least once)."""
         a, tr, cfg = self.arrays, self.trace, self.config
         n = len(tr)
         code = a["outcome"]
@@ -120,6 +125,8 @@ class SimResult:
             "rejected_too_large": int((code == REJECTED_TOO_LARGE).sum()),
             "unfinished": int((code == 0).sum()),
             "wasted_prefill_s": float(self._wasted().sum()),
+            "preemptions": int(a["preemptions"].sum()),
+            "preempted_requests": int((a["preemptions"] > 0).sum()),
             "ttft_mean_s": mean(ttft), "ttft_p50_s": q(ttft, 50), "ttft_p90_s": q(ttft, 90),
             "ttft_p99_s": q(ttft, 99),
             "tbt_mean_s": mean(a["tbt_mean"][done]), "tbt_tail_mean_s": mean(tail),
@@ -148,7 +155,9 @@ class SimResult:
         ``decode_load(B / D, K / D)`` over the requests running or queued in decode (B requests,
         K KV tokens reserved or needed); with ``decode_load_metric="tbt"`` the mean over instances
         of each one's TBT / SLO (``pool_tbt_load``). ``per_instance=True`` adds ``prefill_queue_s[p]`` and
-        ``decode_running[d]``. ``dt``: a finite number of seconds > 0 giving at most
+        ``decode_running[d]``. With ``output_lengths="unknown"`` the decode columns still count
+        each request as running from its first admission to its finish with input + output tokens
+        (an upper bound: its growing KV and its preempted waits are not resampled here). ``dt``: a finite number of seconds > 0 giving at most
         :data:`MAX_SAMPLES` rows over the run (else an error saying the smallest allowed ``dt``).
         """
         a, tr, cfg = self.arrays, self.trace, self.config

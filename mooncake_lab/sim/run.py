@@ -32,6 +32,7 @@ def _new_outputs(n: int) -> dict:
     out = {k: np.full(n, np.nan) for k in _FLOAT_OUT}
     out.update({k: np.full(n, -1, dtype=np.int64) for k in _INT_OUT})
     out["outcome"] = np.zeros(n, dtype=np.int8)
+    out["preemptions"] = np.zeros(n, dtype=np.int64)  # times a request was preempted (unknown output lengths)
     return out
 
 
@@ -45,9 +46,16 @@ def _draws(seed: int, n: int, n_prefill: int, noise_sd: float):
     return u, z
 
 
-_PER_REQUEST_BYTES = (8 * (len(_FLOAT_OUT) + len(_INT_OUT)) + 1  # outputs
-                      + 8 * 6                                     # uniform draw, heap, queues, marks
+_PER_REQUEST_BYTES = (8 * (len(_FLOAT_OUT) + len(_INT_OUT) + 1) + 1  # outputs
+                      + 8 * 12                                    # uniform draw, heap, queues, marks, stints
                       + 8 * 9 * 6)                                # the decode run log: 9 arrays of 6 n
+
+
+def _preemption_bytes(n: int, spare: int) -> int:
+    """Bytes the kernel adds with unknown output lengths for room for ``spare`` preemptions: a longer
+    run log (4 × (2n + spare) + 8 runs instead of 6n + 8; 9 arrays incl. the interval buffers, which
+    also hold one first interval per stint) and 5 arrays of stint records."""
+    return 8 * (9 * (4 * (2 * n + spare) + 8 - (6 * n + 8) + spare + 1) + 5 * (spare + 1))
 
 
 def memory_estimate(trace: Trace, config: ClusterConfig, rc=None) -> dict:
@@ -61,7 +69,8 @@ def memory_estimate(trace: Trace, config: ClusterConfig, rc=None) -> dict:
             f"n_prefill={config.n_prefill}" + (f" / cpp_group_size={config.cpp_group_size}"
                                                if config.cpp_group_size > 1 else ""))
     qcap = 2 * min(rc.cache_capacity_blocks, nb) + 64
-    min_need = int((trace.input_len + trace.output_len).min()) if n else 1
+    grow = rc.output_unknown and not config.coupled  # decode admits on the prompt + 1 token alone
+    min_need = int((trace.input_len + (1 if grow else trace.output_len)).min()) if n else 1
     batch = min(n, int(rc.decode_kv_capacity // max(min_need, 1)) + 1) + 1
     tail = int(((np.maximum(trace.output_len - 1, 0) + 9) // 10).sum()) if config.coupled else 0
     parts = {
@@ -74,12 +83,29 @@ def memory_estimate(trace: Trace, config: ClusterConfig, rc=None) -> dict:
                            f"{D:,} decode instances × {batch:,} batch slots (decode_kv_capacity_tokens / the "
                            f"smallest request's KV, at most the requests) × 8 B"),
         "per-request arrays": (n * _PER_REQUEST_BYTES + 8 * tail, f"{n:,} requests of the trace"),
+        "preemption records": (_preemption_bytes(n, n) if grow else 0,
+                               f"{n:,} requests (output_lengths='unknown': room for {n:,} preemptions, "
+                               f"doubled while a run needs more)"),
     }
     return parts
 
 
 def _size(b: float) -> str:
     return f"{b / 2**30:,.1f} GiB" if b >= 2**30 else f"{b / 2**20:,.1f} MiB"
+
+
+def _more_room(trace: Trace, config: ClusterConfig, rc, spare: int) -> int:
+    """Room for twice ``spare`` preemptions, or an error if that would exceed the memory budget."""
+    spare *= 2
+    parts = memory_estimate(trace, config, rc)
+    n = len(trace)
+    total = sum(b for b, _ in parts.values()) - parts["preemption records"][0] + _preemption_bytes(n, spare)
+    if total > MEMORY_BUDGET_BYTES:
+        raise InputError(f"simulate: with output_lengths='unknown' this run preempts more than {spare // 2:,} "
+                         f"times; recording them would allocate ≈ {_size(total)}, more than the "
+                         f"{_size(MEMORY_BUDGET_BYTES)} a run may use (validate.MEMORY_BUDGET_BYTES). Give the "
+                         f"decode nodes more KV (decode_kv_capacity_tokens), add decode nodes or use a shorter trace")
+    return spare
 
 
 def _check_memory(trace: Trace, config: ClusterConfig, rc) -> None:
@@ -100,6 +126,18 @@ def simulate(trace: Trace, config: ClusterConfig | None = None, engine: str = "n
     a few hundred requests). Both give the same per-request results. Deterministic for a seed.
     ``config.prefill_policy`` may be a student's function (:mod:`.student_policy`).
     """
+    spare = max(len(trace), 1) if isinstance(trace, Trace) else 1  # room for preemptions
+    while True:
+        config = ClusterConfig() if config is None else config
+        res = _simulate(trace, config, engine, spare)
+        if res is not None:
+            return res
+        # more preemptions than room (output_lengths="unknown"): again, from scratch, with twice the room
+        spare = _more_room(trace, config, config.resolve(), spare)
+
+
+def _simulate(trace, config, engine, spare):
+    """One run of :func:`simulate`; None if the kernel needed room for more than ``spare`` preemptions."""
     if not isinstance(trace, Trace):
         raise InputError(f"simulate.trace: got {type(trace).__name__}; allowed: a mooncake_lab.traces.Trace")
     if config is None:
@@ -117,7 +155,7 @@ def simulate(trace: Trace, config: ClusterConfig | None = None, engine: str = "n
     u, z = _draws(config.seed, n, n_route, config.estimator_noise)
     out = _new_outputs(n)
     max_kv = np.zeros(config.n_coupled if config.coupled else config.n_decode)
-    diag = np.zeros(7, dtype=np.int64)  # [4:7]: a student policy's request, bad-value flag, value
+    diag = np.zeros(8, dtype=np.int64)  # [4:7]: a student policy's request, bad-value flag, value; [7] no room
     student = compile_policy(config.prefill_policy) if callable(config.prefill_policy) else None
     t0 = time.perf_counter()
     if config.coupled and engine == "numba":
@@ -149,7 +187,8 @@ def simulate(trace: Trace, config: ClusterConfig | None = None, engine: str = "n
                     out["queue_wait"], out["fetch_time"], out["prefill_start"], out["prefill_time"],
                     out["prefill_end"], out["ready"], out["decode_admit"], out["finish"],
                     out["tbt_mean"], out["tbt_tail"], out["prefill_load"], out["decode_load"], max_kv, diag,
-                    int(rc.decode_binding), int(rc.decode_load_metric))
+                    int(rc.decode_binding), int(rc.decode_load_metric),
+                    bool(rc.output_unknown), out["preemptions"], int(spare))
             if student is None:
                 _kernel(*args)
             else:
@@ -158,6 +197,8 @@ def simulate(trace: Trace, config: ClusterConfig | None = None, engine: str = "n
                 t0 = time.perf_counter()  # wall_s: the run, not the compile
                 with student.errors(diag, trace, view):  # so only the policy's own faults are its errors
                     student.run_kernel(kernel, (*args, fn, view))  # Ctrl-C stops even a compiled loop
+        if diag[7]:
+            return None
     elif student is not None:
         with student.errors(diag, trace, new_view(n_route)):
             run_reference(trace, config, rc, u, z, out, max_kv, diag, student)
