@@ -142,6 +142,15 @@ class ClusterConfig:
         defaults to 4096, so both lectures show the same group.
     cpp_overlap : X > 1: True = a stage's NIC sends a chunk's activations while its GPUs compute
         the next chunk; False = the stage is busy until the send is done (:mod:`mooncake_lab.cpp`).
+    network_contention : disaggregated only. False (default) = every transfer gets the whole NIC
+        (the network is never a bottleneck). True = each prefill node has a send and a receive link
+        of the node's RDMA bandwidth (``network_gbps`` or its NICs, × the preset's RDMA efficiency),
+        shared by the remote-prefix fetches of ``kvcentric`` and the KV streams to decode, which
+        reserve them in the order they are committed, each in the earliest gap long enough (arXiv
+        v3 §4: replicating hot blocks "is essential to avoid transfer congestion"). The Conductor's
+        fetch estimates see the links' reservations, so a hot holder becomes slow to fetch from.
+        Rules and what they leave out (decode nodes' receive links, CPP activations):
+        :mod:`mooncake_lab.sim.links`.
     """
 
     n_prefill: int = 8
@@ -170,6 +179,7 @@ class ClusterConfig:
     cpp_group_size: int = 1
     cpp_chunk: int = 4096     # arXiv v3 §3: prefill_chunk "typically > 1,000 tokens"; cpp.py's default
     cpp_overlap: bool = True
+    network_contention: bool = False
 
     def __post_init__(self):
         w = _WHERE
@@ -222,12 +232,16 @@ class ClusterConfig:
                        f"cpp_group_size pipeline groups)")
         whole("cpp_chunk", 1, MAX_CHUNK_TOKENS)
         switch("cpp_overlap")
+        switch("network_contention")
         if self.engine_mode == "coupled" and x != 1:
             raise _bad("cpp_group_size", self.cpp_group_size, "1 when engine_mode='coupled' (CPP "
                        "groups are modelled for the disaggregated cluster only)")
         if self.engine_mode == "coupled" and callable(self.prefill_policy):
             raise _bad("prefill_policy", self.prefill_policy, "a built-in policy name when engine_mode="
                        "'coupled' (student policies run on the disaggregated cluster)")
+        if self.engine_mode == "coupled" and self.network_contention:
+            raise _bad("network_contention", self.network_contention, "False when engine_mode='coupled' "
+                       "(a coupled node moves no KV between nodes)")
         if self.engine_mode == "coupled" and self.admission != "none":
             raise _bad("admission", self.admission, "'none' when engine_mode='coupled' (admission "
                        "control is modelled for the disaggregated cluster only)")

@@ -74,6 +74,102 @@ def _exposed_transfer(c, n_tokens, prefill_s, n_layers, layerwise):
 
 
 @helper_njit
+def _fit(lb, le, lc, l, t, d):
+    """Earliest ``b ≥ t`` (s) with ``[b, b + d]`` free on link ``l``: its reservations
+    ``[lb[l, k], le[l, k]]``, k < ``lc[l]``, are disjoint and sorted (:mod:`.links`)."""
+    for k in range(lc[l]):
+        if le[l, k] <= t:
+            continue
+        if lb[l, k] >= t + d:
+            break
+        t = le[l, k]
+    return t
+
+
+@helper_njit
+def _fit_pair(lb, le, lc, l1, l2, t, d):
+    """Earliest ``b ≥ t`` with ``[b, b + d]`` free on both links ``l1`` and ``l2``."""
+    while True:
+        b = _fit(lb, le, lc, l2, _fit(lb, le, lc, l1, t, d), d)
+        if b == t:
+            return b
+        t = b
+
+
+@helper_njit
+def _fit_group(lb, le, lc, l0, n, t, d):
+    """Earliest ``b ≥ t`` with ``[b, b + d]`` free on every link ``l0 … l0 + n − 1``."""
+    while True:
+        b = t
+        for l in range(l0, l0 + n):
+            b = _fit(lb, le, lc, l, b, d)
+        if b == t:
+            return b
+        t = b
+
+
+@helper_njit
+def _book(lb, le, lc, l, b, e, now):
+    """Reserve ``[b, e]`` on link ``l`` (a gap :func:`_fit` found), dropping reservations that
+    ended by ``now`` (no later transfer can start before the current arrival). Needs one free
+    slot: ``lc[l] < lb.shape[1]``."""
+    m = lc[l]
+    k0 = 0
+    while k0 < m and le[l, k0] <= now:
+        k0 += 1
+    if k0 > 0:
+        for k in range(k0, m):
+            lb[l, k - k0] = lb[l, k]
+            le[l, k - k0] = le[l, k]
+        m -= k0
+    j = m
+    while j > 0 and lb[l, j - 1] > b:
+        lb[l, j] = lb[l, j - 1]
+        le[l, j] = le[l, j - 1]
+        j -= 1
+    lb[l, j] = b
+    le[l, j] = e
+    lc[l] = m + 1
+
+
+@helper_njit
+def _backlog(lb, le, lc, l0, n, a):
+    """Backlog of an instance's links ``l0 … l0 + n − 1`` at ``a`` (s): the most seconds of
+    transfers any of them has reserved after ``a``."""
+    w = 0.0
+    for l in range(l0, l0 + n):
+        s = 0.0
+        for k in range(lc[l]):
+            if le[l, k] > a:
+                s += le[l, k] - max(lb[l, k], a)
+        w = max(w, s)
+    return w
+
+
+@helper_njit
+def _fetch_begin(lb, le, lc, src, p, t, d, X):
+    """When a ``d``-second fetch from instance ``src`` to ``p`` requested at ``t`` has all its X
+    node pairs started (pair s: the send link of ``src``'s node s, the receive link of ``p``'s
+    node s; links 0 … P·X − 1 send, P·X … 2·P·X − 1 receive, node (p, s) = p·X + s)."""
+    nl = lc.shape[0] // 2
+    b = t
+    for s in range(X):
+        b = max(b, _fit_pair(lb, le, lc, src * X + s, nl + p * X + s, t, d))
+    return b
+
+
+@njit(cache=True)
+def _more_slots(lb, le):
+    """The link calendars with twice the slots (a link filled its row)."""
+    m = lb.shape[1]
+    nb = np.empty((lb.shape[0], 2 * m))
+    ne = np.empty((lb.shape[0], 2 * m))
+    nb[:, :m] = lb
+    ne[:, :m] = le
+    return nb, ne
+
+
+@helper_njit
 def _prefill_on(c, sc, gfree, glink, p, nfree, nlink, ready, n_new, n_cached, group_size, chunk, act_bytes, bw,
                 overlap):
     """:func:`.cpp_group.group_prefill` on instance ``p``: ``(finish, span)`` in s; ``p``'s state after
@@ -208,11 +304,16 @@ def _finish_tbt(i, d, last_run, run_mark, log_a, log_d, log_m, log_prev, decode_
 # ---------------------------------------------------------------------------- student policies
 @njit(cache=True)
 def _fill_view(view, i, a, Lin, best, local, c, sc, block_tokens, threshold, noise_sd, z_noise,
-               gfree, glink, nfree, nlink, group_size, cpp_chunk, act_bytes, cpp_bw, cpp_overlap):
+               gfree, glink, nfree, nlink, group_size, cpp_chunk, act_bytes, cpp_bw, cpp_overlap,
+               contention, lb, le, lc, src):
     """The Conductor's view of request ``i`` arriving at ``a`` (s), per instance p: wait, local
-    prefix and prefill, Algorithm 1's fetch decision, fetch and prefill after it, and the TTFT
-    estimate with the same arithmetic (and noise) as ``kvcentric``'s."""
+    prefix and prefill, Algorithm 1's fetch decision, fetch (with ``contention``: + the wait for
+    the links) and prefill after it, and the TTFT estimate with the same arithmetic (and noise) as
+    ``kvcentric``'s; the backlog of p's send and receive links."""
     for p in range(len(local)):
+        view.send_backlog_s[p] = _backlog(lb, le, lc, p * group_size, group_size, a) if contention else 0.0
+        view.recv_backlog_s[p] = (_backlog(lb, le, lc, lc.shape[0] // 2 + p * group_size, group_size, a)
+                                  if contention else 0.0)
         w = max(0.0, gfree[p, 0] - a)
         r0 = max(a, gfree[p, 0])
         cl = _reusable_tokens(local[p], Lin, block_tokens)
@@ -224,6 +325,8 @@ def _fill_view(view, i, a, Lin, best, local, c, sc, block_tokens, threshold, noi
         if fetch:
             cb = _reusable_tokens(best, Lin, block_tokens)
             f_e = group_fetch_time(c, cb - cl, group_size)
+            if contention:
+                f_e += _fetch_begin(lb, le, lc, src, p, r0, f_e, group_size) - r0
             f_pre = group_prefill(c, sc, gfree, glink, p, nfree, nlink, r0 + f_e, Lin - cb, cb, group_size,
                                   cpp_chunk, act_bytes, cpp_bw, cpp_overlap)[1]
             t = w + (f_e + f_pre)
@@ -273,7 +376,7 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
             cached_tok, fetched_tok, computed_tok,
             queue_wait, fetch_time, prefill_start, prefill_time, prefill_end,
             ready, decode_admit, finish, tbt_mean, tbt_tail,
-            p_load, d_load, max_kv, diag, policy_fn=None, view=None):
+            p_load, d_load, max_kv, diag, contention, fetch_wait, stream_wait, policy_fn=None, view=None):
     """Simulate the whole trace; fills the per-request output arrays (pre-set to NaN / −1 / 0).
 
     ``policy == 4``: ``policy_fn(req, view) -> instance`` chooses the prefill instance (a student
@@ -288,6 +391,10 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
     FIFO; their prefill and fetch times come from :mod:`.cpp_group`, with ``cpp_chunk`` tokens per
     chunk, ``act_bytes`` B per token between stages at ``cpp_bw`` B/s, ``cpp_overlap``).
 
+    ``contention`` (``ClusterConfig.network_contention``): fetches and KV streams reserve the
+    nodes' send / receive links FIFO (:mod:`.links`); ``fetch_wait`` / ``stream_wait``: the
+    seconds each request's fetch / KV stream waited for them (0 without contention).
+
     ``diag``: [0] events processed, [1] times an event ran earlier than the previous one (must be
     0), [2] runs logged, [3] max decode batch; [4]–[6] for a student policy (:func:`_student_choice`).
     """
@@ -300,6 +407,11 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
     glink = np.zeros((P, X), dtype=np.float64)  # when stage s's NIC is free (overlapped sends)
     nfree = np.empty(X, dtype=np.float64)       # a group's state after a candidate request
     nlink = np.empty(X, dtype=np.float64)
+    # network links (contention): per link, its reserved intervals [lb, le], sorted (.links)
+    nlinks = 2 * P * X if contention else 0
+    lb = np.empty((nlinks, 16))
+    le = np.empty((nlinks, 16))
+    lc = np.zeros(nlinks, dtype=np.int64)
     local = np.zeros(P, dtype=np.int64)
     est = np.zeros(P, dtype=np.float64)
     # ready-event heap
@@ -478,6 +590,9 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
                 if best > local[p] and (local[p] == 0 or best >= threshold * local[p]):
                     cb = _reusable_tokens(best, Lin, block_tokens)
                     f_e = group_fetch_time(c, cb - cl, group_size)
+                    if contention:  # + the wait for the source's send and p's receive links
+                        r0 = max(a, gfree[p, 0])
+                        f_e += _fetch_begin(lb, le, lc, src, p, r0, f_e, group_size) - r0
                     r0 = max(a, gfree[p, 0]) + f_e
                     span = _prefill_on(c, sc, gfree, glink, p, nfree, nlink, r0, Lin - cb, cb, group_size,
                                       cpp_chunk, act_bytes, cpp_bw, cpp_overlap)[1]
@@ -493,7 +608,8 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
             pi = -1
             if policy_fn is not None:
                 _fill_view(view, i, a, Lin, best, local, c, sc, block_tokens, threshold, noise_sd, z_noise,
-                           gfree, glink, nfree, nlink, group_size, cpp_chunk, act_bytes, cpp_bw, cpp_overlap)
+                           gfree, glink, nfree, nlink, group_size, cpp_chunk, act_bytes, cpp_bw, cpp_overlap,
+                           contention, lb, le, lc, src)
                 pi = _student_choice(policy_fn, view, i, a, Lin, out, u_random[i], best, src, block_tokens, diag)
             if pi < 0:
                 break  # a bad choice: the caller raises from diag[4:7]
@@ -518,10 +634,21 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
             cached = _reusable_tokens(best, Lin, block_tokens)
             f_t = group_fetch_time(c, cached - cl, group_size)
         start = max(a, gfree[pi, 0])
-        r0 = start + f_t
+        f_w = 0.0
+        if contention and use_remote:
+            f_w = _fetch_begin(lb, le, lc, src, pi, start, f_t, group_size) - start
+        r0 = start + f_w + f_t
         end, pt = _prefill_on(c, sc, gfree, glink, pi, nfree, nlink, r0, Lin - cached, cached, group_size,
                               cpp_chunk, act_bytes, cpp_bw, cpp_overlap)  # nfree / nlink: pi's state after it
         r_i = end + _exposed_transfer(c, Lin, pt, n_layers, layerwise)
+        r_free = r_i
+        x_s = 0.0
+        b_s = 0.0
+        if contention and out > 1:  # the stream: x s on all pi's send links, ideally ending at r_free
+            x_s = cm_kv_transfer_time(c, Lin)
+            b_s = _fit_group(lb, le, lc, pi * X, X, r_free - x_s, x_s)
+            if b_s > r_free - x_s:
+                r_i = max(r_free, b_s + x_s)
         # ---------------- admission at arrival (arXiv §7): loads as SLO satisfaction
         pl = prefill_load(end - a, ttft_slo)
         nb = 1.0
@@ -562,6 +689,15 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
             fetched_tok[i] = cached - cl
             fetch_src[i] = src
             _touch_blocks(last_use, q_block, q_stamp, meta, src, blocks[:best])  # read at the source
+            if contention:
+                for s in range(X):  # pair s: src's node s sends, pi's node s receives
+                    l1 = src * X + s
+                    l2 = P * X + pi * X + s
+                    if max(lc[l1], lc[l2]) >= lb.shape[1]:
+                        lb, le = _more_slots(lb, le)
+                    b = _fit_pair(lb, le, lc, l1, l2, start, f_t)
+                    _book(lb, le, lc, l1, b, b + f_t, a)
+                    _book(lb, le, lc, l2, b, b + f_t, a)
         else:
             fetched_tok[i] = 0
         for s in range(X):
@@ -573,6 +709,7 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
         computed_tok[i] = Lin - cached
         queue_wait[i] = start - a
         fetch_time[i] = f_t
+        fetch_wait[i] = f_w
         prefill_start[i] = start
         prefill_time[i] = pt
         prefill_end[i] = end
@@ -581,5 +718,11 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
             outcome[i] = 1
             continue
         ready[i] = r_i
+        stream_wait[i] = r_i - r_free
+        if contention:  # the stream holds pi's send links for x_s s, until its KV has arrived
+            for s in range(X):
+                if lc[pi * X + s] >= lb.shape[1]:
+                    lb, le = _more_slots(lb, le)
+                _book(lb, le, lc, pi * X + s, b_s, b_s + x_s, a)
         hsize = _heap_push(ht, hi, hsize, ready[i], i)
     diag[2] = nlog

@@ -40,6 +40,10 @@ Prefill (per instance: FIFO queue, LRU prefix cache of 512-token blocks)
     5. TTFT = end − arrival (the prefill produces the first token). ``output_len == 1``: done.
     6. The KV reaches decode at ``ready = end + exposed transfer`` (layer-wise: max(x/l,
        x − p(1 − 1/l)); serialized: x; x = transfer of all L tokens).
+   6b. ``network_contention``: fetches and KV streams reserve the prefill nodes' send / receive
+       links in commit order, each in the earliest gap (:mod:`.links`): a fetch begins after a
+       wait for them (the prefill starts at start + wait + fetch), and ``ready`` may come later
+       than rule 6 says. The Conductor's fetch estimates (rule 2, 2b) include that wait.
 
 Decode (per instance: continuous batching)
     7. At ``ready`` the request goes to the decode instance with the least KV reserved + queued
@@ -88,6 +92,7 @@ from .admission import decode_load, prefill_load
 from ..cpp import cm_cpp_link_time, cm_stage_coefficients
 from ..roofline import cm_prefill_time
 from .conductor_view import Request, new_view
+from .links import LinkCalendar, fit_all
 from .cpp_group import group_fetch_time
 from .config import (ADMISSIONS, COMPLETED, REJECTED_AFTER_PREFILL, REJECTED_AT_ARRIVAL,
                      REJECTED_TOO_LARGE)
@@ -190,10 +195,12 @@ class _Decode:
 
 
 def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv: np.ndarray,
-                  diag: np.ndarray, student=None) -> None:
+                  diag: np.ndarray, student=None, link_log: list | None = None) -> None:
     """Fill ``out`` (the per-request arrays of :func:`mooncake_lab.sim.run.simulate`) the slow way.
 
     ``student``: a :class:`~.student_policy.StudentPolicy` choosing the prefill instance (rule 2b).
+    ``link_log``: with ``network_contention``, every reservation is appended to it as
+    ``(link, begin, end, request)``, link = ``("send" | "recv", instance, stage)``.
     """
     c = resolved.cost
     cap = resolved.decode_kv_capacity
@@ -203,6 +210,24 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
 
     def fetch_s(n_tokens):
         return float(group_fetch_time(c, n_tokens, X))
+    contention = bool(config.network_contention)
+    send = [[LinkCalendar() for _ in range(X)] for _ in range(P)]  # rule 6b: per node (p, s)
+    recv = [[LinkCalendar() for _ in range(X)] for _ in range(P)]
+
+    def fetch_begin(src, p, t, d):
+        """When a ``d``-s fetch from ``src`` to ``p`` requested at ``t`` has all X pairs started."""
+        if not contention:
+            return t
+        return max([t] + [fit_all([send[src][s], recv[p][s]], t, d) for s in range(X)])
+
+    def backlog(links, p, a):
+        return max(lk.backlog(a) for lk in links[p]) if contention else 0.0
+
+    def book(kind, p, s, b, e, i):
+        (send if kind == "send" else recv)[p][s].book(b, e)
+        if link_log is not None:
+            link_log.append(((kind, p, s), b, e, i))
+
     policy_name = config.prefill_policy
     fetches = policy_name == "kvcentric" or student is not None  # Algorithm 1's remote-prefix rule
     threshold = float(config.kvcache_balancing_threshold)
@@ -333,12 +358,14 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
                 if remote_ok(p):
                     cb = _reusable_tokens(best, L, bt)
                     f = fetch_s(cb - cl)
+                    f += fetch_begin(src, p, start_p, f) - start_p
                     f_pre = g.run(start_p + f, L - cb, cb, commit=False)[1]
                     t = w + (f + f_pre)
                 k = max(0.0, 1.0 + noise_sd * z_noise[i, p]) if noise_sd > 0 else 1.0
                 view.wait_s[p], view.prefill_s[p], view.fetch_s[p] = w * k, pre * k, f * k
                 view.fetch_prefill_s[p], view.ttft_s[p] = f_pre * k, t * k
                 view.prefix_tokens[p], view.fetch[p] = cl, remote_ok(p)
+                view.send_backlog_s[p], view.recv_backlog_s[p] = backlog(send, p, a), backlog(recv, p, a)
             diag[4] = i
             pi = student.choose(Request(i, a, L, o, _reusable_tokens(best, L, bt), src if best > 0 else -1,
                                         float(u_random[i])), view)
@@ -353,6 +380,8 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
                     if remote_ok(p):
                         cb = _reusable_tokens(best, L, bt)
                         f = fetch_s(cb - cl)
+                        r0 = max(a, g.busy_until)
+                        f += fetch_begin(src, p, r0, f) - r0  # rule 6b: + the wait for the links
                         e += f + g.run(max(a, g.busy_until) + f, L - cb, cb, commit=False)[1]
                     else:
                         e += g.run(max(a, g.busy_until), L - cl, cl, commit=False)[1]
@@ -368,8 +397,14 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
             cached = _reusable_tokens(best, L, bt)
             fetch_t = fetch_s(cached - cl)
         start = max(a, groups[pi].busy_until)
-        end, pt = groups[pi].run(start + fetch_t, L - cached, cached, commit=False)
-        r = end + _exposed_transfer(c, L, pt, resolved.n_layers, layerwise)
+        f_wait = fetch_begin(src, pi, start, fetch_t) - start if use_remote else 0.0
+        end, pt = groups[pi].run(start + f_wait + fetch_t, L - cached, cached, commit=False)
+        r = r_free = end + _exposed_transfer(c, L, pt, resolved.n_layers, layerwise)
+        if contention and o > 1:  # rule 6b: the stream wants [r − x, r] on all pi's send links
+            x = float(cm_kv_transfer_time(c, L))
+            b_s = fit_all(send[pi], r_free - x, x)
+            if b_s > r_free - x:
+                r = max(r_free, b_s + x)
         # admission at arrival (rules 11-12)
         pl = float(prefill_load(end - a, ttft_slo))
         if adm == "predicted":
@@ -394,13 +429,19 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
             out["fetched_tok"][i] = cached - cl
             out["fetch_src"][i] = src
             caches[src].touch(blocks[:best])
-        groups[pi].run(start + fetch_t, L - cached, cached, commit=True)
+            if contention:
+                for s in range(X):  # pair s: src's node s → pi's node s
+                    b = fit_all([send[src][s], recv[pi][s]], start, fetch_t)
+                    book("send", src, s, b, b + fetch_t, i)
+                    book("recv", pi, s, b, b + fetch_t, i)
+        groups[pi].run(start + f_wait + fetch_t, L - cached, cached, commit=True)
         caches[pi].touch(blocks)
         out["prefill_inst"][i] = pi
         out["cached_tok"][i] = cached
         out["computed_tok"][i] = L - cached
         out["queue_wait"][i] = start - a
         out["fetch_time"][i] = fetch_t
+        out["fetch_wait"][i] = f_wait
         out["prefill_start"][i] = start
         out["prefill_time"][i] = pt
         out["prefill_end"][i] = end
@@ -409,6 +450,10 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
             out["outcome"][i] = COMPLETED
             continue
         out["ready"][i] = r
+        out["stream_wait"][i] = r - r_free
+        if contention:
+            for s in range(X):
+                book("send", pi, s, b_s, b_s + x, i)
         gen[i] = 1
         last_token[i] = end
         ready_events.append((r, i))

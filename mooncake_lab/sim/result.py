@@ -61,6 +61,10 @@ class SimResult:
         ``prefill_load`` / ``decode_load``: the loads the Conductor computed at the arrival
         (:mod:`mooncake_lab.sim.admission`; NaN if rejected as too large). ``wasted_prefill_s``:
         fetch + prefill seconds of a request rejected after its prefill (else 0).
+        ``fetch_wait_s`` / ``stream_wait_s`` (``network_contention``; else 0): seconds its prefix
+        fetch waited for the links before it began (so the prefill begins at prefill start +
+        fetch wait + fetch), and seconds its KV reached decode later than on an idle network
+        (NaN where there was no stream: output of one token, or not prefilled).
         """
         if self._frame is None:
             a, tr = self.arrays, self.trace
@@ -80,6 +84,7 @@ class SimResult:
                 "finish_s": a["finish"], "tbt_mean_s": a["tbt_mean"], "tbt_tail_s": a["tbt_tail"],
                 "prefill_load": a["prefill_load"], "decode_load": a["decode_load"],
                 "wasted_prefill_s": self._wasted(),
+                "fetch_wait_s": a["fetch_wait"], "stream_wait_s": a["stream_wait"],
             })
             df.index.name = "request"
             self._frame = df

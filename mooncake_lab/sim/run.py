@@ -23,7 +23,8 @@ __all__ = ["simulate", "ENGINES", "memory_estimate", "MEMORY_BUDGET_BYTES"]
 ENGINES = ("numba", "reference")
 
 _FLOAT_OUT = ("queue_wait", "fetch_time", "prefill_start", "prefill_time", "prefill_end", "ready",
-              "decode_admit", "finish", "tbt_mean", "tbt_tail", "prefill_load", "decode_load")
+              "decode_admit", "finish", "tbt_mean", "tbt_tail", "prefill_load", "decode_load",
+              "fetch_wait", "stream_wait")
 _INT_OUT = ("prefill_inst", "decode_inst", "fetch_src", "cached_tok", "fetched_tok", "computed_tok")
 
 
@@ -145,7 +146,8 @@ def simulate(trace: Trace, config: ClusterConfig | None = None, engine: str = "n
                     out["cached_tok"], out["fetched_tok"], out["computed_tok"],
                     out["queue_wait"], out["fetch_time"], out["prefill_start"], out["prefill_time"],
                     out["prefill_end"], out["ready"], out["decode_admit"], out["finish"],
-                    out["tbt_mean"], out["tbt_tail"], out["prefill_load"], out["decode_load"], max_kv, diag)
+                    out["tbt_mean"], out["tbt_tail"], out["prefill_load"], out["decode_load"], max_kv, diag,
+                    bool(config.network_contention), out["fetch_wait"], out["stream_wait"])
             if student is None:
                 _kernel(*args)
             else:
