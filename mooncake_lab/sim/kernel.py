@@ -158,6 +158,21 @@ def _fetch_begin(lb, le, lc, src, p, t, d, X):
     return b
 
 
+@helper_njit
+def _best_source(lb, le, lc, local, best, p, t, d, X):
+    """``(source, begin)`` of a ``d``-s fetch to ``p`` requested at ``t``: of the instances holding
+    the pool's best prefix (``local[q] == best``), the one it can begin from first (ties: lowest)."""
+    q_best = -1
+    b_best = math.inf
+    for q in range(len(local)):
+        if local[q] == best and q != p:
+            b = _fetch_begin(lb, le, lc, q, p, t, d, X)
+            if b < b_best:
+                b_best = b
+                q_best = q
+    return q_best, b_best
+
+
 @njit(cache=True)
 def _more_slots(lb, le):
     """The link calendars with twice the slots (a link filled its row)."""
@@ -326,7 +341,7 @@ def _fill_view(view, i, a, Lin, best, local, c, sc, block_tokens, threshold, noi
             cb = _reusable_tokens(best, Lin, block_tokens)
             f_e = group_fetch_time(c, cb - cl, group_size)
             if contention:
-                f_e += _fetch_begin(lb, le, lc, src, p, r0, f_e, group_size) - r0
+                f_e += _best_source(lb, le, lc, local, best, p, r0, f_e, group_size)[1] - r0
             f_pre = group_prefill(c, sc, gfree, glink, p, nfree, nlink, r0 + f_e, Lin - cb, cb, group_size,
                                   cpp_chunk, act_bytes, cpp_bw, cpp_overlap)[1]
             t = w + (f_e + f_pre)
@@ -592,7 +607,7 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
                     f_e = group_fetch_time(c, cb - cl, group_size)
                     if contention:  # + the wait for the source's send and p's receive links
                         r0 = max(a, gfree[p, 0])
-                        f_e += _fetch_begin(lb, le, lc, src, p, r0, f_e, group_size) - r0
+                        f_e += _best_source(lb, le, lc, local, best, p, r0, f_e, group_size)[1] - r0
                     r0 = max(a, gfree[p, 0]) + f_e
                     span = _prefill_on(c, sc, gfree, glink, p, nfree, nlink, r0, Lin - cb, cb, group_size,
                                       cpp_chunk, act_bytes, cpp_bw, cpp_overlap)[1]
@@ -635,8 +650,10 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
             f_t = group_fetch_time(c, cached - cl, group_size)
         start = max(a, gfree[pi, 0])
         f_w = 0.0
-        if contention and use_remote:
-            f_w = _fetch_begin(lb, le, lc, src, pi, start, f_t, group_size) - start
+        f_src = src
+        if contention and use_remote:  # from the holder the fetch can begin from first
+            f_src, f_b = _best_source(lb, le, lc, local, best, pi, start, f_t, group_size)
+            f_w = f_b - start
         r0 = start + f_w + f_t
         end, pt = _prefill_on(c, sc, gfree, glink, pi, nfree, nlink, r0, Lin - cached, cached, group_size,
                               cpp_chunk, act_bytes, cpp_bw, cpp_overlap)  # nfree / nlink: pi's state after it
@@ -687,11 +704,11 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
         # ---------------- commit: run the prefill on pi
         if use_remote:
             fetched_tok[i] = cached - cl
-            fetch_src[i] = src
-            _touch_blocks(last_use, q_block, q_stamp, meta, src, blocks[:best])  # read at the source
+            fetch_src[i] = f_src
+            _touch_blocks(last_use, q_block, q_stamp, meta, f_src, blocks[:best])  # read at the source
             if contention:
-                for s in range(X):  # pair s: src's node s sends, pi's node s receives
-                    l1 = src * X + s
+                for s in range(X):  # pair s: f_src's node s sends, pi's node s receives
+                    l1 = f_src * X + s
                     l2 = P * X + pi * X + s
                     if max(lc[l1], lc[l2]) >= lb.shape[1]:
                         lb, le = _more_slots(lb, le)

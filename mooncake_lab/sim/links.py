@@ -9,7 +9,10 @@ formula, ``cm_kv_transfer_time``), and transfers reserve them:
 
 * **Remote-prefix fetch** (``kvcentric``, or a student policy's ``view.fetch``) of ``d`` =
   :func:`.cpp_group.group_fetch_time` seconds from instance ``src`` to ``p``: requested when ``p``
-  can start the request (``start`` = max(arrival, p's stage 0 free)). X = 1: one pair, ``src``'s
+  can start the request (``start`` = max(arrival, p's stage 0 free)). The source ``src`` is, of
+  the instances holding the pool's best prefix (replicas), the one the fetch can begin from first
+  (ties: lowest index; without contention always the lowest-index holder): this is how replicas of
+  a hot block spread its fetches. X = 1: one pair, ``src``'s
   send link and ``p``'s receive link. CPP groups (X > 1): stage s of ``p`` reads its layers from
   stage s of ``src`` (:mod:`.cpp_group`), so X node pairs (``src``'s node s → ``p``'s node s),
   each reserving its own two links for ``d``; the fetch ends when the last pair does. *Fetch wait*
@@ -47,7 +50,9 @@ reservations not yet ended (those ended before the current arrival are dropped).
 What it does not model: a transfer never shares a link with another at the same time (no partial
 overlap: it waits for a gap of its whole duration, never splits across gaps and never slows down
 another); a layer-wise stream is one block of ``x`` s, not ``l`` bursts paced by the prefill;
-switch and spine links (a full-bisection fabric: only the nodes' NICs are shared).
+switch and spine links (a full-bisection fabric: only the nodes' NICs are shared). As without
+contention, a prefix is fetchable from an instance as soon as the request that stores it there is
+committed (its prefill or fetch there may still be running).
 
 :class:`LinkCalendar` is the plain-Python form the reference uses; the kernel keeps the same
 intervals in arrays (``lb``, ``le``, ``lc``: :func:`.kernel._fit`, :func:`.kernel._book`).

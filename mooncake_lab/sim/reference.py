@@ -41,9 +41,10 @@ Prefill (per instance: FIFO queue, LRU prefix cache of 512-token blocks)
     6. The KV reaches decode at ``ready = end + exposed transfer`` (layer-wise: max(x/l,
        x − p(1 − 1/l)); serialized: x; x = transfer of all L tokens).
    6b. ``network_contention``: fetches and KV streams reserve the prefill nodes' send / receive
-       links in commit order, each in the earliest gap (:mod:`.links`): a fetch begins after a
-       wait for them (the prefill starts at start + wait + fetch), and ``ready`` may come later
-       than rule 6 says. The Conductor's fetch estimates (rule 2, 2b) include that wait.
+       links in commit order, each in the earliest gap (:mod:`.links`): a fetch comes from the
+       holder of the best prefix it can begin from first and begins after a wait for the links
+       (the prefill starts at start + wait + fetch), and ``ready`` may come later than rule 6
+       says. The Conductor's fetch estimates (rule 2, 2b) include that wait.
 
 Decode (per instance: continuous batching)
     7. At ``ready`` the request goes to the decode instance with the least KV reserved + queued
@@ -216,9 +217,14 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
 
     def fetch_begin(src, p, t, d):
         """When a ``d``-s fetch from ``src`` to ``p`` requested at ``t`` has all X pairs started."""
-        if not contention:
-            return t
         return max([t] + [fit_all([send[src][s], recv[p][s]], t, d) for s in range(X)])
+
+    def fetch_from(p, t, d):
+        """(source, begin) of a fetch to ``p``: without contention the first holder of the best
+        prefix, at ``t``; with it the holder whose links let the fetch begin first (ties: lowest)."""
+        if not contention:
+            return src, t
+        return min(((fetch_begin(q, p, t, d), q) for q in range(P) if local[q] == best and q != p))[::-1]
 
     def backlog(links, p, a):
         return max(lk.backlog(a) for lk in links[p]) if contention else 0.0
@@ -358,7 +364,7 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
                 if remote_ok(p):
                     cb = _reusable_tokens(best, L, bt)
                     f = fetch_s(cb - cl)
-                    f += fetch_begin(src, p, start_p, f) - start_p
+                    f += fetch_from(p, start_p, f)[1] - start_p
                     f_pre = g.run(start_p + f, L - cb, cb, commit=False)[1]
                     t = w + (f + f_pre)
                 k = max(0.0, 1.0 + noise_sd * z_noise[i, p]) if noise_sd > 0 else 1.0
@@ -381,7 +387,7 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
                         cb = _reusable_tokens(best, L, bt)
                         f = fetch_s(cb - cl)
                         r0 = max(a, g.busy_until)
-                        f += fetch_begin(src, p, r0, f) - r0  # rule 6b: + the wait for the links
+                        f += fetch_from(p, r0, f)[1] - r0  # rule 6b: + the wait for the links
                         e += f + g.run(max(a, g.busy_until) + f, L - cb, cb, commit=False)[1]
                     else:
                         e += g.run(max(a, g.busy_until), L - cl, cl, commit=False)[1]
@@ -397,7 +403,10 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
             cached = _reusable_tokens(best, L, bt)
             fetch_t = fetch_s(cached - cl)
         start = max(a, groups[pi].busy_until)
-        f_wait = fetch_begin(src, pi, start, fetch_t) - start if use_remote else 0.0
+        f_src, f_wait = src, 0.0
+        if use_remote:
+            f_src, f_begin = fetch_from(pi, start, fetch_t)
+            f_wait = f_begin - start
         end, pt = groups[pi].run(start + f_wait + fetch_t, L - cached, cached, commit=False)
         r = r_free = end + _exposed_transfer(c, L, pt, resolved.n_layers, layerwise)
         if contention and o > 1:  # rule 6b: the stream wants [r − x, r] on all pi's send links
@@ -427,12 +436,12 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
         out["fetched_tok"][i] = 0
         if use_remote:
             out["fetched_tok"][i] = cached - cl
-            out["fetch_src"][i] = src
-            caches[src].touch(blocks[:best])
+            out["fetch_src"][i] = f_src
+            caches[f_src].touch(blocks[:best])
             if contention:
-                for s in range(X):  # pair s: src's node s → pi's node s
-                    b = fit_all([send[src][s], recv[pi][s]], start, fetch_t)
-                    book("send", src, s, b, b + fetch_t, i)
+                for s in range(X):  # pair s: f_src's node s → pi's node s
+                    b = fit_all([send[f_src][s], recv[pi][s]], start, fetch_t)
+                    book("send", f_src, s, b, b + fetch_t, i)
                     book("recv", pi, s, b, b + fetch_t, i)
         groups[pi].run(start + f_wait + fetch_t, L - cached, cached, commit=True)
         caches[pi].touch(blocks)

@@ -1,0 +1,303 @@
+"""The network as a shared resource (``ClusterConfig.network_contention``, :mod:`mooncake_lab.sim.links`):
+kernel ≡ reference with contention on, a hand-worked example, link reservations never overlap,
+and contention off is today's simulator."""
+import warnings
+from collections import defaultdict
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_sim_engines import NUM_COLS, assert_invariants, configs, cpp_configs, small_traces
+
+from mooncake_lab import sim
+from mooncake_lab.roofline import cm_kv_transfer_time, cm_prefill_time
+from mooncake_lab.sim.links import LinkCalendar, fit_all
+from mooncake_lab.sim.reference import run_reference
+from mooncake_lab.sim.run import _draws, _new_outputs
+from mooncake_lab.synthetic import synthetic_trace
+from mooncake_lab.traces import trace_from_requests
+
+LINK_COLS = NUM_COLS + ["fetch_wait_s", "stream_wait_s"]
+
+
+def assert_same(a, b):
+    assert (a.requests["outcome"] == b.requests["outcome"]).all()
+    for col in LINK_COLS:
+        np.testing.assert_allclose(a.requests[col].to_numpy(float), b.requests[col].to_numpy(float),
+                                   rtol=1e-9, atol=1e-9, err_msg=col)
+    np.testing.assert_allclose(a.max_kv_tokens, b.max_kv_tokens)
+
+
+def reference_with_log(trace, config):
+    """The reference engine's outputs and every link reservation ``(link, begin, end, request)``."""
+    rc = config.resolve()
+    u, z = _draws(config.seed, len(trace), config.n_prefill_instances, config.estimator_noise)
+    out, log = _new_outputs(len(trace)), []
+    run_reference(trace, config, rc, u, z, out, np.zeros(config.n_decode), np.zeros(7, dtype=np.int64),
+                  link_log=log)
+    return out, log
+
+
+def assert_links_never_overbooked(trace, config):
+    """On every link the reservations never overlap (so no link carries more than capacity × time:
+    each transfer runs at the link's full rate), and they are what the per-request times say."""
+    out, log = reference_with_log(trace, config)
+    by_link, by_req = defaultdict(list), defaultdict(list)
+    for link, b, e, i in log:
+        assert e >= b >= trace.arrival_s[i]
+        by_link[link].append((b, e))
+        by_req[i].append((link, b, e))
+    for link, iv in by_link.items():
+        iv.sort()
+        for (b0, e0), (b1, e1) in zip(iv, iv[1:]):
+            assert b1 >= e0, (link, (b0, e0), (b1, e1))
+    x = config.cpp_group_size
+    c = config.resolve().cost
+    for i, res in by_req.items():
+        fetch = [r for r in res if r[0][0] == "recv"]  # only fetches use receive links
+        stream = [r for r in res if r[0][0] == "send" and r[0][1] == out["prefill_inst"][i]]
+        if out["fetched_tok"][i] > 0:
+            assert len(fetch) == x and all(r[0][1] == out["prefill_inst"][i] for r in fetch)
+            begin = out["prefill_start"][i] + out["fetch_wait"][i]
+            assert max(r[1] for r in fetch) == pytest.approx(begin, abs=1e-9)
+            assert all(r[2] - r[1] == pytest.approx(out["fetch_time"][i], abs=1e-12) for r in fetch)
+        if trace.output_len[i] > 1:  # the stream: x s on each of its instance's send links, ending by ready
+            assert len(stream) == x
+            xs = cm_kv_transfer_time(c, int(trace.input_len[i]))
+            assert all(r[2] - r[1] == pytest.approx(xs, rel=1e-12) for r in stream)
+            assert all(r[2] <= out["ready"][i] + 1e-9 for r in stream)
+
+
+contention_configs = st.builds(lambda base, gbps: base.replace(network_contention=True, network_gbps=gbps),
+                               configs, st.sampled_from([None, 10.0, 25.0, 100.0]))
+cpp_contention_configs = st.builds(lambda base: base.replace(network_contention=True), cpp_configs)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(trace=small_traces(), config=contention_configs)
+def test_contention_kernel_equals_reference_and_invariants_hold(trace, config):
+    a = sim.simulate(trace, config, engine="numba")
+    b = sim.simulate(trace, config, engine="reference")
+    assert_same(a, b)
+    assert_invariants(a)
+    assert_invariants(b)
+    assert_links_never_overbooked(trace, config)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(trace=small_traces(), config=cpp_contention_configs)
+def test_contention_with_cpp_groups_kernel_equals_reference(trace, config):
+    a = sim.simulate(trace, config, engine="numba")
+    b = sim.simulate(trace, config, engine="reference")
+    assert_same(a, b)
+    assert_invariants(a)
+    assert_links_never_overbooked(trace, config)
+
+
+@pytest.mark.parametrize("admission", ["none", "baseline", "early", "predicted"])
+@pytest.mark.parametrize("layerwise", [True, False])
+def test_heavier_contended_trace_agrees(admission, layerwise):
+    """300 conversation-like requests at 25 Gbps: fetches and streams queue on the links (the
+    waits are not all 0), and both engines still agree, under every admission rule."""
+    tr = synthetic_trace("conversation-like").head(300)
+    cfg = sim.ClusterConfig(n_prefill=4, n_decode=2, network_gbps=25.0, network_contention=True, admission=admission,
+                            layerwise_kv_transfer=layerwise, preset="modern", decode_kv_capacity_tokens=60_000.0,
+                            admission_threshold=1.5)
+    a = sim.simulate(tr, cfg)
+    b = sim.simulate(tr, cfg, engine="reference")
+    assert_same(a, b)
+    assert_invariants(a)
+    df = a.requests
+    assert (df.fetch_wait_s.dropna() >= 0).all() and (df.stream_wait_s.dropna() >= 0).all()
+    assert df.fetch_wait_s.max() > 0 or df.stream_wait_s.max() > 0
+    assert_links_never_overbooked(tr, cfg)
+
+
+# ---------------------------------------------------------------- a hand-worked example
+EPS = 0.01
+HOT = dict(n_prefill=3, n_decode=1, network_gbps=60.0, cache_capacity_blocks=100)
+
+
+def hot_holder_trace():
+    """r0 (t = 0) stores 8 blocks (0–7) on instance 0; r1 (t = ε) shares blocks 0–3, r2 (t = 2ε)
+    blocks 0–7; every output is 1 token (no KV stream to decode), so only the fetches use links."""
+    ids = list(range(8)) + [0, 1, 2, 3, 100] + list(range(8)) + [200]
+    return trace_from_requests([0.0, EPS, 2 * EPS], [4096, 2560, 4608], [1, 1, 1], [8, 5, 9], ids, name="hot")
+
+
+@pytest.mark.parametrize("engine", sim.ENGINES)
+def test_two_fetches_from_one_hot_holder_queue_on_its_send_link(engine):
+    """By hand (calibrated preset, 60 Gbps; f = cm_kv_transfer_time(2,048 tokens) = 0.103 s,
+    P0 = prefill(4,096 | 0) = 0.664 s, p1 = prefill(512 | 2,048) = 0.128 s, p2 = prefill(512 | 4,096)):
+
+    * r0 → instance 0 (all idle and empty: a tie), prefill [0, P0].
+    * r1 at ε: instance 0 would make it wait P0 − ε, instances 1 and 2 fetch blocks 0–3 from
+      instance 0 (f) then prefill p1: f + p1 < P0 − ε + p1 → instance 1 (the lower); its fetch
+      holds instance 0's send link and instance 1's receive link over [ε, ε + f].
+    * r2 at 2ε: only instance 0 holds all 8 blocks. Instance 2 (empty) fetches 4,096 tokens (2f)
+      from it — with contention it must wait for r1's fetch on instance 0's send link: it begins at
+      ε + f (wait f − ε), ends at ε + 3f; estimate (f − ε) + 2f + p2. Instance 1 would wait for r1
+      (ε + f + p1 − 2ε), then fetch blocks 4–7 (f, the link is free by then) and prefill p2: longer
+      since f < p1; instance 0 waits P0 − 2ε > 3f. So r2 → instance 2, TTFT = 3f − ε + p2
+      (without contention: no wait, TTFT = 2f + p2).
+    """
+    tr = hot_holder_trace()
+    c = sim.ClusterConfig(**HOT).resolve().cost
+    f, P0 = cm_kv_transfer_time(c, 2048), cm_prefill_time(c, 4096, 0)
+    p1, p2 = cm_prefill_time(c, 512, 2048), cm_prefill_time(c, 512, 4096)
+    assert f < p1 and 3 * f < P0 - 2 * EPS  # the conditions the choices above rely on
+    on = sim.simulate(tr, sim.ClusterConfig(**HOT, network_contention=True), engine=engine).requests
+    off = sim.simulate(tr, sim.ClusterConfig(**HOT), engine=engine).requests
+    for df in (on, off):
+        assert df.prefill_instance.tolist() == [0, 1, 2]
+        assert df.fetch_source.tolist() == [-1, 0, 0]
+        assert df.fetched_tokens.tolist() == [0, 2048, 4096]
+        assert df.ttft_s[0] == pytest.approx(P0, rel=1e-12)
+        assert df.ttft_s[1] == pytest.approx(f + p1, rel=1e-12)
+    assert on.fetch_wait_s.tolist() == pytest.approx([0.0, 0.0, f - EPS], abs=1e-12)
+    assert on.ttft_s[2] == pytest.approx(3 * f - EPS + p2, rel=1e-12)
+    assert off.fetch_wait_s.tolist() == [0.0, 0.0, 0.0]
+    assert off.ttft_s[2] == pytest.approx(2 * f + p2, rel=1e-12)
+    if engine == "reference":
+        _, log = reference_with_log(tr, sim.ClusterConfig(**HOT, network_contention=True))
+        assert [(lk, pytest.approx(b), pytest.approx(e), i) for lk, b, e, i in log] == [
+            (("send", 0, 0), EPS, EPS + f, 1), (("recv", 1, 0), EPS, EPS + f, 1),
+            (("send", 0, 0), EPS + f, EPS + 3 * f, 2), (("recv", 2, 0), EPS + f, EPS + 3 * f, 2)]
+
+
+def test_a_replica_spreads_the_fetches():
+    """r2 of the example, but sharing only blocks 0–3, which instance 1 now also holds (r1 stored
+    them there): with contention the fetch comes from the replica, whose send link is idle, so it
+    does not wait; without contention it comes from the lowest holder (instance 0)."""
+    ids = list(range(8)) + [0, 1, 2, 3, 100] + [0, 1, 2, 3, 200]
+    tr = trace_from_requests([0.0, EPS, 2 * EPS], [4096, 2560, 2560], [1, 1, 1], [8, 5, 5], ids, name="replica")
+    for engine in sim.ENGINES:
+        on = sim.simulate(tr, sim.ClusterConfig(**HOT, network_contention=True), engine=engine).requests
+        off = sim.simulate(tr, sim.ClusterConfig(**HOT), engine=engine).requests
+        assert on.prefill_instance[2] == off.prefill_instance[2] == 2
+        assert off.fetch_source[2] == 0 and on.fetch_source[2] == 1
+        assert on.fetch_wait_s[2] == 0.0
+        assert on.ttft_s[2] == pytest.approx(off.ttft_s[2], rel=1e-12)
+
+
+def test_a_stream_waits_for_the_send_link_and_a_fetch_uses_its_gap():
+    """Serialized transfer (x = cm_kv_transfer_time(L) after the prefill). r0 (L = 4,096, 2 output
+    tokens) on instance 0 streams its KV over [P0, P0 + x]. r1 at ε fetches r0's 8 blocks from
+    instance 0 over [ε, ε + 2f] (in the gap before the stream: it does not wait), and r1's own
+    stream on instance 1 follows its prefill. So the fetch wait is 0, and r0's KV arrives at
+    P0 + x exactly as without contention."""
+    ids = list(range(8)) + list(range(8)) + [100]
+    tr = trace_from_requests([0.0, EPS], [4096, 4608], [2, 2], [8, 9], ids, name="gap")
+    cfg = sim.ClusterConfig(n_prefill=2, n_decode=1, network_gbps=60.0, layerwise_kv_transfer=False)
+    c = cfg.resolve().cost
+    x0, P0 = cm_kv_transfer_time(c, 4096), cm_prefill_time(c, 4096, 0)
+    for engine in sim.ENGINES:
+        on = sim.simulate(tr, cfg.replace(network_contention=True), engine=engine).requests
+        off = sim.simulate(tr, cfg, engine=engine).requests
+        assert on.prefill_instance.tolist() == [0, 1] and on.fetched_tokens[1] == 4096
+        assert on.fetch_wait_s.tolist() == [0.0, 0.0] and on.stream_wait_s.tolist() == [0.0, 0.0]
+        assert on.decode_ready_s[0] == pytest.approx(P0 + x0, rel=1e-12)
+        for col in ("ttft_s", "decode_ready_s", "finish_s"):
+            np.testing.assert_array_equal(on[col], off[col])
+
+
+def test_a_busy_send_link_delays_the_stream():
+    """Two requests on one prefill node, serialized transfer, link as slow as the prefill: r1's
+    stream (wanted over [end1, end1 + x1]) finds the link busy with r0's stream until end0 + x0 >
+    end1 and waits: stream wait = end0 + x0 − end1, KV ready at end0 + x0 + x1."""
+    ids = list(range(8)) + list(range(100, 101))
+    tr = trace_from_requests([0.0, 0.0], [4096, 512], [2, 2], [8, 1], ids, name="stream")
+    cfg = sim.ClusterConfig(n_prefill=1, n_decode=1, network_gbps=2.0, layerwise_kv_transfer=False,
+                            network_contention=True)
+    c = cfg.resolve().cost
+    x0, x1 = cm_kv_transfer_time(c, 4096), cm_kv_transfer_time(c, 512)
+    end0 = cm_prefill_time(c, 4096, 0)
+    end1 = end0 + cm_prefill_time(c, 512, 0)
+    assert end0 + x0 > end1
+    for engine in sim.ENGINES:
+        df = sim.simulate(tr, cfg, engine=engine).requests
+        assert df.stream_wait_s.tolist() == pytest.approx([0.0, end0 + x0 - end1], abs=1e-9)
+        assert df.decode_ready_s.tolist() == pytest.approx([end0 + x0, end0 + x0 + x1], rel=1e-12)
+
+
+# ---------------------------------------------------------------- the view, the calendar, the switch
+def test_link_calendar_fits_the_earliest_gap():
+    cal = LinkCalendar()
+    cal.book(1.0, 2.0)
+    cal.book(4.0, 5.0)
+    assert cal.slots == [(1.0, 2.0), (4.0, 5.0)]
+    assert cal.fit(0.0, 1.0) == 0.0        # before the first
+    assert cal.fit(0.5, 1.0) == 2.0        # does not fit before it
+    assert cal.fit(2.0, 2.0) == 2.0        # exactly the gap
+    assert cal.fit(2.5, 2.0) == 5.0        # too long for what is left of the gap
+    other = LinkCalendar()
+    other.book(2.0, 3.0)
+    assert fit_all([cal, other], 0.5, 1.0) == 3.0  # free on both
+    assert cal.backlog(1.5) == pytest.approx(1.5)
+
+
+def test_view_shows_link_backlogs():
+    """A student policy sees each instance's link backlog; it equals the reservations' seconds after
+    the arrival (checked on the hand example: at r2's arrival, instance 0's send link and instance
+    1's receive link hold r1's fetch, f − ε of which is after 2ε). Both engines."""
+    seen = {}
+
+    def record(req, view):
+        seen[req.index] = (view.send_backlog_s.copy(), view.recv_backlog_s.copy(), view.fetch_s.copy())
+        return int(np.argmin(view.ttft_s))
+
+    tr = hot_holder_trace()
+    c = sim.ClusterConfig(**HOT).resolve().cost
+    f = cm_kv_transfer_time(c, 2048)
+    for engine in sim.ENGINES:
+        seen.clear()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", sim.PolicyCompileWarning)  # it keeps a dict: plain Python
+            res = sim.simulate(tr, sim.ClusterConfig(**HOT, network_contention=True, prefill_policy=record),
+                               engine=engine)
+        assert res.requests.prefill_instance.tolist() == [0, 1, 2]
+        send, recv, fetch = seen[2]
+        np.testing.assert_allclose(send, [f - EPS, 0.0, 0.0], atol=1e-12)
+        np.testing.assert_allclose(recv, [0.0, f - EPS, 0.0], atol=1e-12)
+        assert fetch[2] == pytest.approx(f - EPS + 2 * f, rel=1e-12)  # the wait is in the fetch estimate
+        assert (seen[0][0] == 0).all() and (seen[0][1] == 0).all()
+
+
+def test_contention_is_validated_and_disaggregated_only():
+    with pytest.raises(ValueError, match="network_contention"):
+        sim.ClusterConfig(network_contention="yes")
+    with pytest.raises(ValueError, match="network_contention"):
+        sim.ClusterConfig(network_contention=2)
+    with pytest.raises(ValueError, match="network_contention.*coupled"):
+        sim.ClusterConfig(engine_mode="coupled", network_contention=True)
+    assert sim.ClusterConfig().network_contention is False
+
+
+#: Σ prefill end, Σ KV ready, Σ finish, Σ TBT tail (s), Σ fetched tokens, completed requests of the
+#: first 2,000 conversation-like requests (8P+8D, modern preset, 50 Gbps, early admission, 40k-token
+#: decode nodes), computed with the simulator before network contention existed (commit a8b867a).
+BEFORE = {
+    "kvcentric-True-1": [535201.5393260672, 532150.6156640768, 544809.5619067771, 67.7310911960966, 696198, 1878],
+    "kvcentric-True-2": [539724.0356640851, 536679.9204859925, 549376.472237317, 64.74597287847155, 829842, 1890],
+    "kvcentric-False-1": [537818.377374724, 535571.8205191413, 548262.802098193, 182.08434483354407, 726404, 1876],
+    "kvcentric-False-2": [537910.9051043643, 535658.3002199685, 548310.2248958419, 172.06562443271216, 774534, 1878],
+    "cache_aware-True-1": [537421.9416430091, 534347.1929957689, 546861.7564814263, 74.19615800527174, -127, 1873],
+    "cache_aware-False-2": [531209.0405527959, 528952.414372469, 541618.9239426043, 194.07104948650766, -145, 1855],
+}
+
+
+@pytest.mark.parametrize("key", list(BEFORE))
+def test_contention_off_is_the_simulator_before_it(key):
+    pol, lw, x = key.split("-")
+    tr = synthetic_trace("conversation-like").head(2000)
+    cfg = sim.ClusterConfig(prefill_policy=pol, layerwise_kv_transfer=lw == "True", cpp_group_size=int(x),
+                            network_gbps=50.0, admission="early", preset="modern", decode_kv_capacity_tokens=40000.0)
+    a = sim.simulate(tr, cfg).arrays
+    got = [float(np.nansum(a[k])) for k in ("prefill_end", "ready", "finish", "tbt_tail")]
+    np.testing.assert_allclose(got, BEFORE[key][:4], rtol=1e-12)
+    assert [int(a["fetched_tok"].sum()), int((a["outcome"] == 1).sum())] == BEFORE[key][4:]
+    assert np.nanmax(a["fetch_wait"]) == 0.0 and np.nanmax(a["stream_wait"]) == 0.0
+    if pol == "kvcentric":  # at 50 Gbps the links do bind (a test of this test's config)
+        on = sim.simulate(tr, cfg.replace(network_contention=True)).arrays
+        assert np.nanmax(on["fetch_wait"]) > 0
