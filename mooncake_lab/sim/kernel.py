@@ -159,14 +159,15 @@ def _fetch_begin(lb, le, lc, src, p, t, d, X):
 
 
 @helper_njit
-def _best_source(lb, le, lc, local, best, p, t, d, X):
+def _best_source(lb, le, lc, local, best, srcav, p, t, d, X):
     """``(source, begin)`` of a ``d``-s fetch to ``p`` requested at ``t``: of the instances holding
-    the pool's best prefix (``local[q] == best``), the one it can begin from first (ties: lowest)."""
+    the pool's best prefix (``local[q] == best``), the one it can begin from first (ties: lowest);
+    not before the prefix is complete there (``srcav[q]``)."""
     q_best = -1
     b_best = math.inf
     for q in range(len(local)):
         if local[q] == best and q != p:
-            b = _fetch_begin(lb, le, lc, q, p, t, d, X)
+            b = _fetch_begin(lb, le, lc, q, p, max(t, srcav[q]), d, X)
             if b < b_best:
                 b_best = b
                 q_best = q
@@ -320,7 +321,7 @@ def _finish_tbt(i, d, last_run, run_mark, log_a, log_d, log_m, log_prev, decode_
 @njit(cache=True)
 def _fill_view(view, i, a, Lin, best, local, c, sc, block_tokens, threshold, noise_sd, z_noise,
                gfree, glink, nfree, nlink, group_size, cpp_chunk, act_bytes, cpp_bw, cpp_overlap,
-               contention, lb, le, lc, src):
+               contention, lb, le, lc, srcav, src):
     """The Conductor's view of request ``i`` arriving at ``a`` (s), per instance p: wait, local
     prefix and prefill, Algorithm 1's fetch decision, fetch (with ``contention``: + the wait for
     the links) and prefill after it, and the TTFT estimate with the same arithmetic (and noise) as
@@ -341,7 +342,7 @@ def _fill_view(view, i, a, Lin, best, local, c, sc, block_tokens, threshold, noi
             cb = _reusable_tokens(best, Lin, block_tokens)
             f_e = group_fetch_time(c, cb - cl, group_size)
             if contention:
-                f_e += _best_source(lb, le, lc, local, best, p, r0, f_e, group_size)[1] - r0
+                f_e += _best_source(lb, le, lc, local, best, srcav, p, r0, f_e, group_size)[1] - r0
             f_pre = group_prefill(c, sc, gfree, glink, p, nfree, nlink, r0 + f_e, Lin - cb, cb, group_size,
                                   cpp_chunk, act_bytes, cpp_bw, cpp_overlap)[1]
             t = w + (f_e + f_pre)
@@ -427,6 +428,8 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
     lb = np.empty((nlinks, 16))
     le = np.empty((nlinks, 16))
     lc = np.zeros(nlinks, dtype=np.int64)
+    bavail = np.zeros((P if contention else 0, last_use.shape[1]))  # when block b is complete on p
+    srcav = np.zeros(P)                         # when the arriving request's best prefix is complete on q
     local = np.zeros(P, dtype=np.int64)
     est = np.zeros(P, dtype=np.float64)
     # ready-event heap
@@ -599,6 +602,12 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
                     span = _prefill_on(c, sc, gfree, glink, p, nfree, nlink, r0, Lin - cached, cached, group_size,
                                       cpp_chunk, act_bytes, cpp_bw, cpp_overlap)[1]
                     est[p] += span
+        if contention and best > 0:
+            for q in range(P):
+                srcav[q] = 0.0
+                if local[q] == best:
+                    for k in range(best):
+                        srcav[q] = max(srcav[q], bavail[q, blocks[k]])
         if policy == 3:
             for p in range(P):
                 cl = _reusable_tokens(local[p], Lin, block_tokens)
@@ -607,7 +616,7 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
                     f_e = group_fetch_time(c, cb - cl, group_size)
                     if contention:  # + the wait for the source's send and p's receive links
                         r0 = max(a, gfree[p, 0])
-                        f_e += _best_source(lb, le, lc, local, best, p, r0, f_e, group_size)[1] - r0
+                        f_e += _best_source(lb, le, lc, local, best, srcav, p, r0, f_e, group_size)[1] - r0
                     r0 = max(a, gfree[p, 0]) + f_e
                     span = _prefill_on(c, sc, gfree, glink, p, nfree, nlink, r0, Lin - cb, cb, group_size,
                                       cpp_chunk, act_bytes, cpp_bw, cpp_overlap)[1]
@@ -624,7 +633,7 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
             if policy_fn is not None:
                 _fill_view(view, i, a, Lin, best, local, c, sc, block_tokens, threshold, noise_sd, z_noise,
                            gfree, glink, nfree, nlink, group_size, cpp_chunk, act_bytes, cpp_bw, cpp_overlap,
-                           contention, lb, le, lc, src)
+                           contention, lb, le, lc, srcav, src)
                 pi = _student_choice(policy_fn, view, i, a, Lin, out, u_random[i], best, src, block_tokens, diag)
             if pi < 0:
                 break  # a bad choice: the caller raises from diag[4:7]
@@ -652,7 +661,7 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
         f_w = 0.0
         f_src = src
         if contention and use_remote:  # from the holder the fetch can begin from first
-            f_src, f_b = _best_source(lb, le, lc, local, best, pi, start, f_t, group_size)
+            f_src, f_b = _best_source(lb, le, lc, local, best, srcav, pi, start, f_t, group_size)
             f_w = f_b - start
         r0 = start + f_w + f_t
         end, pt = _prefill_on(c, sc, gfree, glink, pi, nfree, nlink, r0, Lin - cached, cached, group_size,
@@ -712,7 +721,7 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
                     l2 = P * X + pi * X + s
                     if max(lc[l1], lc[l2]) >= lb.shape[1]:
                         lb, le = _more_slots(lb, le)
-                    b = _fit_pair(lb, le, lc, l1, l2, start, f_t)
+                    b = _fit_pair(lb, le, lc, l1, l2, max(start, srcav[f_src]), f_t)
                     _book(lb, le, lc, l1, b, b + f_t, a)
                     _book(lb, le, lc, l2, b, b + f_t, a)
         else:
@@ -721,6 +730,9 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
             gfree[pi, s] = nfree[s]
             glink[pi, s] = nlink[s]
         _touch_blocks(last_use, q_block, q_stamp, meta, pi, blocks)  # store / refresh (and replicate)
+        if contention:  # blocks fetched are complete on pi when the fetch ends, computed ones at the end
+            for k in range(n_local, len(blocks)):
+                bavail[pi, blocks[k]] = r0 if (use_remote and k < best) else end
         prefill_inst[i] = pi
         cached_tok[i] = cached
         computed_tok[i] = Lin - cached

@@ -50,9 +50,13 @@ reservations not yet ended (those ended before the current arrival are dropped).
 What it does not model: a transfer never shares a link with another at the same time (no partial
 overlap: it waits for a gap of its whole duration, never splits across gaps and never slows down
 another); a layer-wise stream is one block of ``x`` s, not ``l`` bursts paced by the prefill;
-switch and spine links (a full-bisection fabric: only the nodes' NICs are shared). As without
-contention, a prefix is fetchable from an instance as soon as the request that stores it there is
-committed (its prefill or fetch there may still be running).
+switch and spine links (a full-bisection fabric: only the nodes' NICs are shared).
+
+A copy is a source only once it is complete: with contention every block stored on an instance
+records when it is there (a fetched block when its fetch ends, a computed one when the request's
+prefill ends), and a fetch from holder ``q`` begins no earlier than the latest of those times over
+the prefix. So a replica that is still being received does not yet relieve the hot holder. (Without
+contention, as before, a prefix is fetchable as soon as the request storing it is committed.)
 
 :class:`LinkCalendar` is the plain-Python form the reference uses; the kernel keeps the same
 intervals in arrays (``lb``, ``le``, ``lc``: :func:`.kernel._fit`, :func:`.kernel._book`).

@@ -219,12 +219,20 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
         """When a ``d``-s fetch from ``src`` to ``p`` requested at ``t`` has all X pairs started."""
         return max([t] + [fit_all([send[src][s], recv[p][s]], t, d) for s in range(X)])
 
+    avail = [dict() for _ in range(P)]  # block → when it is complete on that instance (rule 6b)
+
+    def complete_on(q):
+        """When the best prefix is complete on holder ``q``."""
+        return max([0.0] + [avail[q][b] for b in blocks[:best]])
+
     def fetch_from(p, t, d):
         """(source, begin) of a fetch to ``p``: without contention the first holder of the best
-        prefix, at ``t``; with it the holder whose links let the fetch begin first (ties: lowest)."""
+        prefix, at ``t``; with it the holder whose links let the fetch begin first (ties: lowest),
+        not before the prefix is complete there."""
         if not contention:
             return src, t
-        return min(((fetch_begin(q, p, t, d), q) for q in range(P) if local[q] == best and q != p))[::-1]
+        return min((fetch_begin(q, p, max(t, complete_on(q)), d), q)
+                   for q in range(P) if local[q] == best and q != p)[::-1]
 
     def backlog(links, p, a):
         return max(lk.backlog(a) for lk in links[p]) if contention else 0.0
@@ -440,11 +448,15 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
             caches[f_src].touch(blocks[:best])
             if contention:
                 for s in range(X):  # pair s: f_src's node s → pi's node s
-                    b = fit_all([send[f_src][s], recv[pi][s]], start, fetch_t)
+                    b = fit_all([send[f_src][s], recv[pi][s]], max(start, complete_on(f_src)), fetch_t)
                     book("send", f_src, s, b, b + fetch_t, i)
                     book("recv", pi, s, b, b + fetch_t, i)
         groups[pi].run(start + f_wait + fetch_t, L - cached, cached, commit=True)
         caches[pi].touch(blocks)
+        if contention:  # fetched blocks are complete on pi when the fetch ends, computed ones at the end
+            r0 = start + f_wait + fetch_t
+            for k in range(local[pi], len(blocks)):
+                avail[pi][blocks[k]] = r0 if (use_remote and k < best) else end
         out["prefill_inst"][i] = pi
         out["cached_tok"][i] = cached
         out["computed_tok"][i] = L - cached

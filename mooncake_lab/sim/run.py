@@ -76,6 +76,9 @@ def memory_estimate(trace: Trace, config: ClusterConfig, rc=None) -> dict:
                            f"smallest request's KV, at most the requests) × 8 B"),
         "per-request arrays": (n * _PER_REQUEST_BYTES + 8 * tail, f"{n:,} requests of the trace"),
     }
+    if config.network_contention and not config.coupled:
+        parts["block availability"] = (8 * P * nb, f"{P:,} instances × {nb:,} block ids of the trace × 8 B "
+                                                    f"(network_contention)")
     return parts
 
 
