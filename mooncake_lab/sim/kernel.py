@@ -76,10 +76,16 @@ def _exposed_transfer(c, n_tokens, prefill_s, n_layers, layerwise):
 @helper_njit
 def _fit(lb, le, lc, l, t, d):
     """Earliest ``b ≥ t`` (s) with ``[b, b + d]`` free on link ``l``: its reservations
-    ``[lb[l, k], le[l, k]]``, k < ``lc[l]``, are disjoint and sorted (:mod:`.links`)."""
-    for k in range(lc[l]):
-        if le[l, k] <= t:
-            continue
+    ``[lb[l, k], le[l, k]]``, ``lc[l, 0]`` ≤ k < ``lc[l, 1]``, are disjoint and sorted (:mod:`.links`)."""
+    lo = lc[l, 0]  # the first reservation ending after t (ends are sorted too): binary search
+    hi = lc[l, 1]
+    while lo < hi:
+        m = (lo + hi) // 2
+        if le[l, m] <= t:
+            lo = m + 1
+        else:
+            hi = m
+    for k in range(lo, lc[l, 1]):
         if lb[l, k] >= t + d:
             break
         t = le[l, k]
@@ -110,26 +116,29 @@ def _fit_group(lb, le, lc, l0, n, t, d):
 
 @helper_njit
 def _book(lb, le, lc, l, b, e, now):
-    """Reserve ``[b, e]`` on link ``l`` (a gap :func:`_fit` found), dropping reservations that
-    ended by ``now`` (no later transfer can start before the current arrival). Needs one free
-    slot: ``lc[l] < lb.shape[1]``."""
-    m = lc[l]
-    k0 = 0
-    while k0 < m and le[l, k0] <= now:
-        k0 += 1
-    if k0 > 0:
-        for k in range(k0, m):
-            lb[l, k - k0] = lb[l, k]
-            le[l, k - k0] = le[l, k]
-        m -= k0
+    """Reserve ``[b, e]`` on link ``l`` (a gap :func:`_fit` found), first dropping reservations
+    that ended by ``now`` (no later transfer can start before the current arrival: the row's live
+    part ``lc[l, 0] … lc[l, 1]`` moves right, and back to 0 when it reaches the row's end). Needs
+    a free slot: ``lc[l, 1] − lc[l, 0] < lb.shape[1]``."""
+    h = lc[l, 0]
+    m = lc[l, 1]
+    while h < m and le[l, h] <= now:
+        h += 1
+    if m == lb.shape[1]:
+        for k in range(h, m):
+            lb[l, k - h] = lb[l, k]
+            le[l, k - h] = le[l, k]
+        m -= h
+        h = 0
     j = m
-    while j > 0 and lb[l, j - 1] > b:
+    while j > h and lb[l, j - 1] > b:
         lb[l, j] = lb[l, j - 1]
         le[l, j] = le[l, j - 1]
         j -= 1
     lb[l, j] = b
     le[l, j] = e
-    lc[l] = m + 1
+    lc[l, 0] = h
+    lc[l, 1] = m + 1
 
 
 @helper_njit
@@ -139,7 +148,7 @@ def _backlog(lb, le, lc, l0, n, a):
     w = 0.0
     for l in range(l0, l0 + n):
         s = 0.0
-        for k in range(lc[l]):
+        for k in range(lc[l, 0], lc[l, 1]):
             if le[l, k] > a:
                 s += le[l, k] - max(lb[l, k], a)
         w = max(w, s)
@@ -425,9 +434,9 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
     nlink = np.empty(X, dtype=np.float64)
     # network links (contention): per link, its reserved intervals [lb, le], sorted (.links)
     nlinks = 2 * P * X if contention else 0
-    lb = np.empty((nlinks, 16))
-    le = np.empty((nlinks, 16))
-    lc = np.zeros(nlinks, dtype=np.int64)
+    lb = np.empty((nlinks, 4))                 # (rows double when one is full: _more_slots)
+    le = np.empty((nlinks, 4))
+    lc = np.zeros((nlinks, 2), dtype=np.int64)  # per link: its first live and one-past-last slot
     bavail = np.zeros((P if contention else 0, last_use.shape[1]))  # when block b is complete on p
     srcav = np.zeros(P)                         # when the arriving request's best prefix is complete on q
     local = np.zeros(P, dtype=np.int64)
@@ -719,7 +728,7 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
                 for s in range(X):  # pair s: f_src's node s sends, pi's node s receives
                     l1 = f_src * X + s
                     l2 = P * X + pi * X + s
-                    if max(lc[l1], lc[l2]) >= lb.shape[1]:
+                    if max(lc[l1, 1] - lc[l1, 0], lc[l2, 1] - lc[l2, 0]) >= lb.shape[1]:
                         lb, le = _more_slots(lb, le)
                     b = _fit_pair(lb, le, lc, l1, l2, max(start, srcav[f_src]), f_t)
                     _book(lb, le, lc, l1, b, b + f_t, a)
@@ -750,7 +759,7 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
         stream_wait[i] = r_i - r_free
         if contention:  # the stream holds pi's send links for x_s s, until its KV has arrived
             for s in range(X):
-                if lc[pi * X + s] >= lb.shape[1]:
+                if lc[pi * X + s, 1] - lc[pi * X + s, 0] >= lb.shape[1]:
                     lb, le = _more_slots(lb, le)
                 _book(lb, le, lc, pi * X + s, b_s, b_s + x_s, a)
         hsize = _heap_push(ht, hi, hsize, ready[i], i)

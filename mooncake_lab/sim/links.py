@@ -44,8 +44,9 @@ every flow's rate whenever a flow starts or ends (an event per flow change, and 
 they were estimated). Why a calendar and not one "link free at" time (pure FIFO, ``gfree``-like):
 a stream is committed at arrival but runs when its prefill ends, maybe minutes later behind the
 holder's queue; with one free-at time every later fetch from that node would wait behind it,
-although the link is idle until then. Earliest fit costs O(k) per transfer, k = the link's
-reservations not yet ended (those ended before the current arrival are dropped).
+although the link is idle until then. Earliest fit costs O(log k) (a binary search for the
+first reservation still running) plus the reservations it skips, k = the link's reservations not
+yet ended (those ended before the current arrival are dropped).
 
 What it does not model: a transfer never shares a link with another at the same time (no partial
 overlap: it waits for a gap of its whole duration, never splits across gaps and never slows down
