@@ -330,15 +330,17 @@ def _finish_tbt(i, d, last_run, run_mark, log_a, log_d, log_m, log_prev, decode_
 @njit(cache=True)
 def _fill_view(view, i, a, Lin, best, local, c, sc, block_tokens, threshold, noise_sd, z_noise,
                gfree, glink, nfree, nlink, group_size, cpp_chunk, act_bytes, cpp_bw, cpp_overlap,
-               contention, lb, le, lc, srcav, src):
+               links, lb, le, lc, srcav, src):
     """The Conductor's view of request ``i`` arriving at ``a`` (s), per instance p: wait, local
-    prefix and prefill, Algorithm 1's fetch decision, fetch (with ``contention``: + the wait for
-    the links) and prefill after it, and the TTFT estimate with the same arithmetic (and noise) as
+    prefix and prefill, Algorithm 1's fetch decision, fetch (with ``links`` not None: + the wait
+    for the links) and prefill after it, and the TTFT estimate with the same arithmetic (and noise) as
     ``kvcentric``'s; the backlog of p's send and receive links."""
     for p in range(len(local)):
-        view.send_backlog_s[p] = _backlog(lb, le, lc, p * group_size, group_size, a) if contention else 0.0
-        view.recv_backlog_s[p] = (_backlog(lb, le, lc, lc.shape[0] // 2 + p * group_size, group_size, a)
-                                  if contention else 0.0)
+        view.send_backlog_s[p] = 0.0
+        view.recv_backlog_s[p] = 0.0
+        if links is not None:
+            view.send_backlog_s[p] = _backlog(lb, le, lc, p * group_size, group_size, a)
+            view.recv_backlog_s[p] = _backlog(lb, le, lc, lc.shape[0] // 2 + p * group_size, group_size, a)
         w = max(0.0, gfree[p, 0] - a)
         r0 = max(a, gfree[p, 0])
         cl = _reusable_tokens(local[p], Lin, block_tokens)
@@ -350,7 +352,7 @@ def _fill_view(view, i, a, Lin, best, local, c, sc, block_tokens, threshold, noi
         if fetch:
             cb = _reusable_tokens(best, Lin, block_tokens)
             f_e = group_fetch_time(c, cb - cl, group_size)
-            if contention:
+            if links is not None:
                 f_e += _best_source(lb, le, lc, local, best, srcav, p, r0, f_e, group_size)[1] - r0
             f_pre = group_prefill(c, sc, gfree, glink, p, nfree, nlink, r0 + f_e, Lin - cb, cb, group_size,
                                   cpp_chunk, act_bytes, cpp_bw, cpp_overlap)[1]
@@ -401,7 +403,7 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
             cached_tok, fetched_tok, computed_tok,
             queue_wait, fetch_time, prefill_start, prefill_time, prefill_end,
             ready, decode_admit, finish, tbt_mean, tbt_tail,
-            p_load, d_load, max_kv, diag, contention, fetch_wait, stream_wait, policy_fn=None, view=None):
+            p_load, d_load, max_kv, diag, fetch_wait, stream_wait, links, policy_fn=None, view=None):
     """Simulate the whole trace; fills the per-request output arrays (pre-set to NaN / −1 / 0).
 
     ``policy == 4``: ``policy_fn(req, view) -> instance`` chooses the prefill instance (a student
@@ -416,9 +418,10 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
     FIFO; their prefill and fetch times come from :mod:`.cpp_group`, with ``cpp_chunk`` tokens per
     chunk, ``act_bytes`` B per token between stages at ``cpp_bw`` B/s, ``cpp_overlap``).
 
-    ``contention`` (``ClusterConfig.network_contention``): fetches and KV streams reserve the
-    nodes' send / receive links FIFO (:mod:`.links`); ``fetch_wait`` / ``stream_wait``: the
-    seconds each request's fetch / KV stream waited for them (0 without contention).
+    ``links``: None (every transfer gets a whole NIC; numba then drops the link code, as for
+    ``policy_fn``) or True (``ClusterConfig.network_contention``: fetches and KV streams reserve
+    the prefill nodes' send / receive links, :mod:`.links`); ``fetch_wait`` / ``stream_wait``:
+    the seconds each request's fetch / KV stream waited for them (0 without contention).
 
     ``diag``: [0] events processed, [1] times an event ran earlier than the previous one (must be
     0), [2] runs logged, [3] max decode batch; [4]–[6] for a student policy (:func:`_student_choice`).
@@ -433,11 +436,16 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
     nfree = np.empty(X, dtype=np.float64)       # a group's state after a candidate request
     nlink = np.empty(X, dtype=np.float64)
     # network links (contention): per link, its reserved intervals [lb, le], sorted (.links)
-    nlinks = 2 * P * X if contention else 0
-    lb = np.empty((nlinks, 4))                 # (rows double when one is full: _more_slots)
-    le = np.empty((nlinks, 4))
-    lc = np.zeros((nlinks, 2), dtype=np.int64)  # per link: its first live and one-past-last slot
-    bavail = np.zeros((P if contention else 0, last_use.shape[1]))  # when block b is complete on p
+    if links is not None:
+        lb = np.empty((2 * P * X, 4))               # (rows double when one is full: _more_slots)
+        le = np.empty((2 * P * X, 4))
+        lc = np.zeros((2 * P * X, 2), dtype=np.int64)  # per link: its first live and one-past-last slot
+        bavail = np.zeros((P, last_use.shape[1]))   # when block b is complete on p
+    else:
+        lb = np.empty((0, 4))
+        le = np.empty((0, 4))
+        lc = np.zeros((0, 2), dtype=np.int64)
+        bavail = np.zeros((0, 1))
     srcav = np.zeros(P)                         # when the arriving request's best prefix is complete on q
     local = np.zeros(P, dtype=np.int64)
     est = np.zeros(P, dtype=np.float64)
@@ -611,8 +619,8 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
                     span = _prefill_on(c, sc, gfree, glink, p, nfree, nlink, r0, Lin - cached, cached, group_size,
                                       cpp_chunk, act_bytes, cpp_bw, cpp_overlap)[1]
                     est[p] += span
-        if contention and best > 0:
-            for q in range(P):
+        if links is not None:
+            for q in range(P if best > 0 else 0):
                 srcav[q] = 0.0
                 if local[q] == best:
                     for k in range(best):
@@ -623,7 +631,7 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
                 if best > local[p] and (local[p] == 0 or best >= threshold * local[p]):
                     cb = _reusable_tokens(best, Lin, block_tokens)
                     f_e = group_fetch_time(c, cb - cl, group_size)
-                    if contention:  # + the wait for the source's send and p's receive links
+                    if links is not None:  # + the wait for the source's send and p's receive links
                         r0 = max(a, gfree[p, 0])
                         f_e += _best_source(lb, le, lc, local, best, srcav, p, r0, f_e, group_size)[1] - r0
                     r0 = max(a, gfree[p, 0]) + f_e
@@ -642,7 +650,7 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
             if policy_fn is not None:
                 _fill_view(view, i, a, Lin, best, local, c, sc, block_tokens, threshold, noise_sd, z_noise,
                            gfree, glink, nfree, nlink, group_size, cpp_chunk, act_bytes, cpp_bw, cpp_overlap,
-                           contention, lb, le, lc, srcav, src)
+                           links, lb, le, lc, srcav, src)
                 pi = _student_choice(policy_fn, view, i, a, Lin, out, u_random[i], best, src, block_tokens, diag)
             if pi < 0:
                 break  # a bad choice: the caller raises from diag[4:7]
@@ -669,9 +677,10 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
         start = max(a, gfree[pi, 0])
         f_w = 0.0
         f_src = src
-        if contention and use_remote:  # from the holder the fetch can begin from first
-            f_src, f_b = _best_source(lb, le, lc, local, best, srcav, pi, start, f_t, group_size)
-            f_w = f_b - start
+        if links is not None:
+            if use_remote:  # from the holder the fetch can begin from first
+                f_src, f_b = _best_source(lb, le, lc, local, best, srcav, pi, start, f_t, group_size)
+                f_w = f_b - start
         r0 = start + f_w + f_t
         end, pt = _prefill_on(c, sc, gfree, glink, pi, nfree, nlink, r0, Lin - cached, cached, group_size,
                               cpp_chunk, act_bytes, cpp_bw, cpp_overlap)  # nfree / nlink: pi's state after it
@@ -679,11 +688,12 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
         r_free = r_i
         x_s = 0.0
         b_s = 0.0
-        if contention and out > 1:  # the stream: x s on all pi's send links, ideally ending at r_free
-            x_s = cm_kv_transfer_time(c, Lin)
-            b_s = _fit_group(lb, le, lc, pi * X, X, r_free - x_s, x_s)
-            if b_s > r_free - x_s:
-                r_i = max(r_free, b_s + x_s)
+        if links is not None:
+            if out > 1:  # the stream: x s on all pi's send links, ideally ending at r_free
+                x_s = cm_kv_transfer_time(c, Lin)
+                b_s = _fit_group(lb, le, lc, pi * X, X, r_free - x_s, x_s)
+                if b_s > r_free - x_s:
+                    r_i = max(r_free, b_s + x_s)
         # ---------------- admission at arrival (arXiv §7): loads as SLO satisfaction
         pl = prefill_load(end - a, ttft_slo)
         nb = 1.0
@@ -724,7 +734,7 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
             fetched_tok[i] = cached - cl
             fetch_src[i] = f_src
             _touch_blocks(last_use, q_block, q_stamp, meta, f_src, blocks[:best])  # read at the source
-            if contention:
+            if links is not None:
                 for s in range(X):  # pair s: f_src's node s sends, pi's node s receives
                     l1 = f_src * X + s
                     l2 = P * X + pi * X + s
@@ -739,7 +749,7 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
             gfree[pi, s] = nfree[s]
             glink[pi, s] = nlink[s]
         _touch_blocks(last_use, q_block, q_stamp, meta, pi, blocks)  # store / refresh (and replicate)
-        if contention:  # blocks fetched are complete on pi when the fetch ends, computed ones at the end
+        if links is not None:  # blocks fetched are complete on pi when the fetch ends, computed ones at the end
             for k in range(n_local, len(blocks)):
                 bavail[pi, blocks[k]] = r0 if (use_remote and k < best) else end
         prefill_inst[i] = pi
@@ -757,7 +767,7 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
             continue
         ready[i] = r_i
         stream_wait[i] = r_i - r_free
-        if contention:  # the stream holds pi's send links for x_s s, until its KV has arrived
+        if links is not None:  # the stream holds pi's send links for x_s s, until its KV has arrived
             for s in range(X):
                 if lc[pi * X + s, 1] - lc[pi * X + s, 0] >= lb.shape[1]:
                     lb, le = _more_slots(lb, le)

@@ -150,7 +150,7 @@ def simulate(trace: Trace, config: ClusterConfig | None = None, engine: str = "n
                     out["queue_wait"], out["fetch_time"], out["prefill_start"], out["prefill_time"],
                     out["prefill_end"], out["ready"], out["decode_admit"], out["finish"],
                     out["tbt_mean"], out["tbt_tail"], out["prefill_load"], out["decode_load"], max_kv, diag,
-                    bool(config.network_contention), out["fetch_wait"], out["stream_wait"])
+                    out["fetch_wait"], out["stream_wait"], True if config.network_contention else None)
             if student is None:
                 _kernel(*args)
             else:
