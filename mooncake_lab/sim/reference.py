@@ -42,9 +42,10 @@ Prefill (per instance: FIFO queue, LRU prefix cache of 512-token blocks)
        x − p(1 − 1/l)); serialized: x; x = transfer of all L tokens).
    6b. ``network_contention``: fetches and KV streams reserve the prefill nodes' send / receive
        links in commit order, each in the earliest gap (:mod:`.links`): a fetch comes from the
-       holder of the best prefix it can begin from first and begins after a wait for the links
-       (the prefill starts at start + wait + fetch), and ``ready`` may come later than rule 6
-       says. The Conductor's fetch estimates (rule 2, 2b) include that wait.
+       holder of the best prefix it can begin from first (not before the prefix is complete
+       there) and begins after a wait for the links (the prefill starts at start + wait +
+       fetch), and ``ready`` may come later than rule 6 says. The Conductor's fetch estimates
+       (rule 2, 2b) include that wait.
 
 Decode (per instance: continuous batching)
     7. At ``ready`` the request goes to the decode instance with the least KV reserved + queued
