@@ -9,6 +9,9 @@ One pass over the requests in arrival order:
   to, and its chunks go through the stages (:func:`.cpp_group.group_prefill`), advancing them. Its
   KV then reaches decode at ``ready`` (a heap of ready events, since prefill ends are not in
   arrival order).
+* **network links** (``network_contention``, :mod:`.links`): per prefill node a send and a receive
+  link, each a calendar of reserved intervals (``lb``, ``le``; live slots ``lc``), that fetches and
+  KV streams reserve when their request is committed; ``bavail[p, b]``: when block b is complete on p.
 * **decode side** (discrete events): before each arrival the decode pool is advanced to that time
   (hook for arrival-time admission), processing ready events and decode-instance events in time
   order. A decode instance jumps from event to event (:mod:`.decode_math`): its next event is the
