@@ -119,6 +119,18 @@ def main(argv=None):
             kv = "model" if cap is None else f"{cap:,.0f}"
             print(f"{mode:14s} {kv:>10s} {best * 1e3:9.1f} {med * 1e3:7.1f} {int(s['preemptions']):12,d} "
                   f"{int(s['preempted_requests']):10,d}")
+    # network contention (sim/links.py): links reserved by fetches and KV streams, budget as above
+    print(f"\nnetwork contention, 8P+8D kvcentric (budget {60:.0f} ms on {conv.name}, 120 ms on {tool.name}):")
+    print(f"{'trace':38s} {'speed':>5s} {'off ms':>7s} {'off med':>7s} {'on ms':>7s} {'on med':>7s} {'on/off':>7s}")
+    for label, (tr, _) in traces.items():
+        for speed in (0.4, 1.0):
+            tr2 = tr.replay(speed) if speed != 1.0 else tr
+            cfgs = [sim.ClusterConfig(network_contention=on) for on in (False, True)]
+            for cfg in cfgs:
+                sim.simulate(tr2.head(50), cfg)
+            (b0, m0), (b1, m1) = (best_of(lambda: sim.simulate(tr2, cfg), args.repeat) for cfg in cfgs)
+            print(f"{label:38s} {speed:5.1f} {b0 * 1e3:7.1f} {m0 * 1e3:7.1f} {b1 * 1e3:7.1f} {m1 * 1e3:7.1f} "
+                  f"{b1 / b0:7.2f}")
     # CPP prefill groups (lecture 08): the 8 prefill nodes as 8/X pipeline groups of X nodes
     print(f"\nCPP prefill groups, {conv.name}, 8P+8D kvcentric (cpp_chunk 4096):")
     print(f"{'group size X':12s} {'groups':>6s} {'numba ms':>9s} {'vs X=1':>7s}")

@@ -34,7 +34,7 @@ growing_configs = st.builds(
         layerwise_kv_transfer=layerwise, output_lengths="unknown" if unknown else "known",
         decode_binding=binding, decode_load_metric=metric),
     configs, st.booleans(), st.sampled_from([1, 2]), st.sampled_from([None, 1500.0, 2500.0, 4000.5, 6000.0]),
-    st.booleans(), st.sampled_from(sim.DECODE_BINDINGS), st.sampled_from(sim.DECODE_LOAD_METRICS))
+    st.booleans(), st.sampled_from(list(sim.DECODE_BINDINGS)), st.sampled_from(list(sim.DECODE_LOAD_METRICS)))
 
 
 def assert_same_all(a, b):

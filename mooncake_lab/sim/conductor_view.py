@@ -19,9 +19,14 @@ describing what happens *if the request is sent to p*:
     rule: best > local and best / local ≥ ``kvcache_balancing_threshold``, local 0 ⇒ ∞). The one
     field a policy may write: the chosen p's entry, as the policy leaves it, decides the fetch
     (``view.fetch[:] = False`` never fetches; True fetches whenever the pool has more than p);
-    ``fetch_s`` — seconds of that fetch (0 where ``fetch`` is False);
+    ``fetch_s`` — seconds of that fetch (0 where ``fetch`` is False; with ``network_contention``
+    including the wait for the source's send and p's receive links);
     ``fetch_prefill_s`` — prefill seconds on p after that fetch (= ``prefill_s`` where no fetch);
-    ``ttft_s`` — estimated TTFT = wait + fetch + prefill: the number ``"kvcentric"`` minimises.
+    ``ttft_s`` — estimated TTFT = wait + fetch + prefill: the number ``"kvcentric"`` minimises;
+    ``send_backlog_s`` / ``recv_backlog_s`` — with ``network_contention``: seconds of transfers
+    (prefix fetches, KV streams to decode) already reserved on p's send / receive links after
+    now (a CPP group: its busiest node's; :mod:`.links`); 0 without contention. A fetch from
+    the holder p waits behind p's send backlog, which ``fetch_s`` (and so ``ttft_s``) includes.
 
 Times are the Conductor's estimates: with ``estimator_noise`` > 0 each instance's times are
 multiplied by the same noise factor the built-in policies use. The arrays are refilled at every
@@ -41,13 +46,14 @@ Request = namedtuple("Request", ["index", "arrival_s", "input_tokens", "output_t
                                  "best_prefix_tokens", "best_instance", "uniform"])
 #: Per-prefill-instance arrays: what happens if the request goes to instance p.
 View = namedtuple("View", ["wait_s", "prefix_tokens", "prefill_s", "fetch", "fetch_s",
-                           "fetch_prefill_s", "ttft_s"])
+                           "fetch_prefill_s", "ttft_s", "send_backlog_s", "recv_backlog_s"])
 
 _f64 = types.float64[::1]
 #: numba types of the two arguments and the signature a compiled policy gets.
 REQUEST_TYPE = types.NamedTuple((types.int64, types.float64, types.int64, types.int64, types.int64,
                                  types.int64, types.float64), Request)
-VIEW_TYPE = types.NamedTuple((_f64, types.int64[::1], _f64, types.boolean[::1], _f64, _f64, _f64), View)
+VIEW_TYPE = types.NamedTuple((_f64, types.int64[::1], _f64, types.boolean[::1], _f64, _f64, _f64, _f64, _f64),
+                             View)
 POLICY_SIGNATURE = types.int64(REQUEST_TYPE, VIEW_TYPE)
 
 #: Kernel code of "a student's function" (the built-in names are config.PREFILL_POLICIES, 0–3).
@@ -58,4 +64,4 @@ def new_view(n_instances: int) -> View:
     """A :class:`View` of zeros for ``n_instances`` prefill instances (the engines fill it)."""
     n = int(n_instances)
     return View(np.zeros(n), np.zeros(n, dtype=np.int64), np.zeros(n), np.zeros(n, dtype=np.bool_),
-                np.zeros(n), np.zeros(n), np.zeros(n))
+                np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n))

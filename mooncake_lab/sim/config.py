@@ -192,6 +192,15 @@ class ClusterConfig:
         KV freed, back to the front of the node's queue, on re-admission a prefill of prompt +
         generated tokens stalls the batch) and a request whose KV alone outgrows a node ends as
         ``rejected_too_large``. Rules 8b–8d of :mod:`mooncake_lab.sim.reference`.
+    network_contention : disaggregated only. False (default) = every transfer gets the whole NIC
+        (the network is never a bottleneck). True = each prefill node has a send and a receive link
+        of the node's RDMA bandwidth (``network_gbps`` or its NICs, × the preset's RDMA efficiency),
+        shared by the remote-prefix fetches of ``kvcentric`` and the KV streams to decode, which
+        reserve them in the order they are committed, each in the earliest gap long enough (arXiv
+        v3 §4: replicating hot blocks "is essential to avoid transfer congestion"). The Conductor's
+        fetch estimates see the links' reservations, so a hot holder becomes slow to fetch from.
+        Rules and what they leave out (decode nodes' receive links, CPP activations):
+        :mod:`mooncake_lab.sim.links`.
     """
 
     n_prefill: int = 8
@@ -224,6 +233,7 @@ class ClusterConfig:
     decode_load_metric: str = "tbt_or_memory"  # arXiv v3 §7.1 / §7.4 = "tbt"
     cache_eviction: str = "lru"   # arXiv v3 Table 1: "lru", "lfu" or "length_aware"
     output_lengths: str = "known"
+    network_contention: bool = False
 
     def __post_init__(self):
         w = _WHERE
@@ -280,6 +290,7 @@ class ClusterConfig:
         choice(self.decode_load_metric, "decode_load_metric", DECODE_LOAD_METRICS, w)
         choice(self.cache_eviction, "cache_eviction", EVICTION_POLICIES, w)
         choice(self.output_lengths, "output_lengths", OUTPUT_LENGTHS, w)
+        switch("network_contention")
         if self.engine_mode == "coupled" and x != 1:
             raise _bad("cpp_group_size", self.cpp_group_size, "1 when engine_mode='coupled' (CPP "
                        "groups are modelled for the disaggregated cluster only)")
@@ -289,6 +300,9 @@ class ClusterConfig:
         if self.engine_mode == "coupled" and self.output_lengths != "known":
             raise _bad("output_lengths", self.output_lengths, "'known' when engine_mode='coupled' (unknown "
                        "output lengths and preemption are modelled for the disaggregated cluster only)")
+        if self.engine_mode == "coupled" and self.network_contention:
+            raise _bad("network_contention", self.network_contention, "False when engine_mode='coupled' "
+                       "(a coupled node moves no KV between nodes)")
         if self.engine_mode == "coupled" and self.admission != "none":
             raise _bad("admission", self.admission, "'none' when engine_mode='coupled' (admission "
                        "control is modelled for the disaggregated cluster only)")

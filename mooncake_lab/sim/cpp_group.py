@@ -22,7 +22,9 @@ Conductor. The rules (both engines, :mod:`.kernel` and :mod:`.reference`):
   ``start + fetch`` to its last chunk leaving the last stage (:func:`group_prefill`): on an idle
   group :func:`mooncake_lab.cpp.cm_cpp_request_time`, longer when it waits behind the previous
   request on a later stage. Chunks of different requests never interleave (no overtaking; lecture 05's
-  ``order="interleave"`` is not modelled). The fetch does not share the NICs with activation sends.
+  ``order="interleave"`` is not modelled). The fetch does not share the NICs with activation sends
+  (with ``network_contention`` fetches and KV streams share the nodes' links, :mod:`.links`;
+  activations still do not).
 * **Algorithm 1's estimate** for a group (``load``: the queue term only): ``max(0, free[0] −
   arrival)`` (wait for stage 0) ``+ fetch +`` the request's span from :func:`group_prefill` on
   that group's current state (its own pipeline time, drain waits included), so the estimate is

@@ -10,6 +10,9 @@ One pass over the requests in arrival order:
   KV then reaches decode at ``ready`` (a heap of ready events, since prefill ends are not in
   arrival order). Its decode instance is chosen at ``ready`` (late binding) or, with
   ``decode_binding="arrival"``, here at the arrival (``dbound``: each instance's KV in flight).
+* **network links** (``network_contention``, :mod:`.links`): per prefill node a send and a receive
+  link, each a calendar of reserved intervals (``lb``, ``le``; live slots ``lc``), that fetches and
+  KV streams reserve when their request is committed; ``bavail[p, b]``: when block b is complete on p.
 * **decode side** (discrete events): before each arrival the decode pool is advanced to that time
   (hook for arrival-time admission), processing ready events and decode-instance events in time
   order. A decode instance jumps from event to event (:mod:`.decode_math`): its next event is the
@@ -77,6 +80,127 @@ def _exposed_transfer(c, n_tokens, prefill_s, n_layers, layerwise):
         return x
     nl = float(n_layers)
     return max(x / nl, x - prefill_s * (1.0 - 1.0 / nl))
+
+
+@helper_njit
+def _fit(lb, le, lc, l, t, d):
+    """Earliest ``b ≥ t`` (s) with ``[b, b + d]`` free on link ``l``: its reservations
+    ``[lb[l, k], le[l, k]]``, ``lc[l, 0]`` ≤ k < ``lc[l, 1]``, are disjoint and sorted (:mod:`.links`)."""
+    lo = lc[l, 0]  # the first reservation ending after t (ends are sorted too): binary search
+    hi = lc[l, 1]
+    while lo < hi:
+        m = (lo + hi) // 2
+        if le[l, m] <= t:
+            lo = m + 1
+        else:
+            hi = m
+    for k in range(lo, lc[l, 1]):
+        if lb[l, k] >= t + d:
+            break
+        t = le[l, k]
+    return t
+
+
+@helper_njit
+def _fit_pair(lb, le, lc, l1, l2, t, d):
+    """Earliest ``b ≥ t`` with ``[b, b + d]`` free on both links ``l1`` and ``l2``."""
+    while True:
+        b = _fit(lb, le, lc, l2, _fit(lb, le, lc, l1, t, d), d)
+        if b == t:
+            return b
+        t = b
+
+
+@helper_njit
+def _fit_group(lb, le, lc, l0, n, t, d):
+    """Earliest ``b ≥ t`` with ``[b, b + d]`` free on every link ``l0 … l0 + n − 1``."""
+    while True:
+        b = t
+        for l in range(l0, l0 + n):
+            b = _fit(lb, le, lc, l, b, d)
+        if b == t:
+            return b
+        t = b
+
+
+@helper_njit
+def _book(lb, le, lc, l, b, e, now):
+    """Reserve ``[b, e]`` on link ``l`` (a gap :func:`_fit` found), first dropping reservations
+    that ended by ``now`` (no later transfer can start before the current arrival: the row's live
+    part ``lc[l, 0] … lc[l, 1]`` moves right, and back to 0 when it reaches the row's end). Needs
+    a free slot: ``lc[l, 1] − lc[l, 0] < lb.shape[1]``."""
+    h = lc[l, 0]
+    m = lc[l, 1]
+    while h < m and le[l, h] <= now:
+        h += 1
+    if m == lb.shape[1]:
+        for k in range(h, m):
+            lb[l, k - h] = lb[l, k]
+            le[l, k - h] = le[l, k]
+        m -= h
+        h = 0
+    j = m
+    while j > h and lb[l, j - 1] > b:
+        lb[l, j] = lb[l, j - 1]
+        le[l, j] = le[l, j - 1]
+        j -= 1
+    lb[l, j] = b
+    le[l, j] = e
+    lc[l, 0] = h
+    lc[l, 1] = m + 1
+
+
+@helper_njit
+def _backlog(lb, le, lc, l0, n, a):
+    """Backlog of an instance's links ``l0 … l0 + n − 1`` at ``a`` (s): the most seconds of
+    transfers any of them has reserved after ``a``."""
+    w = 0.0
+    for l in range(l0, l0 + n):
+        s = 0.0
+        for k in range(lc[l, 0], lc[l, 1]):
+            if le[l, k] > a:
+                s += le[l, k] - max(lb[l, k], a)
+        w = max(w, s)
+    return w
+
+
+@helper_njit
+def _fetch_begin(lb, le, lc, src, p, t, d, X):
+    """When a ``d``-second fetch from instance ``src`` to ``p`` requested at ``t`` has all its X
+    node pairs started (pair s: the send link of ``src``'s node s, the receive link of ``p``'s
+    node s; links 0 … P·X − 1 send, P·X … 2·P·X − 1 receive, node (p, s) = p·X + s)."""
+    nl = lc.shape[0] // 2
+    b = t
+    for s in range(X):
+        b = max(b, _fit_pair(lb, le, lc, src * X + s, nl + p * X + s, t, d))
+    return b
+
+
+@helper_njit
+def _best_source(lb, le, lc, local, best, srcav, p, t, d, X):
+    """``(source, begin)`` of a ``d``-s fetch to ``p`` requested at ``t``: of the instances holding
+    the pool's best prefix (``local[q] == best``), the one it can begin from first (ties: lowest);
+    not before the prefix is complete there (``srcav[q]``)."""
+    q_best = -1
+    b_best = math.inf
+    for q in range(len(local)):
+        if local[q] == best and q != p:
+            b = _fetch_begin(lb, le, lc, q, p, max(t, srcav[q]), d, X)
+            if b < b_best:
+                b_best = b
+                q_best = q
+    return q_best, b_best
+
+
+@njit(cache=True)
+def _more_slots(lb, le):
+    """The link calendars with twice the slots (a link filled its row)."""
+    m = lb.shape[1]
+    nb = np.empty((lb.shape[0], 2 * m))
+    ne = np.empty((lb.shape[0], 2 * m))
+    nb[:, :m] = lb
+    ne[:, :m] = le
+    return nb, ne
 
 
 @helper_njit
@@ -354,11 +478,18 @@ def _tbt_pool_load(c, D, predicted, T, t_decode, tbt_slo, db, need, run_list, ru
 # ---------------------------------------------------------------------------- student policies
 @njit(cache=True)
 def _fill_view(view, i, a, Lin, best, local, c, sc, block_tokens, threshold, noise_sd, z_noise,
-               gfree, glink, nfree, nlink, group_size, cpp_chunk, act_bytes, cpp_bw, cpp_overlap):
+               gfree, glink, nfree, nlink, group_size, cpp_chunk, act_bytes, cpp_bw, cpp_overlap,
+               links, lb, le, lc, srcav, src):
     """The Conductor's view of request ``i`` arriving at ``a`` (s), per instance p: wait, local
-    prefix and prefill, Algorithm 1's fetch decision, fetch and prefill after it, and the TTFT
-    estimate with the same arithmetic (and noise) as ``kvcentric``'s."""
+    prefix and prefill, Algorithm 1's fetch decision, fetch (with ``links`` not None: + the wait
+    for the links) and prefill after it, and the TTFT estimate with the same arithmetic (and noise) as
+    ``kvcentric``'s; the backlog of p's send and receive links."""
     for p in range(len(local)):
+        view.send_backlog_s[p] = 0.0
+        view.recv_backlog_s[p] = 0.0
+        if links is not None:
+            view.send_backlog_s[p] = _backlog(lb, le, lc, p * group_size, group_size, a)
+            view.recv_backlog_s[p] = _backlog(lb, le, lc, lc.shape[0] // 2 + p * group_size, group_size, a)
         w = max(0.0, gfree[p, 0] - a)
         r0 = max(a, gfree[p, 0])
         cl = _reusable_tokens(local[p], Lin, block_tokens)
@@ -370,6 +501,8 @@ def _fill_view(view, i, a, Lin, best, local, c, sc, block_tokens, threshold, noi
         if fetch:
             cb = _reusable_tokens(best, Lin, block_tokens)
             f_e = group_fetch_time(c, cb - cl, group_size)
+            if links is not None:
+                f_e += _best_source(lb, le, lc, local, best, srcav, p, r0, f_e, group_size)[1] - r0
             f_pre = group_prefill(c, sc, gfree, glink, p, nfree, nlink, r0 + f_e, Lin - cb, cb, group_size,
                                   cpp_chunk, act_bytes, cpp_bw, cpp_overlap)[1]
             t = w + (f_e + f_pre)
@@ -420,7 +553,7 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
             queue_wait, fetch_time, prefill_start, prefill_time, prefill_end,
             ready, decode_admit, finish, tbt_mean, tbt_tail,
             p_load, d_load, max_kv, diag, binding, load_metric, output_unknown, preemptions, spare,
-            policy_fn=None, view=None):
+            fetch_wait, stream_wait, links, policy_fn=None, view=None):
     """Simulate the whole trace; fills the per-request output arrays (pre-set to NaN / −1 / 0).
 
     ``policy == 4``: ``policy_fn(req, view) -> instance`` chooses the prefill instance (a student
@@ -439,6 +572,10 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
     ``decode_inst`` is set at arrival and ``dbound`` holds each instance's bound-in-flight KV);
     ``load_metric``: 0 = max(TBT, memory) of the average instance, 1 = the mean per-instance TBT
     ratio (:mod:`.admission`; config.DECODE_BINDINGS / DECODE_LOAD_METRICS).
+    ``links``: None (every transfer gets a whole NIC; numba then drops the link code, as for
+    ``policy_fn``) or True (``ClusterConfig.network_contention``: fetches and KV streams reserve
+    the prefill nodes' send / receive links, :mod:`.links`); ``fetch_wait`` / ``stream_wait``:
+    the seconds each request's fetch / KV stream waited for them (0 without contention).
 
     ``diag``: [0] events processed, [1] times an event ran earlier than the previous one (must be
     0), [2] runs logged, [3] max decode batch; [4]–[6] for a student policy (:func:`_student_choice`).
@@ -460,6 +597,18 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
     glink = np.zeros((P, X), dtype=np.float64)  # when stage s's NIC is free (overlapped sends)
     nfree = np.empty(X, dtype=np.float64)       # a group's state after a candidate request
     nlink = np.empty(X, dtype=np.float64)
+    # network links (contention): per link, its reserved intervals [lb, le], sorted (.links)
+    if links is not None:
+        lb = np.empty((2 * P * X, 4))               # (rows double when one is full: _more_slots)
+        le = np.empty((2 * P * X, 4))
+        lc = np.zeros((2 * P * X, 2), dtype=np.int64)  # per link: its first live and one-past-last slot
+        bavail = np.zeros((P, last_use.shape[1]))   # when block b is complete on p
+    else:
+        lb = np.empty((0, 4))
+        le = np.empty((0, 4))
+        lc = np.zeros((0, 2), dtype=np.int64)
+        bavail = np.zeros((0, 1))
+    srcav = np.zeros(P)                         # when the arriving request's best prefix is complete on q
     local = np.zeros(P, dtype=np.int64)
     est = np.zeros(P, dtype=np.float64)
     # ready-event heap
@@ -475,8 +624,8 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
     reserved = np.zeros(D, dtype=np.float64)    # KV tokens reserved by running requests
     waitneed = np.zeros(D, dtype=np.float64)    # KV tokens needed by queued requests
     dbound = np.zeros(D, dtype=np.float64)      # KV tokens of requests bound at arrival, KV not ready yet
-    lb = np.zeros(D, dtype=np.float64)          # per-instance batch / KV of the "tbt" decode load
-    lk = np.zeros(D, dtype=np.float64)
+    tbt_b = np.zeros(D, dtype=np.float64)       # per-instance batch / KV of the "tbt" decode load
+    tbt_k = np.zeros(D, dtype=np.float64)
     wcnt = np.zeros(D, dtype=np.int64)          # requests queued
     qhead = np.full(D, -1, dtype=np.int64)
     qtail = np.full(D, -1, dtype=np.int64)
@@ -704,12 +853,21 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
                     span = _prefill_on(c, sc, gfree, glink, p, nfree, nlink, r0, Lin - cached, cached, group_size,
                                       cpp_chunk, act_bytes, cpp_bw, cpp_overlap)[1]
                     est[p] += span
+        if links is not None:
+            for q in range(P if best > 0 else 0):
+                srcav[q] = 0.0
+                if local[q] == best:
+                    for k in range(best):
+                        srcav[q] = max(srcav[q], bavail[q, blocks[k]])
         if policy == 3:
             for p in range(P):
                 cl = _reusable_tokens(local[p], Lin, block_tokens)
                 if best > local[p] and (local[p] == 0 or best >= threshold * local[p]):
                     cb = _reusable_tokens(best, Lin, block_tokens)
                     f_e = group_fetch_time(c, cb - cl, group_size)
+                    if links is not None:  # + the wait for the source's send and p's receive links
+                        r0 = max(a, gfree[p, 0])
+                        f_e += _best_source(lb, le, lc, local, best, srcav, p, r0, f_e, group_size)[1] - r0
                     r0 = max(a, gfree[p, 0]) + f_e
                     span = _prefill_on(c, sc, gfree, glink, p, nfree, nlink, r0, Lin - cb, cb, group_size,
                                       cpp_chunk, act_bytes, cpp_bw, cpp_overlap)[1]
@@ -725,7 +883,8 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
             pi = -1
             if policy_fn is not None:
                 _fill_view(view, i, a, Lin, best, local, c, sc, block_tokens, threshold, noise_sd, z_noise,
-                           gfree, glink, nfree, nlink, group_size, cpp_chunk, act_bytes, cpp_bw, cpp_overlap)
+                           gfree, glink, nfree, nlink, group_size, cpp_chunk, act_bytes, cpp_bw, cpp_overlap,
+                           links, lb, le, lc, srcav, src)
                 pi = _student_choice(policy_fn, view, i, a, Lin, out, u_random[i], best, src, block_tokens, diag)
             if pi < 0:
                 break  # a bad choice: the caller raises from diag[4:7]
@@ -750,10 +909,25 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
             cached = _reusable_tokens(best, Lin, block_tokens)
             f_t = group_fetch_time(c, cached - cl, group_size)
         start = max(a, gfree[pi, 0])
-        r0 = start + f_t
+        f_w = 0.0
+        f_src = src
+        if links is not None:
+            if use_remote:  # from the holder the fetch can begin from first
+                f_src, f_b = _best_source(lb, le, lc, local, best, srcav, pi, start, f_t, group_size)
+                f_w = f_b - start
+        r0 = start + f_w + f_t
         end, pt = _prefill_on(c, sc, gfree, glink, pi, nfree, nlink, r0, Lin - cached, cached, group_size,
                               cpp_chunk, act_bytes, cpp_bw, cpp_overlap)  # nfree / nlink: pi's state after it
         r_i = end + _exposed_transfer(c, Lin, pt, n_layers, layerwise)
+        r_free = r_i
+        x_s = 0.0
+        b_s = 0.0
+        if links is not None:
+            if out > 1:  # the stream: x s on all pi's send links, ideally ending at r_free
+                x_s = cm_kv_transfer_time(c, Lin)
+                b_s = _fit_group(lb, le, lc, pi * X, X, r_free - x_s, x_s)
+                if b_s > r_free - x_s:
+                    r_i = max(r_free, b_s + x_s)
         cand = Lin + 1 if grow else Lin + out  # what this request counts / needs on decode (rule 8b)
         kvh = reserved
         if grow:  # KV held now: prompt + tokens so far of the running requests
@@ -773,7 +947,7 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
         if load_metric == 1:  # the mean per-instance TBT ratio over the same requests as below
             dl = _tbt_pool_load(c, D, admission == 3, a + horizon * (r_i - a), t_decode, tbt_slo, db, cand,
                                 run_list, run_cnt, qhead, qnext, ht, hi, hsize, decode_inst, decode_admit, ready,
-                                input_len, output_len, kvh, waitneed, wcnt, lb, lk,
+                                input_len, output_len, kvh, waitneed, wcnt, tbt_b, tbt_k,
                                 grow, gen, done_step, dk, a, dT, pa, pd, pm, pn)
         elif admission == 3:
             # decode population predicted at T: decode start s (admission, or KV ready if not yet
@@ -815,14 +989,26 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
         # ---------------- commit: run the prefill on pi
         if use_remote:
             fetched_tok[i] = cached - cl
-            fetch_src[i] = src
-            _touch_blocks(last_use, q_block, q_stamp, meta, src, blocks[:best])  # read at the source
+            fetch_src[i] = f_src
+            _touch_blocks(last_use, q_block, q_stamp, meta, f_src, blocks[:best])  # read at the source
+            if links is not None:
+                for s in range(X):  # pair s: f_src's node s sends, pi's node s receives
+                    l1 = f_src * X + s
+                    l2 = P * X + pi * X + s
+                    if max(lc[l1, 1] - lc[l1, 0], lc[l2, 1] - lc[l2, 0]) >= lb.shape[1]:
+                        lb, le = _more_slots(lb, le)
+                    b = _fit_pair(lb, le, lc, l1, l2, max(start, srcav[f_src]), f_t)
+                    _book(lb, le, lc, l1, b, b + f_t, a)
+                    _book(lb, le, lc, l2, b, b + f_t, a)
         else:
             fetched_tok[i] = 0
         for s in range(X):
             gfree[pi, s] = nfree[s]
             glink[pi, s] = nlink[s]
         _touch_blocks(last_use, q_block, q_stamp, meta, pi, blocks)  # store / refresh (and replicate)
+        if links is not None:  # blocks fetched are complete on pi when the fetch ends, computed ones at the end
+            for k in range(n_local, len(blocks)):
+                bavail[pi, blocks[k]] = r0 if (use_remote and k < best) else end
         prefill_inst[i] = pi
         if db >= 0:  # bound at arrival: its KV is in flight to db until its ready event
             decode_inst[i] = db
@@ -831,6 +1017,7 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
         computed_tok[i] = Lin - cached
         queue_wait[i] = start - a
         fetch_time[i] = f_t
+        fetch_wait[i] = f_w
         prefill_start[i] = start
         prefill_time[i] = pt
         prefill_end[i] = end
@@ -839,5 +1026,11 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
             outcome[i] = 1
             continue
         ready[i] = r_i
+        stream_wait[i] = r_i - r_free
+        if links is not None:  # the stream holds pi's send links for x_s s, until its KV has arrived
+            for s in range(X):
+                if lc[pi * X + s, 1] - lc[pi * X + s, 0] >= lb.shape[1]:
+                    lb, le = _more_slots(lb, le)
+                _book(lb, le, lc, pi * X + s, b_s, b_s + x_s, a)
         hsize = _heap_push(ht, hi, hsize, ready[i], i)
     diag[2] = nlog

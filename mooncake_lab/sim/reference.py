@@ -40,6 +40,12 @@ Prefill (per instance: FIFO queue, prefix cache of 512-token blocks evicting by 
     5. TTFT = end − arrival (the prefill produces the first token). ``output_len == 1``: done.
     6. The KV reaches decode at ``ready = end + exposed transfer`` (layer-wise: max(x/l,
        x − p(1 − 1/l)); serialized: x; x = transfer of all L tokens).
+   6b. ``network_contention``: fetches and KV streams reserve the prefill nodes' send / receive
+       links in commit order, each in the earliest gap (:mod:`.links`): a fetch comes from the
+       holder of the best prefix it can begin from first (not before the prefix is complete
+       there) and begins after a wait for the links (the prefill starts at start + wait +
+       fetch), and ``ready`` may come later than rule 6 says. The Conductor's fetch estimates
+       (rule 2, 2b) include that wait.
 
 Decode (per instance: continuous batching)
     7. ``decode_binding="ready"`` (late binding): at ``ready`` the request goes to the decode
@@ -119,6 +125,7 @@ from ..cpp import cm_cpp_link_time, cm_stage_coefficients
 from ..prefix_cache import ReferenceCache
 from ..roofline import cm_prefill_time
 from .conductor_view import Request, new_view
+from .links import LinkCalendar, fit_all
 from .cpp_group import group_fetch_time
 from .config import (ADMISSIONS, COMPLETED, REJECTED_AFTER_PREFILL, REJECTED_AT_ARRIVAL,
                      REJECTED_TOO_LARGE)
@@ -205,10 +212,12 @@ class _Decode:
 
 
 def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv: np.ndarray,
-                  diag: np.ndarray, student=None) -> None:
+                  diag: np.ndarray, student=None, link_log: list | None = None) -> None:
     """Fill ``out`` (the per-request arrays of :func:`mooncake_lab.sim.run.simulate`) the slow way.
 
     ``student``: a :class:`~.student_policy.StudentPolicy` choosing the prefill instance (rule 2b).
+    ``link_log``: with ``network_contention``, every reservation is appended to it as
+    ``(link, begin, end, request)``, link = ``("send" | "recv", instance, stage)``.
     """
     c = resolved.cost
     cap = resolved.decode_kv_capacity
@@ -218,6 +227,37 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
 
     def fetch_s(n_tokens):
         return float(group_fetch_time(c, n_tokens, X))
+    contention = bool(config.network_contention)
+    send = [[LinkCalendar() for _ in range(X)] for _ in range(P)]  # rule 6b: per node (p, s)
+    recv = [[LinkCalendar() for _ in range(X)] for _ in range(P)]
+
+    def fetch_begin(src, p, t, d):
+        """When a ``d``-s fetch from ``src`` to ``p`` requested at ``t`` has all X pairs started."""
+        return max([t] + [fit_all([send[src][s], recv[p][s]], t, d) for s in range(X)])
+
+    avail = [dict() for _ in range(P)]  # block → when it is complete on that instance (rule 6b)
+
+    def complete_on(q):
+        """When the best prefix is complete on holder ``q``."""
+        return max([0.0] + [avail[q][b] for b in blocks[:best]])
+
+    def fetch_from(p, t, d):
+        """(source, begin) of a fetch to ``p``: without contention the first holder of the best
+        prefix, at ``t``; with it the holder whose links let the fetch begin first (ties: lowest),
+        not before the prefix is complete there."""
+        if not contention:
+            return src, t
+        return min((fetch_begin(q, p, max(t, complete_on(q)), d), q)
+                   for q in range(P) if local[q] == best and q != p)[::-1]
+
+    def backlog(links, p, a):
+        return max(lk.backlog(a) for lk in links[p]) if contention else 0.0
+
+    def book(kind, p, s, b, e, i):
+        (send if kind == "send" else recv)[p][s].book(b, e)
+        if link_log is not None:
+            link_log.append(((kind, p, s), b, e, i))
+
     policy_name = config.prefill_policy
     fetches = policy_name == "kvcentric" or student is not None  # Algorithm 1's remote-prefix rule
     threshold = float(config.kvcache_balancing_threshold)
@@ -383,12 +423,14 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
                 if remote_ok(p):
                     cb = _reusable_tokens(best, L, bt)
                     f = fetch_s(cb - cl)
+                    f += fetch_from(p, start_p, f)[1] - start_p
                     f_pre = g.run(start_p + f, L - cb, cb, commit=False)[1]
                     t = w + (f + f_pre)
                 k = max(0.0, 1.0 + noise_sd * z_noise[i, p]) if noise_sd > 0 else 1.0
                 view.wait_s[p], view.prefill_s[p], view.fetch_s[p] = w * k, pre * k, f * k
                 view.fetch_prefill_s[p], view.ttft_s[p] = f_pre * k, t * k
                 view.prefix_tokens[p], view.fetch[p] = cl, remote_ok(p)
+                view.send_backlog_s[p], view.recv_backlog_s[p] = backlog(send, p, a), backlog(recv, p, a)
             diag[4] = i
             pi = student.choose(Request(i, a, L, o, _reusable_tokens(best, L, bt), src if best > 0 else -1,
                                         float(u_random[i])), view)
@@ -403,6 +445,8 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
                     if remote_ok(p):
                         cb = _reusable_tokens(best, L, bt)
                         f = fetch_s(cb - cl)
+                        r0 = max(a, g.busy_until)
+                        f += fetch_from(p, r0, f)[1] - r0  # rule 6b: + the wait for the links
                         e += f + g.run(max(a, g.busy_until) + f, L - cb, cb, commit=False)[1]
                     else:
                         e += g.run(max(a, g.busy_until), L - cl, cl, commit=False)[1]
@@ -418,8 +462,17 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
             cached = _reusable_tokens(best, L, bt)
             fetch_t = fetch_s(cached - cl)
         start = max(a, groups[pi].busy_until)
-        end, pt = groups[pi].run(start + fetch_t, L - cached, cached, commit=False)
-        r = end + _exposed_transfer(c, L, pt, resolved.n_layers, layerwise)
+        f_src, f_wait = src, 0.0
+        if use_remote:
+            f_src, f_begin = fetch_from(pi, start, fetch_t)
+            f_wait = f_begin - start
+        end, pt = groups[pi].run(start + f_wait + fetch_t, L - cached, cached, commit=False)
+        r = r_free = end + _exposed_transfer(c, L, pt, resolved.n_layers, layerwise)
+        if contention and o > 1:  # rule 6b: the stream wants [r − x, r] on all pi's send links
+            x = float(cm_kv_transfer_time(c, L))
+            b_s = fit_all(send[pi], r_free - x, x)
+            if b_s > r_free - x:
+                r = max(r_free, b_s + x)
         cand = L + 1 if grow else L + o  # what this request counts / needs on decode (rule 8b)
         bind = None  # rule 7, "arrival": the decode instance chosen now
         if at_arrival and o > 1:
@@ -460,10 +513,19 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
         out["fetched_tok"][i] = 0
         if use_remote:
             out["fetched_tok"][i] = cached - cl
-            out["fetch_src"][i] = src
-            caches[src].touch(blocks[:best])
-        groups[pi].run(start + fetch_t, L - cached, cached, commit=True)
+            out["fetch_src"][i] = f_src
+            caches[f_src].touch(blocks[:best])
+            if contention:
+                for s in range(X):  # pair s: f_src's node s → pi's node s
+                    b = fit_all([send[f_src][s], recv[pi][s]], max(start, complete_on(f_src)), fetch_t)
+                    book("send", f_src, s, b, b + fetch_t, i)
+                    book("recv", pi, s, b, b + fetch_t, i)
+        groups[pi].run(start + f_wait + fetch_t, L - cached, cached, commit=True)
         caches[pi].touch(blocks)
+        if contention:  # fetched blocks are complete on pi when the fetch ends, computed ones at the end
+            r0 = start + f_wait + fetch_t
+            for k in range(local[pi], len(blocks)):
+                avail[pi][blocks[k]] = r0 if (use_remote and k < best) else end
         out["prefill_inst"][i] = pi
         if bind is not None:  # rule 7: bound now, its KV in flight to ``bind`` until it is ready
             out["decode_inst"][i] = bind
@@ -472,6 +534,7 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
         out["computed_tok"][i] = L - cached
         out["queue_wait"][i] = start - a
         out["fetch_time"][i] = fetch_t
+        out["fetch_wait"][i] = f_wait
         out["prefill_start"][i] = start
         out["prefill_time"][i] = pt
         out["prefill_end"][i] = end
@@ -480,6 +543,10 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
             out["outcome"][i] = COMPLETED
             continue
         out["ready"][i] = r
+        out["stream_wait"][i] = r - r_free
+        if contention:
+            for s in range(X):
+                book("send", pi, s, b_s, b_s + x, i)
         gen[i] = 1
         last_token[i] = end
         ready_events.append((r, i))

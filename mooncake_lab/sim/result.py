@@ -63,6 +63,10 @@ class SimResult:
         fetch + prefill seconds of a request rejected after its prefill (else 0).
         ``preemptions``: times the request was preempted on its decode node (``output_lengths=
         "unknown"``; 0 otherwise); its decode admission is the first one.
+        ``fetch_wait_s`` / ``stream_wait_s`` (``network_contention``; else 0): seconds its prefix
+        fetch waited for the links before it began (so the prefill begins at prefill start +
+        fetch wait + fetch), and seconds its KV reached decode later than on an idle network
+        (NaN where there was no stream: output of one token, or not prefilled).
         """
         if self._frame is None:
             a, tr = self.arrays, self.trace
@@ -83,6 +87,7 @@ class SimResult:
                 "prefill_load": a["prefill_load"], "decode_load": a["decode_load"],
                 "wasted_prefill_s": self._wasted(),
                 "preemptions": a["preemptions"],
+                "fetch_wait_s": a["fetch_wait"], "stream_wait_s": a["stream_wait"],
             })
             df.index.name = "request"
             self._frame = df

@@ -23,7 +23,8 @@ __all__ = ["simulate", "ENGINES", "memory_estimate", "MEMORY_BUDGET_BYTES"]
 ENGINES = ("numba", "reference")
 
 _FLOAT_OUT = ("queue_wait", "fetch_time", "prefill_start", "prefill_time", "prefill_end", "ready",
-              "decode_admit", "finish", "tbt_mean", "tbt_tail", "prefill_load", "decode_load")
+              "decode_admit", "finish", "tbt_mean", "tbt_tail", "prefill_load", "decode_load",
+              "fetch_wait", "stream_wait")
 _INT_OUT = ("prefill_inst", "decode_inst", "fetch_src", "cached_tok", "fetched_tok", "computed_tok")
 
 
@@ -87,6 +88,9 @@ def memory_estimate(trace: Trace, config: ClusterConfig, rc=None) -> dict:
                                f"{n:,} requests (output_lengths='unknown': room for {n:,} preemptions, "
                                f"doubled while a run needs more)"),
     }
+    if config.network_contention and not config.coupled:
+        parts["block availability"] = (8 * P * nb, f"{P:,} instances × {nb:,} block ids of the trace × 8 B "
+                                                    f"(network_contention)")
     return parts
 
 
@@ -188,7 +192,8 @@ def _simulate(trace, config, engine, spare):
                     out["prefill_end"], out["ready"], out["decode_admit"], out["finish"],
                     out["tbt_mean"], out["tbt_tail"], out["prefill_load"], out["decode_load"], max_kv, diag,
                     int(rc.decode_binding), int(rc.decode_load_metric),
-                    bool(rc.output_unknown), out["preemptions"], int(spare))
+                    bool(rc.output_unknown), out["preemptions"], int(spare),
+                    out["fetch_wait"], out["stream_wait"], True if config.network_contention else None)
             if student is None:
                 _kernel(*args)
             else:

@@ -22,7 +22,10 @@ Algorithm 1's rule, and the one field the policy may overwrite (veto or force th
 decode instance is the least loaded one, and ``admission`` applies as usual. So
 ``np.argmin(view.ttft_s)`` *is* ``"kvcentric"``; with ``view.fetch[:] = False`` first,
 ``np.argmin(view.wait_s)`` is ``"load"`` and ``np.argmin(view.wait_s + view.prefill_s)`` is
-``"cache_aware"``.
+``"cache_aware"``. With ``network_contention`` the view also shows each instance's link backlog
+(``view.send_backlog_s``, ``view.recv_backlog_s``: seconds of transfers already reserved on its
+send / receive links, :mod:`.links`), and ``view.fetch_s`` includes the wait for those links, so a
+policy can steer away from a hot holder whose send link is congested.
 
 **Compiled when it can be.** The function is compiled with numba (``boundscheck=True``, 0.3–1 s
 once per function) when it only uses numbers, arrays and numpy, and the simulator calls it as a
