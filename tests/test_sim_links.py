@@ -407,3 +407,25 @@ def test_contention_with_every_fidelity_switch_kernel_equals_reference(trace, co
     np.testing.assert_array_equal(a.requests["preemptions"], b.requests["preemptions"])
     assert (a.requests.outcome != "unfinished").all()
     assert a.diagnostics["time_reversals"] == 0
+
+
+def test_a_zero_second_transfer_keeps_the_link_calendar_sorted():
+    """A 1-token prompt fetches 0 tokens (at least one token is computed), a 0-second reservation at the
+    begin of a long stream on the same send link. Booked after it, it must sort first, or the kernel's
+    binary search over the reservations' ends skips the stream (found by hypothesis: request 18 was
+    ready at 0.338 s in the kernel, inside request 6's stream [0.193, 0.465] s; the reference: 0.465 s)."""
+    inp = [1, 1, 1, 1, 1, 477, 901] + [1] * 11 + [1]
+    out = [1, 1, 1, 1, 1, 2, 2] + [1] * 11 + [2]
+    counts = [1, 1, 1, 1, 1, 1, 2] + [1] * 12
+    ids = [0, 1, 2, 3, 4, 5, 5, 6, 7, 8, 9, 10, 11, 5, 12, 13, 14, 15, 16, 17]
+    tr = trace_from_requests(np.zeros(19), inp, out, counts, ids, name="zero-second")
+    cfg = sim.ClusterConfig(n_prefill=3, n_decode=1, cache_capacity_blocks=1, network_gbps=10.0,
+                            network_contention=True)
+    a = sim.simulate(tr, cfg, engine="numba")
+    b = sim.simulate(tr, cfg, engine="reference")
+    assert_same(a, b)
+    _, log = reference_with_log(tr, cfg)
+    send2 = sorted((bg, e) for lk, bg, e, i in log if lk == ("send", 2, 0))
+    stream6 = [(bg, e) for lk, bg, e, i in log if lk == ("send", 2, 0) and i == 6][0]
+    assert a.requests.decode_ready_s[18] >= stream6[1]   # it waits for request 6's stream
+    assert all(e1 <= b2 for (_, e1), (b2, _) in zip(send2, send2[1:]))   # never overbooked

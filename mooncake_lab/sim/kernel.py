@@ -128,7 +128,9 @@ def _book(lb, le, lc, l, b, e, now):
     """Reserve ``[b, e]`` on link ``l`` (a gap :func:`_fit` found), first dropping reservations
     that ended by ``now`` (no later transfer can start before the current arrival: the row's live
     part ``lc[l, 0] … lc[l, 1]`` moves right, and back to 0 when it reaches the row's end). Needs
-    a free slot: ``lc[l, 1] − lc[l, 0] < lb.shape[1]``."""
+    a free slot: ``lc[l, 1] − lc[l, 0] < lb.shape[1]``. Sorted by begin, then end, so the ends are
+    sorted too (a zero-second transfer at the begin of another sorts before it: :func:`_fit`'s
+    binary search needs it)."""
     h = lc[l, 0]
     m = lc[l, 1]
     while h < m and le[l, h] <= now:
@@ -140,7 +142,7 @@ def _book(lb, le, lc, l, b, e, now):
         m -= h
         h = 0
     j = m
-    while j > h and lb[l, j - 1] > b:
+    while j > h and (lb[l, j - 1] > b or (lb[l, j - 1] == b and le[l, j - 1] > e)):
         lb[l, j] = lb[l, j - 1]
         le[l, j] = le[l, j - 1]
         j -= 1

@@ -86,7 +86,7 @@ class LinkCalendar:
     def book(self, b: float, e: float) -> None:
         """Reserve ``[b, e]`` (a gap :meth:`fit` found)."""
         k = len(self.slots)
-        while k > 0 and self.slots[k - 1][0] > b:
+        while k > 0 and self.slots[k - 1] > (b, e):  # by begin, then end: the ends stay sorted too
             k -= 1
         self.slots.insert(k, (b, e))
 
