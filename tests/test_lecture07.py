@@ -330,3 +330,12 @@ def test_dashboards_decode_semantics_control():
     assert o.controls["kv"].disabled and "TBT / SLO" in o.readout.value
     with pytest.raises(ValueError, match=r"OverloadDashboard\(decode=...\): got 'x'"):
         OverloadDashboard(decode="x")
+
+
+def test_reproduce_reports_table3_under_the_paper_decode_semantics():
+    got = {m.name: m for m in ov._metrics()}
+    pap = [got[f"overload.paper_decode.rejected.{p}"] for p in ov.POLICIES]
+    assert [m.paper for m in pap] == [ov.PAPER_TABLE3_REJECTED[p] for p in ov.POLICIES]
+    comp = ov.overload_comparison(**ov.semantics_config("paper"))
+    assert [m.ours for m in pap] == [float(comp.loc[p, "rejected"]) for p in ov.POLICIES]
+    assert "decode_binding='arrival'" in pap[0].source and "never binds" in pap[0].source

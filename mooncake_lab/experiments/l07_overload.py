@@ -484,9 +484,13 @@ def _metrics() -> list[Metric]:
                    src + "; arXiv Fig. 9–10 show anti-phase prefill/decode load under early rejection")
             for p in ("early", "predicted")]
     paper_df = overload_comparison(**semantics_config("paper"))
-    psrc = (f"{_TABLE3}; ours: toolagent-like synthetic trace at {DEFAULT_SPEED}×, 8P+8D, preset 'modern', "
-            f"the paper's decode semantics (PAPER_DECODE: {', '.join(f'{k}={v!r}' for k, v in PAPER_DECODE.items())}); "
-            f"the decode pool never binds there, so every policy rejects the same (TTFT-only) requests")
+    rej = paper_df["rejected"]
+    found = ("the decode pool never binds there (none rejected after prefill), so every policy rejects the same "
+             "(TTFT-only) requests" if int(paper_df["rejected_after_prefill"].sum()) == 0 and rej.nunique() == 1
+             else f"ordering {rejection_ordering(rej)}")
+    psrc = (f"{_TABLE3}; ours: toolagent-like synthetic trace at {DEFAULT_SPEED}×, 8P+8D, preset 'modern', the "
+            f"paper's decode semantics (PAPER_DECODE: {', '.join(f'{k}={v!r}' for k, v in PAPER_DECODE.items())}); "
+            + found)
     out += [Metric(f"overload.paper_decode.rejected.{p}", float(paper_df.loc[p, "rejected"]), "requests",
                    PAPER_TABLE3_REJECTED[p], psrc) for p in POLICIES]
     return out
