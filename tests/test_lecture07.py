@@ -339,3 +339,13 @@ def test_reproduce_reports_table3_under_the_paper_decode_semantics():
     comp = ov.overload_comparison(**ov.semantics_config("paper"))
     assert [m.ours for m in pap] == [float(comp.loc[p, "rejected"]) for p in ov.POLICIES]
     assert "decode_binding='arrival'" in pap[0].source and "never binds" in pap[0].source
+
+
+def test_split_table_where_decode_binds_goodput_collapses():
+    """§6½'s prose: in the rows where the decode pool binds, every policy serves a small fraction within both SLOs."""
+    splits = ov.split_table("conversation")
+    binding = splits[splits.after_prefill_baseline > 0]
+    assert len(binding)
+    for p in ov.POLICIES:
+        assert (binding[f"goodput_{p}"] < 0.25 * splits.attrs["requests"]).all(), (p, binding)
+    assert "only at " + ", ".join(f"{k[0]} at {k[1]:g}×" for k in binding.index) in ov.describe_splits(splits, "c")

@@ -17,6 +17,13 @@ When the paper's ordering holds (:func:`speed_sweep`, :func:`regime_table`): bas
 most only in a *mild* decode overload (≈ 1–1.25× here); at 2× our baseline rejects the fewest,
 because its late check is per-node fit — it refuses mostly *large* requests (:func:`overload_comparison`
 column ``rejected_kv_mean``) — while early/predicted decide size-blind on the pool average.
+
+Which assumption decides the ordering (:func:`semantics_table`, :func:`split_table`): the decode side.
+With the paper's decode semantics (:data:`PAPER_DECODE`: real KV capacity, decode instance chosen at
+arrival, TBT load) the 8P+8D cluster is prefill-bound on both traces, the baseline's decode check never
+fires and every policy rejects the same (TTFT-only) requests; only a decode-starved split (2 or 1
+decode nodes of 16) makes the decode pool bind. :data:`DECODE_SEMANTICS` names both settings for the
+lecture's control; a key added to PAPER_DECODE reaches every table, dashboard and metric that uses it.
 """
 from __future__ import annotations
 
@@ -444,7 +451,9 @@ def describe_splits(table: pd.DataFrame, name: str) -> str:
                 f"the decode pool never binds.")
     (split, speed), r = binds[0]
     paper = [f"{k[0]} at {k[1]:g}×" for k, row in table.iterrows() if row["paper_ordering"]]
-    return (f"On `{name}` the decode pool first binds at **{split}, {speed:g}×** (mean decode load "
+    where = ", ".join(f"{k[0]} at {k[1]:g}×" for k, _ in binds)
+    return (f"On `{name}` the baseline's decode check rejects anything (the decode pool binds) only at {where}. "
+            f"At **{split}, {speed:g}×** (mean decode load "
             f"{r['decode_load_mean']:.2f}): rejected baseline / early / predicted {_counts_text(r)}, "
             f"{r['ordering']}; baseline rejects {int(r['after_prefill_baseline']):,} after prefill; "
             f"served within both SLOs: {int(r['goodput_baseline']):,} / {int(r['goodput_early']):,} / "
