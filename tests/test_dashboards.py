@@ -105,8 +105,10 @@ def _moves_after_prefetch():
     speeds = [("speed", round(0.25 * k, 2)) for k in range(12, 0, -1)]
     return [(capstone.MechanismDashboard, [("speed", x) for x in reversed(l08_capstone.SPEEDS)]
              + [("trace", "toolagent-like"), ("*kvcentric", False), ("speed", 1.0), ("trace", "conversation")]),
-            (overload.PolicyComparisonDashboard, speeds + [("trace", "toolagent-like"), ("speed", 3.0)]),
-            (overload.OverloadDashboard, [("policy", "baseline"), ("policy", "none"), ("trace", "toolagent-like")]),
+            (overload.PolicyComparisonDashboard, speeds + [("trace", "toolagent-like"), ("speed", 3.0), ("decode", "paper"),
+                                                           ("speed", 2.75), ("trace", "conversation")]),
+            (overload.OverloadDashboard, [("policy", "baseline"), ("policy", "none"), ("trace", "toolagent-like"),
+                                          ("decode", "paper"), ("policy", "early"), ("trace", "conversation")]),
             (traces.TraceDashboard, [("view", "popularity"), ("trace", "toolagent-like"), ("trace", "conversation")]),
             (cache.CapacityDashboard, [("trace", "toolagent-like"), ("trace", "conversation")]),
             (scheduling.SchedulingDashboard, [("*n_prefill", 32), ("trace", "toolagent-like"),

@@ -185,7 +185,8 @@ def test_overload_dashboard_every_control_changes_the_figure():
 
     d = OverloadDashboard(policy="predicted")
     for name, value in [("speed", 1.5), ("threshold", 0.8), ("t_d", 30.0), ("horizon", 0.3),
-                        ("kv", 80_000.0), ("policy", "baseline"), ("trace", "toolagent-like")]:
+                        ("kv", 80_000.0), ("policy", "baseline"), ("trace", "toolagent-like"),
+                        ("decode", "paper")]:
         before, text = _line_data(d.figure), d.readout.value
         d.controls[name].value = value
         assert _changed(before, _line_data(d.figure)), name
@@ -262,3 +263,89 @@ def test_crossing_speed_interpolates_between_grid_points():
     assert ov.crossing_speed(sw) == pytest.approx(1.625)
     assert ov.crossover_speed(sw) == 2.0
     assert np.isnan(ov.crossing_speed(sw[sw.speed < 2.0]))
+
+
+# ------------------------------------------------------------- decode semantics (issue 14 part 6)
+def test_semantics_config_paper_keys_win_and_a_new_key_reaches_every_run(monkeypatch):
+    assert ov.semantics_config("paper", decode_kv_capacity_tokens=40_000.0)["decode_kv_capacity_tokens"] is None
+    assert ov.semantics_config("lecture", decode_kv_capacity_tokens=80_000.0)["decode_kv_capacity_tokens"] == 80_000.0
+    with pytest.raises(ValueError, match="semantics.*'lecture', 'paper'"):
+        ov.semantics_config("papers")
+    # another part of issue 14 will add a key to PAPER_DECODE: that alone must reach the runs
+    monkeypatch.setitem(ov.PAPER_DECODE, "tbt_slo_s", 0.2)
+    assert ov.semantics_config("paper")["tbt_slo_s"] == 0.2
+    (job,) = ov.policy_jobs("toolagent-like", 2.0, ("early",), **ov.semantics_config("paper"))
+    assert job[2].tbt_slo_s == 0.2 and job[2].decode_binding == "arrival"
+
+
+def test_paper_decode_semantics_make_every_policy_reject_the_same():
+    """§6½: with the paper's decode semantics (real KV, binding at arrival, TBT load) the decode pool does not
+    bind at 2× on either trace (none rejected at all); with the lecture's the three policies differ."""
+    table = ov.semantics_table()
+    for name in table.index.get_level_values(0).unique():
+        pap, lec = table.loc[(name, "paper")], table.loc[(name, "lecture")]
+        assert [pap[f"rejected_{p}"] for p in ov.POLICIES] == [0, 0, 0], (name, pap)
+        assert pap["ordering"] == "baseline = early = predicted" and not pap["paper_ordering"]
+        assert pap["decode_load_mean"] < 0.5 < lec["decode_load_mean"], name
+        assert lec["after_prefill_baseline"] > 0 and len({lec[f"rejected_{p}"] for p in ov.POLICIES}) == 3, name
+    assert "the decode pool never binds" in ov.describe_semantics(table)
+
+
+def test_split_table_decode_binds_only_when_starved():
+    splits = ov.split_table("conversation")
+    assert splits.attrs["requests"] == len(ov._trace("conversation"))
+    assert splits.loc[("8P+8D", 2.0), "after_prefill_baseline"] == 0
+    binding = splits[splits.after_prefill_baseline > 0]
+    assert len(binding) and set(binding.index.get_level_values(0)) <= {"14P+2D", "15P+1D"}, splits
+    first = binding.iloc[0]
+    text = ov.describe_splits(splits, "conversation")
+    assert f"{int(first.rejected_baseline):,} / {int(first.rejected_early):,} / {int(first.rejected_predicted):,}" in text
+
+
+def test_describe_splits_when_nothing_binds_by_hand():
+    import pandas as pd
+
+    t = pd.DataFrame([{"split": "8P+8D", "speed": 2.0, "after_prefill_baseline": 0}]).set_index(["split", "speed"])
+    assert "never binds" in ov.describe_splits(t, "x")
+
+
+def test_dashboards_decode_semantics_control():
+    from mooncake_lab.dashboards.overload import OverloadDashboard, PolicyComparisonDashboard
+
+    d = PolicyComparisonDashboard(trace="toolagent-like")
+    heights = lambda: [p.get_height() for ax in d.figure.axes for p in ax.patches]  # noqa: E731
+    before = heights()
+    assert "does not hold" in d.readout.value and not d.controls["kv"].disabled
+    d.controls["decode"].value = "paper"
+    assert heights() != before and d.controls["kv"].disabled
+    assert "baseline = early = predicted" in d.readout.value and "does not bind" in d.readout.value
+    assert f"{ov.real_kv_capacity_tokens():,.0f} tokens/node" in d.readout.value and "at arrival" in d.readout.value
+    d.controls["kv"].value = 100_000.0          # switched off under the paper's semantics: same runs
+    assert heights() == heights() and "baseline = early = predicted" in d.readout.value
+    d.controls["decode"].value = "lecture"
+    assert not d.controls["kv"].disabled and "100,000 tokens/node" in d.readout.value
+    d.controls["decode"].value = "papers"       # refused, named
+    assert d.value("decode") == "lecture" and "papers" in d.notice.value
+    o = OverloadDashboard(trace="toolagent-like", decode="paper")
+    assert o.controls["kv"].disabled and "TBT / SLO" in o.readout.value
+    with pytest.raises(ValueError, match=r"OverloadDashboard\(decode=...\): got 'x'"):
+        OverloadDashboard(decode="x")
+
+
+def test_reproduce_reports_table3_under_the_paper_decode_semantics():
+    got = {m.name: m for m in ov._metrics()}
+    pap = [got[f"overload.paper_decode.rejected.{p}"] for p in ov.POLICIES]
+    assert [m.paper for m in pap] == [ov.PAPER_TABLE3_REJECTED[p] for p in ov.POLICIES]
+    comp = ov.overload_comparison(**ov.semantics_config("paper"))
+    assert [m.ours for m in pap] == [float(comp.loc[p, "rejected"]) for p in ov.POLICIES]
+    assert "decode_binding='arrival'" in pap[0].source and "never binds" in pap[0].source
+
+
+def test_split_table_where_decode_binds_goodput_collapses():
+    """§6½'s prose: in the rows where the decode pool binds, every policy serves a small fraction within both SLOs."""
+    splits = ov.split_table("conversation")
+    binding = splits[splits.after_prefill_baseline > 0]
+    assert len(binding)
+    for p in ov.POLICIES:
+        assert (binding[f"goodput_{p}"] < 0.25 * splits.attrs["requests"]).all(), (p, binding)
+    assert "only at " + ", ".join(f"{k[0]} at {k[1]:g}×" for k in binding.index) in ov.describe_splits(splits, "c")

@@ -221,3 +221,15 @@ claim("07.sol_q5_pivot", "at 1.25× baseline 890 > early 680; at **1.5×** basel
       lambda: (_below(), _pivot(_below(), "baseline"), _pivot(_below(), "early"), _ov().crossover_speed(_sweep()),
                _pivot(_ov().crossover_speed(_sweep()), "baseline"), _pivot(_ov().crossover_speed(_sweep()), "early")),
       where="solutions")
+
+
+def _split_nodes() -> int:
+    """The cluster size every split of §6½ keeps (8P+8D's 16 nodes)."""
+    ov, c = _ov(), _cfg()
+    sizes = {n_p + n_d for n_p, n_d in ov.SPLITS} | {c.n_prefill + c.n_decode}
+    if len(sizes) != 1:
+        raise AssertionError(f"l07_overload.SPLITS do not all keep {c.n_prefill + c.n_decode} nodes: {ov.SPLITS}")
+    return sizes.pop()
+
+
+claim("07.split_nodes", "(the same 16", _split_nodes)

@@ -1,10 +1,11 @@
 """Dashboards of lecture 07: admission control under overload.
 
 * :class:`OverloadDashboard`: trace, replay speed, admission policy, threshold, t_d, prediction
-  horizon and decode KV capacity → one simulation (≈ 0.1 s on the conversation trace at 2×, 0.25 s on
+  horizon, decode KV capacity and decode semantics (the lecture's or the paper's,
+  :data:`~mooncake_lab.experiments.l07_overload.DECODE_SEMANTICS`) → one simulation (≈ 0.1 s on the conversation trace at 2×, 0.25 s on
   toolagent-like; memoised in :func:`~mooncake_lab.experiments.l07_overload.run`, where parameters the
   policy does not read do not rerun it) → prefill and decode load over time + counts.
-* :class:`PolicyComparisonDashboard`: trace, replay speed and decode KV capacity → the three
+* :class:`PolicyComparisonDashboard`: trace, replay speed, decode KV capacity and decode semantics → the three
   policies side by side (three simulations per move, in parallel threads) → rejected / completed /
   wasted prefill bars.
 
@@ -19,13 +20,16 @@ import math
 import ipywidgets as widgets
 import numpy as np
 
+from .. import sim
 from ..experiments import l07_overload as exp
 from ..plots import overload as plots
 from . import Dashboard, nice_ceiling, sticky_limit
 
-__all__ = ["OverloadDashboard", "PolicyComparisonDashboard", "BOUNDS", "TRACE_CHOICES"]
+__all__ = ["OverloadDashboard", "PolicyComparisonDashboard", "BOUNDS", "TRACE_CHOICES", "SEMANTICS_CHOICES"]
 
 TRACE_CHOICES = exp.TRACES
+#: The decode semantics control (:data:`~...l07_overload.DECODE_SEMANTICS`): the lecture's, or the paper's.
+SEMANTICS_CHOICES = tuple(exp.DECODE_SEMANTICS)
 #: Slider bounds (every value in them runs; tests sweep the corners).
 BOUNDS = {
     "speed": (0.25, 3.0),             # × replay; 2× = arXiv Table 3
@@ -46,6 +50,35 @@ def _kv_slider():
                                   description="decode KV per node (tokens)", **_slider_style())
 
 
+def _semantics_dropdown():
+    return widgets.Dropdown(options=SEMANTICS_CHOICES, description="decode semantics", **_slider_style())
+
+
+def _decode_overrides(semantics: str, kv: float) -> dict:
+    """ClusterConfig overrides of the decode semantics control and the KV slider (the semantics win:
+    the paper's uses the real KV capacity, and the slider is then switched off)."""
+    return exp.semantics_config(semantics, decode_kv_capacity_tokens=float(kv))
+
+
+def _decode_config(semantics: str, kv: float) -> sim.ClusterConfig:
+    return sim.ClusterConfig(**{**exp.DEFAULT_CONFIG, **_decode_overrides(semantics, kv)})
+
+
+def _decode_kv(semantics: str, kv: float) -> float:
+    """Decode KV capacity (tokens per node) the run uses."""
+    return float(_decode_config(semantics, kv).resolve().decode_kv_capacity)
+
+
+def _decode_text(semantics: str, kv: float) -> str:
+    """What the decode side is, from the config it runs (KV capacity, binding, load) — for a readout."""
+    c = _decode_config(semantics, kv)
+    when = {"ready": "when its KV is ready", "arrival": "at arrival"}.get(c.decode_binding, c.decode_binding)
+    load = {"tbt": "TBT / SLO", "tbt_or_memory": "max(TBT / SLO, KV / capacity)"}.get(c.decode_load_metric,
+                                                                                   c.decode_load_metric)
+    return (f"<i>{semantics}</i> decode semantics: KV {_decode_kv(semantics, kv):,.0f} tokens/node, "
+            f"decode node chosen {when}, decode load {load}")
+
+
 def _derived_t_d(trace, kv_tokens) -> float:
     """t_d (s) derived from the trace and the decode KV capacity, on the slider's 0.5 s grid; for arguments the
     dashboard will refuse anyway (it names them), the slider's low end."""
@@ -62,7 +95,9 @@ class OverloadDashboard(Dashboard):
     Controls: ``trace``, ``policy`` (baseline / early / predicted / none), ``speed`` (0.25–3×),
     ``threshold`` (0.5–2), ``t_d`` (s, 1–60; default: :func:`~...l07_overload.decode_time_estimate` of the
     initial trace, to 0.5 s), ``horizon`` (0–2: 0 = now, 1 = the end of the prefill, 2 = as far again), ``kv`` (tokens per decode node,
-    log, 10k–1.58M). Preset ``modern`` (:data:`~...l07_overload.DEFAULT_CONFIG`).
+    log, 10k–1.58M), ``decode`` (``"lecture"`` or ``"paper"`` decode semantics,
+    :data:`~...l07_overload.DECODE_SEMANTICS`; the paper's uses the real KV capacity, so ``kv`` is then
+    switched off). Preset ``modern`` (:data:`~...l07_overload.DEFAULT_CONFIG`).
     """
 
     title = "Lecture 07 · admission control on the whole trace (one simulation per move)"
@@ -71,11 +106,11 @@ class OverloadDashboard(Dashboard):
 
     def __init__(self, trace: str = "conversation", policy: str = "early", speed: float = exp.DEFAULT_SPEED,
                  threshold: float = 1.0, t_d: float | None = None, horizon: float = 1.0,
-                 kv_tokens: float = exp.DEFAULT_CONFIG["decode_kv_capacity_tokens"]):
+                 kv_tokens: float = exp.DEFAULT_CONFIG["decode_kv_capacity_tokens"], decode: str = "lecture"):
         if t_d is None:
             t_d = _derived_t_d(trace, kv_tokens)
         super().__init__(trace=trace, policy=policy, speed=speed, threshold=threshold, t_d=t_d, horizon=horizon,
-                         kv=kv_tokens)
+                         kv=kv_tokens, decode=decode)
 
     def _build_controls(self) -> dict:
         b = BOUNDS
@@ -92,6 +127,7 @@ class OverloadDashboard(Dashboard):
                                            description="prediction horizon", readout_format=".1f",
                                            **_slider_style()),
             "kv": _kv_slider(),
+            "decode": _semantics_dropdown(),
         }
 
     def _config(self, v: dict | None = None) -> dict:
@@ -99,12 +135,15 @@ class OverloadDashboard(Dashboard):
         v = v or {k: w.value for k, w in self.controls.items()}
         return dict(admission=v["policy"], admission_threshold=float(v["threshold"]),
                     decode_time_s=float(v["t_d"]), prediction_horizon=float(v["horizon"]),
-                    decode_kv_capacity_tokens=float(v["kv"]))
+                    **_decode_overrides(v["decode"], v["kv"]))
 
     def _prefetch_jobs(self, v: dict) -> list:
-        """The other trace with the same settings, and the other admission policies on this one."""
+        """The other trace with the same settings, the other decode semantics, and the other admission
+        policies on this one."""
         cfg = self._config(v)
         return ([(t, float(v["speed"]), exp._config(**cfg)) for t in TRACE_CHOICES if t != v["trace"]]
+                + [(v["trace"], float(v["speed"]), exp._config(**self._config({**v, "decode": m})))
+                   for m in SEMANTICS_CHOICES if m != v["decode"]]
                 + [(v["trace"], float(v["speed"]), exp._config(**{**cfg, "admission": p}))
                    for p in self.controls["policy"].options if p != v["policy"]])
 
@@ -115,8 +154,10 @@ class OverloadDashboard(Dashboard):
 
     def _update(self):
         trace, speed, pol = self.value("trace"), float(self.value("speed")), self.value("policy")
-        thr, kv = float(self.value("threshold")), float(self.value("kv"))
+        thr, kv, sem = float(self.value("threshold")), float(self.value("kv")), self.value("decode")
         cfg = self._config()
+        self.controls["kv"].disabled = "decode_kv_capacity_tokens" in exp.DECODE_SEMANTICS[sem]
+        cap = _decode_kv(sem, kv)
         res = exp.run(trace, speed, **cfg)
         s, name = res.summary(), exp._trace(trace).name  # (res.trace is the replayed copy: "… ×2")
         ts = exp.load_timeseries(trace, speed, cfg.pop("admission"), **cfg)
@@ -125,9 +166,9 @@ class OverloadDashboard(Dashboard):
         self._tops = (sticky_limit(old[0], top_d, headroom=1.0), sticky_limit(old[1], top_p, headroom=1.0))
         self._xmax = sticky_limit(self._xmax, float(ts.index.max()) if len(ts) else 1.0, headroom=1.02)
         self.view.update({pol: ts}, threshold=thr, xmax=self._xmax, tops=[self._tops],
-                         context=f"{name} at {speed:g}×, decode KV {kv / 1e3:,.0f}k tokens/node")
+                         context=f"{name} at {speed:g}×, {sem} decode semantics, KV {cap / 1e3:,.0f}k tokens/node")
         self.readout.value = (
-            f"<b>{pol}</b> on <code>{name}</code> at {speed:g}×, decode KV {kv:,.0f} tokens/node: "
+            f"<b>{pol}</b> on <code>{name}</code> at {speed:g}× ({_decode_text(sem, kv)}): "
             f"completed <b>{s['completed']:,}</b> of {s['requests']:,}; rejected {s['rejected']:,} (at arrival "
             f"{s['rejected_at_arrival']:,}, after prefill {s['rejected_after_prefill']:,}, too large "
             f"{s['rejected_too_large']:,}); wasted prefill {s['wasted_prefill_s']:,.0f} s; SLO attainment "
@@ -137,7 +178,9 @@ class OverloadDashboard(Dashboard):
 class PolicyComparisonDashboard(Dashboard):
     """The three admission policies side by side (three simulations per move, memoised, in parallel threads).
 
-    Controls: ``trace``, ``speed`` (0.25–3×), ``kv`` (tokens per decode node, log, 10k–1.58M).
+    Controls: ``trace``, ``speed`` (0.25–3×), ``kv`` (tokens per decode node, log, 10k–1.58M), ``decode``
+    (``"lecture"`` or ``"paper"`` decode semantics: the ordering of Table 3 appears under the first and
+    vanishes under the second; the paper's uses the real KV capacity, so ``kv`` is then switched off).
     """
 
     title = "Lecture 07 · baseline vs early vs predicted rejection"
@@ -145,8 +188,8 @@ class PolicyComparisonDashboard(Dashboard):
     _KEYWORDS = {"kv": "kv_tokens"}
 
     def __init__(self, trace: str = "conversation", speed: float = exp.DEFAULT_SPEED,
-                 kv_tokens: float = exp.DEFAULT_CONFIG["decode_kv_capacity_tokens"]):
-        super().__init__(trace=trace, speed=speed, kv=kv_tokens)
+                 kv_tokens: float = exp.DEFAULT_CONFIG["decode_kv_capacity_tokens"], decode: str = "lecture"):
+        super().__init__(trace=trace, speed=speed, kv=kv_tokens, decode=decode)
 
     def _build_controls(self) -> dict:
         b = BOUNDS
@@ -155,6 +198,7 @@ class PolicyComparisonDashboard(Dashboard):
             "speed": widgets.FloatSlider(min=b["speed"][0], max=b["speed"][1], step=0.25,
                                          description="replay speed (×)", readout_format=".2f", **_slider_style()),
             "kv": _kv_slider(),
+            "decode": _semantics_dropdown(),
         }
 
     def _paper(self):
@@ -170,21 +214,30 @@ class PolicyComparisonDashboard(Dashboard):
         return self.view.figure
 
     def _prefetch_jobs(self, v: dict) -> list:
-        """The other trace at this speed, then every speed of the slider nearest first (three runs each)."""
-        w, kv = self.controls["speed"], float(v["kv"])
+        """The other trace at this speed, the other decode semantics at this speed, then every speed of the
+        slider nearest first (three runs each)."""
+        w, kv, sem = self.controls["speed"], float(v["kv"]), v["decode"]
         speeds = [float(x) for x in np.round(np.arange(w.min, w.max + w.step / 2, w.step), 6)]
-        states = [(t, float(v["speed"])) for t in TRACE_CHOICES if t != v["trace"]]
-        states += [(v["trace"], x) for x in sorted(speeds, key=lambda x: abs(x - v["speed"])) if x != v["speed"]]
-        return [job for t, x in states for job in exp.policy_jobs(t, x, decode_kv_capacity_tokens=kv)]
+        states = [(t, float(v["speed"]), sem) for t in TRACE_CHOICES if t != v["trace"]]
+        states += [(v["trace"], float(v["speed"]), m) for m in SEMANTICS_CHOICES if m != sem]
+        states += [(v["trace"], x, sem) for x in sorted(speeds, key=lambda x: abs(x - v["speed"])) if x != v["speed"]]
+        return [job for t, x, m in states for job in exp.policy_jobs(t, x, **_decode_overrides(m, kv))]
 
     def _update(self):
-        trace, speed, kv = self.value("trace"), float(self.value("speed")), float(self.value("kv"))
-        df = exp.policy_counts(trace, speed, decode_kv_capacity_tokens=kv)
-        order = exp.rejection_ordering(df["rejected"])
-        holds = exp.paper_ordering_holds(df["rejected"])
-        self.readout.value = (f"{exp._trace(trace).name} at {speed:g}×, decode KV {kv:,.0f} tokens/node: "
+        trace, speed, kv, sem = (self.value("trace"), float(self.value("speed")), float(self.value("kv")),
+                                 self.value("decode"))
+        self.controls["kv"].disabled = "decode_kv_capacity_tokens" in exp.DECODE_SEMANTICS[sem]
+        df = exp.policy_counts(trace, speed, **_decode_overrides(sem, kv))
+        rej = df["rejected"]
+        order = exp.rejection_ordering(rej)
+        holds = exp.paper_ordering_holds(rej)
+        same = ""
+        if int(df["rejected_after_prefill"].sum()) == 0 and rej.nunique() == 1:
+            same = (f"; all three reject {int(rej.iloc[0]):,}, the baseline none after prefill (its arrival check is "
+                    f"TTFT only): the decode pool does not bind here")
+        self.readout.value = (f"{exp._trace(trace).name} at {speed:g}× ({_decode_text(sem, kv)}): "
                               f"rejected, most → fewest: <b>{order}</b> — the paper's ordering (baseline > early > "
-                              f"predicted) {'<b>holds</b>' if holds else 'does not hold'} here")
+                              f"predicted) {'<b>holds</b>' if holds else 'does not hold'} here{same}")
         need = self.view.fitted_ylims(df, self._paper())
         old = self._ylims or [(None, None)] * 3
         self._ylims = [(0.0, sticky_limit(old[0][1], need[0][1], headroom=1.3)),
