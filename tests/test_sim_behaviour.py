@@ -87,7 +87,7 @@ def test_kvcentric_fetches_the_remote_prefix_and_replicates_it():
     # (10,240 tokens) from instance 0; request 2 (same prefix) then finds it on both.
     chains = [list(range(20)), list(range(20)) + [99], list(range(20)) + [98]]
     tr = make([0.0, 0.01, 10.0], [10240, 10752, 10752], [2, 2, 2], chains)
-    cfg = sim.ClusterConfig(n_prefill=2, n_decode=1, prefill_policy="kvcentric", **IDEAL)
+    cfg = sim.ClusterConfig(n_prefill=2, n_decode=1, prefill_policy="kvcentric", network_contention=False, **IDEAL)
     df = sim.simulate(tr, cfg).requests
     c = cfg.resolve().cost
     assert df.prefill_instance[1] == 1 and df.fetch_source[1] == 0
@@ -104,7 +104,7 @@ def test_kvcentric_fetches_the_remote_prefix_and_replicates_it():
 def test_decode_kv_memory_queues_then_admits_at_completion():
     # Capacity 1,000 tokens; two requests needing 600 each (500 in + 100 out) → the second
     # waits until the first finishes and is admitted at exactly that boundary.
-    cfg = sim.ClusterConfig(n_prefill=2, n_decode=1, decode_kv_capacity_tokens=1000.0, **IDEAL)
+    cfg = sim.ClusterConfig(n_prefill=2, n_decode=1, decode_kv_capacity_tokens=1000.0, output_lengths="known", **IDEAL)
     tr = make([0.0, 0.0], [500, 500], [100, 100], [[1], [2]])
     res = sim.simulate(tr, cfg)
     df = res.requests

@@ -304,9 +304,13 @@ def test_contention_is_validated_and_disaggregated_only():
         sim.ClusterConfig(network_contention="yes")
     with pytest.raises(ValueError, match="network_contention"):
         sim.ClusterConfig(network_contention=2)
-    with pytest.raises(ValueError, match="network_contention.*coupled"):
-        sim.ClusterConfig(engine_mode="coupled", network_contention=True)
-    assert sim.ClusterConfig().network_contention is False
+    assert sim.ClusterConfig().network_contention is True   # the paper's: links are shared
+    # a coupled node moves no KV between nodes: the switch does not apply there
+    tr = synthetic_trace("conversation-like").head(60)
+    cpl = dict(engine_mode="coupled", n_coupled=2)
+    a = sim.simulate(tr, sim.ClusterConfig(**cpl, network_contention=True)).requests
+    b = sim.simulate(tr, sim.ClusterConfig(**cpl, network_contention=False)).requests
+    assert a.drop(columns=[]).equals(b)
 
 
 #: Σ prefill end, Σ KV ready, Σ finish, Σ TBT tail (s), Σ fetched tokens, completed requests of the
@@ -327,7 +331,8 @@ def test_contention_off_is_the_simulator_before_it(key):
     pol, lw, x = key.split("-")
     tr = synthetic_trace("conversation-like").head(2000)
     cfg = sim.ClusterConfig(prefill_policy=pol, layerwise_kv_transfer=lw == "True", cpp_group_size=int(x),
-                            network_gbps=50.0, admission="early", preset="modern", decode_kv_capacity_tokens=40000.0)
+                            network_gbps=50.0, admission="early", preset="modern", decode_kv_capacity_tokens=40000.0,
+                            **sim.SIMPLE_SEMANTICS)
     a = sim.simulate(tr, cfg).arrays
     got = [float(np.nansum(a[k])) for k in ("prefill_end", "ready", "finish", "tbt_tail")]
     np.testing.assert_allclose(got, BEFORE[key][:4], rtol=1e-12)

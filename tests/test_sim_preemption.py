@@ -92,7 +92,8 @@ def test_preemptions_happen_and_engines_agree_on_a_heavier_trace():
     tr = synthetic_trace("conversation-like", seed=3).head(300).replay(3.0)
     for adm in sim.ADMISSIONS:
         cfg = sim.ClusterConfig(n_prefill=3, n_decode=2, cache_capacity_blocks=300, decode_kv_capacity_tokens=60_000,
-                                preset="modern", output_lengths="unknown", admission=adm, admission_threshold=1.5)
+                                preset="modern", admission=adm, admission_threshold=1.5,
+                                **{**sim.SIMPLE_SEMANTICS, "output_lengths": "unknown"})
         a, b = sim.simulate(tr, cfg), sim.simulate(tr, cfg, engine="reference")
         assert_same_all(a, b)
         assert_growing_invariants(a)
@@ -178,8 +179,13 @@ def test_output_lengths_field_is_checked():
         sim.ClusterConfig(output_lengths="guess")
     with pytest.raises(ValueError, match="output_lengths"):
         sim.ClusterConfig(output_lengths=1)
-    with pytest.raises(ValueError, match="output_lengths.*coupled"):
-        sim.ClusterConfig(engine_mode="coupled", output_lengths="unknown")
+    assert sim.ClusterConfig().output_lengths == "unknown"   # the paper's (arXiv v3 §7.4)
+    # the coupled engine reserves prompt + output at admission whatever the field says (documented)
+    from mooncake_lab.synthetic import synthetic_trace
+    tr = synthetic_trace("conversation-like").head(60)
+    a = sim.simulate(tr, sim.ClusterConfig(engine_mode="coupled", n_coupled=2, output_lengths="unknown")).requests
+    b = sim.simulate(tr, sim.ClusterConfig(engine_mode="coupled", n_coupled=2, output_lengths="known")).requests
+    assert a.equals(b)
 
 
 def _thrashing():

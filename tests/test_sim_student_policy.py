@@ -142,12 +142,14 @@ def test_view_matches_what_happens(busy_trace):
     for i, (p, w, f, pre, ttft, fetch, best_tok, best_p) in seen.items():
         assert a["prefill_inst"][i] == p
         assert a["queue_wait"][i] == pytest.approx(w, abs=1e-12)
-        assert a["fetch_time"][i] == pytest.approx(f, abs=1e-12)
+        assert a["fetch_wait"][i] + a["fetch_time"][i] == pytest.approx(f, abs=1e-12)  # links' wait included
         assert a["prefill_time"][i] == pytest.approx(pre, rel=1e-12)
         assert a["prefill_end"][i] - tr.arrival_s[i] == pytest.approx(ttft, rel=1e-9)
         assert (a["fetched_tok"][i] > 0) == bool(fetch)
         if fetch:
-            assert a["fetch_src"][i] == best_p and a["cached_tok"][i] == best_tok
+            assert a["cached_tok"][i] == best_tok
+            # the lowest-index holder, or (links shared) the holder whose links let the fetch begin first
+            assert a["fetch_src"][i] == best_p or (res.config.network_contention and a["fetch_src"][i] != p)
 
 
 # ---------------------------------------------------------------- numba ≡ Python mode ≡ reference

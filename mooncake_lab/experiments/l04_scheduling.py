@@ -262,8 +262,10 @@ def worked_example_trace(example_blocks: int = 20) -> Trace:
 
 
 def _example_config(policy: str, threshold: float, network_gbps: float | None, preset: str) -> sim.ClusterConfig:
+    """The worked example's cluster: 3P+1D on an idle, uncontended network (every transfer gets a whole
+    NIC: the example is about Algorithm 1's estimate; the shared network comes later in the lecture)."""
     return sim.ClusterConfig(n_prefill=3, n_decode=1, prefill_policy=policy, kvcache_balancing_threshold=threshold,
-                             network_gbps=network_gbps, preset=preset)
+                             network_gbps=network_gbps, preset=preset, network_contention=False)
 
 
 @lru_cache(maxsize=128)

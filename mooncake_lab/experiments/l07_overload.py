@@ -37,7 +37,7 @@ from ..traces import Trace
 from .common import as_trace as _trace, simulate_all, simulate_at_speed
 
 __all__ = ["overload_comparison", "policy_counts", "policy_jobs", "PAPER_TABLE3_REJECTED", "DEFAULT_CONFIG", "DEFAULT_SPEED",
-           "PAPER_DECODE", "DECODE_SEMANTICS", "semantics_config", "semantics_table", "describe_semantics",
+           "PAPER_DECODE", "LECTURE_SEMANTICS", "DECODE_SEMANTICS", "semantics_config", "semantics_table", "describe_semantics",
            "SPLITS", "SPLIT_SPEEDS", "split_table", "describe_splits",
            "POLICIES", "run", "policy_runs", "load_timeseries", "speed_sweep", "SWEEP_SPEEDS", "regime_table",
            "REGIMES",
@@ -51,19 +51,25 @@ _TABLE3 = "arXiv v3 Table 3 (8P+8D, ~23k real requests, 2× replay)"
 POLICIES = ("baseline", "early", "predicted")
 TRACES = ("toolagent-like", "conversation")
 DEFAULT_SPEED = 2.0  # arXiv v3 §8.2: the trace replayed at 2× speed
+#: The lecture's decode semantics, pinned (not ClusterConfig's defaults, which are the paper's): the decode
+#: instance chosen when the KV is ready, load = max(TBT / SLO, KV / capacity), output lengths known in
+#: advance (KV reserved at admission, no preemption), an uncontended network. The lecture says so and its
+#: "decode semantics" control shows the paper's (:data:`PAPER_DECODE`).
+LECTURE_SEMANTICS = dict(sim.SIMPLE_SEMANTICS)
 #: A decode-bound overload at 2× (module docstring): fast prefill (``modern``), 40k-token decode KV.
-DEFAULT_CONFIG = dict(preset="modern", decode_kv_capacity_tokens=40_000.0)
+DEFAULT_CONFIG = dict(preset="modern", decode_kv_capacity_tokens=40_000.0, **LECTURE_SEMANTICS)
 #: The paper's decode semantics (issue 14 parts 2 and 4), to pass on top of DEFAULT_CONFIG (e.g.
 #: ``overload_comparison(trace, **PAPER_DECODE)``): real decode KV capacity (the cost model's, what
 #: ``decode_kv_capacity_tokens=None`` gives: :func:`real_kv_capacity_tokens`), the decode instance
 #: chosen at arrival (arXiv v3 Algorithm 1 line 24) and the TBT-based decode load (§7.1, §7.4).
-PAPER_DECODE = dict(decode_kv_capacity_tokens=None, decode_binding="arrival", decode_load_metric="tbt")
+PAPER_DECODE = dict(decode_kv_capacity_tokens=None, decode_binding="arrival", decode_load_metric="tbt",
+                    output_lengths="unknown", network_contention=True)
 #: The decode semantics a lecture control switches between: name → ClusterConfig overrides on top of
 #: DEFAULT_CONFIG. ``"lecture"``: today's (DEFAULT_CONFIG's decode KV shrunk to 40k tokens/node, the
 #: decode instance chosen when the KV is ready, load = max(TBT / SLO, KV / capacity); pinned, so a
 #: change of ClusterConfig's defaults does not move it); ``"paper"``: :data:`PAPER_DECODE`
 #: (whatever keys it holds: adding one there changes every table, dashboard and metric that uses it).
-DECODE_SEMANTICS = {"lecture": dict(decode_binding="ready", decode_load_metric="tbt_or_memory"),
+DECODE_SEMANTICS = {"lecture": dict(LECTURE_SEMANTICS),
                     "paper": PAPER_DECODE}
 #: P:D splits of :func:`split_table` (16 nodes, as Table 3's 8P+8D): fewer and fewer decode nodes.
 SPLITS = ((8, 8), (12, 4), (14, 2), (15, 1))
@@ -77,8 +83,8 @@ TD_SWEEP = (1.0, 2.0, 5.0, 10.0, 20.0, 40.0)
 REGIMES = {
     "decode-bound, 2× (lecture default)": (2.0, dict(DEFAULT_CONFIG)),
     "decode-bound, mild (1.25×)": (1.25, dict(DEFAULT_CONFIG)),
-    "both pools loaded (calibrated, 1×)": (1.0, dict(preset="calibrated", decode_kv_capacity_tokens=40_000.0)),
-    "real node KV, calibrated, 2×": (2.0, dict(preset="calibrated", decode_kv_capacity_tokens=None)),
+    "both pools loaded (calibrated, 1×)": (1.0, dict(preset="calibrated", decode_kv_capacity_tokens=40_000.0, **LECTURE_SEMANTICS)),
+    "real node KV, calibrated, 2×": (2.0, dict(preset="calibrated", decode_kv_capacity_tokens=None, **LECTURE_SEMANTICS)),
 }
 
 # ---------------------------------------------------------------------------------------- runs

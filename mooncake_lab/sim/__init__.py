@@ -12,14 +12,14 @@ from __future__ import annotations
 from .conductor_view import Request, View
 from .config import (ADMISSIONS, COMPLETED, DECODE_BINDINGS, DECODE_LOAD_METRICS, OUTCOMES, OUTPUT_LENGTHS,
                      PREFILL_POLICIES, REJECTED_AFTER_PREFILL,
-                     REJECTED_AT_ARRIVAL, REJECTED_TOO_LARGE, ClusterConfig)
+                     REJECTED_AT_ARRIVAL, REJECTED_TOO_LARGE, SIMPLE_SEMANTICS, ClusterConfig)
 from .result import SimResult
 from .run import ENGINES, simulate
 from .student_policy import (BASELINES, LEADERBOARD_SORT_BY, PolicyChoiceError, PolicyCompileWarning,
                              PolicyRandomWarning, PolicyReturnTypeError, compile_policy, leaderboard)
 
 __all__ = ["ClusterConfig", "simulate", "SimResult", "ENGINES", "PREFILL_POLICIES", "ADMISSIONS",
-           "DECODE_BINDINGS", "DECODE_LOAD_METRICS", "OUTPUT_LENGTHS",
+           "DECODE_BINDINGS", "DECODE_LOAD_METRICS", "OUTPUT_LENGTHS", "SIMPLE_SEMANTICS",
            "OUTCOMES", "COMPLETED", "REJECTED_AT_ARRIVAL", "REJECTED_AFTER_PREFILL", "REJECTED_TOO_LARGE",
            "leaderboard", "compile_policy", "Request", "View", "BASELINES", "LEADERBOARD_SORT_BY",
            "PolicyCompileWarning", "PolicyRandomWarning", "PolicyReturnTypeError", "PolicyChoiceError"]

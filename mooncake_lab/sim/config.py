@@ -20,7 +20,7 @@ from .conductor_view import STUDENT_POLICY_CODE
 __all__ = ["ClusterConfig", "PREFILL_POLICIES", "ADMISSIONS", "DECODE_BINDINGS", "DECODE_LOAD_METRICS",
            "ENGINE_MODES", "OUTPUT_LENGTHS", "OUTCOMES", "OUTCOME_CODES",
            "COMPLETED", "REJECTED_AT_ARRIVAL", "REJECTED_AFTER_PREFILL", "REJECTED_TOO_LARGE",
-           "UNFINISHED", "ResolvedConfig"]
+           "UNFINISHED", "ResolvedConfig", "SIMPLE_SEMANTICS"]
 
 #: Prefill-instance choice (Conductor), name → kernel code.
 PREFILL_POLICIES = {"random": 0, "load": 1, "cache_aware": 2, "kvcentric": 3}
@@ -42,6 +42,13 @@ ENGINE_MODES = ("disaggregated", "coupled")
 #: reserves input + output at admission) or ``unknown`` (arXiv v3 §7.4: KV grows one token per
 #: step; a node out of KV memory preempts its newest request, vLLM's RECOMPUTE preemption).
 OUTPUT_LENGTHS = {"known": 0, "unknown": 1}
+
+#: The simulator's semantics before the fidelity work (arXiv v3 departures kept as switches where a lecture
+#: shows the contrast, e.g. lecture 07's overload): the decode instance chosen when the KV is ready, decode
+#: load = max(TBT / SLO, KV / capacity), output lengths known in advance (KV reserved at admission, no
+#: preemption) and an uncontended network (every transfer gets a whole NIC). ``ClusterConfig(**SIMPLE_SEMANTICS)``.
+SIMPLE_SEMANTICS = dict(decode_binding="ready", decode_load_metric="tbt_or_memory", output_lengths="known",
+                        network_contention=False)
 
 #: Per-request outcome codes (int8 in the kernels). UNFINISHED must never survive a run.
 UNFINISHED, COMPLETED, REJECTED_AT_ARRIVAL, REJECTED_AFTER_PREFILL, REJECTED_TOO_LARGE = 0, 1, 2, 3, 4
@@ -229,11 +236,11 @@ class ClusterConfig:
     cpp_group_size: int = 1
     cpp_chunk: int = 4096     # arXiv v3 §3: prefill_chunk "typically > 1,000 tokens"; cpp.py's default
     cpp_overlap: bool = True
-    decode_binding: str = "ready"             # arXiv v3 Algorithm 1 line 24 = "arrival"
-    decode_load_metric: str = "tbt_or_memory"  # arXiv v3 §7.1 / §7.4 = "tbt"
+    decode_binding: str = "arrival"           # arXiv v3 Algorithm 1 line 24; "ready" = late binding
+    decode_load_metric: str = "tbt"           # arXiv v3 §7.1 / §7.4; "tbt_or_memory" = max(TBT, KV) load
     cache_eviction: str = "lru"   # arXiv v3 Table 1: "lru", "lfu" or "length_aware"
-    output_lengths: str = "known"
-    network_contention: bool = False
+    output_lengths: str = "unknown"           # arXiv v3 §7.4; "known" = reserved in advance
+    network_contention: bool = True           # arXiv v3 §4, §6.1; False = a whole NIC per transfer
 
     def __post_init__(self):
         w = _WHERE
@@ -297,12 +304,6 @@ class ClusterConfig:
         if self.engine_mode == "coupled" and callable(self.prefill_policy):
             raise _bad("prefill_policy", self.prefill_policy, "a built-in policy name when engine_mode="
                        "'coupled' (student policies run on the disaggregated cluster)")
-        if self.engine_mode == "coupled" and self.output_lengths != "known":
-            raise _bad("output_lengths", self.output_lengths, "'known' when engine_mode='coupled' (unknown "
-                       "output lengths and preemption are modelled for the disaggregated cluster only)")
-        if self.engine_mode == "coupled" and self.network_contention:
-            raise _bad("network_contention", self.network_contention, "False when engine_mode='coupled' "
-                       "(a coupled node moves no KV between nodes)")
         if self.engine_mode == "coupled" and self.admission != "none":
             raise _bad("admission", self.admission, "'none' when engine_mode='coupled' (admission "
                        "control is modelled for the disaggregated cluster only)")
