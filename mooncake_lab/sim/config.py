@@ -125,10 +125,10 @@ class ClusterConfig:
     admission_threshold : reject when a load (TTFT / ttft_slo, decode load of
         :mod:`~mooncake_lab.sim.admission`) exceeds this (1.0 = exactly at the SLO /
         full memory; the paper gives no value).
-    decode_binding : when the Conductor chooses a request's decode instance. ``"ready"`` (default,
-        late binding): when its KV reaches the decode pool, the instance with the least KV reserved
+    decode_binding : when the Conductor chooses a request's decode instance. ``"ready"`` (late
+        binding; :data:`SIMPLE_SEMANTICS`): when its KV reaches the decode pool, the instance with the least KV reserved
         + queued — load balancing for free, since the choice sees the pool as it is then.
-        ``"arrival"``: when the request is admitted at arrival, together with its prefill instance
+        ``"arrival"`` (default): when the request is admitted at arrival, together with its prefill instance
         (arXiv v3 Algorithm 1 line 24) — what layer-wise prefill needs, since it streams KV into
         the destination's memory while the prefill runs, so the destination must be known up
         front. The rule is the same load, plus the KV of the requests already bound to the instance
@@ -139,8 +139,8 @@ class ClusterConfig:
         whose only output token comes from the prefill (output 1) get no decode instance.
         Disaggregated only (a coupled instance decodes what it prefilled: ignored there).
     decode_load_metric : the decode load admission compares with the threshold (arXiv v3 §7.1:
-        load = SLO satisfaction). ``"tbt_or_memory"`` (default): max(predicted TBT / ``tbt_slo``,
-        KV / capacity) of the pool's average instance (pool totals / ``n_decode``). ``"tbt"``: the
+        load = SLO satisfaction). ``"tbt_or_memory"`` (:data:`SIMPLE_SEMANTICS`): max(predicted TBT / ``tbt_slo``,
+        KV / capacity) of the pool's average instance (pool totals / ``n_decode``). ``"tbt"`` (default): the
         predicted TBT over ``tbt_slo`` only, as the average of the per-instance ratios — §7.4's
         "the average TBT ratio of all decoding instances to l_tbt"; a request whose instance is
         not chosen yet counts 1 / ``n_decode`` on every instance (formula: :mod:`.admission`).
@@ -188,10 +188,11 @@ class ClusterConfig:
         recent) or ``"length_aware"`` (LFU, ties evict the block at the largest prompt position
         first) — arXiv v3 §4.2 / Table 1's LRU, LFU and LengthAwareCache, which the paper does not
         define further; exact rules in :mod:`mooncake_lab.prefix_cache`.
-    output_lengths : disaggregated only. ``"known"`` (default, the behaviour so far): decode
+    output_lengths : disaggregated only (the coupled engine always reserves input + output).
+        ``"known"`` (:data:`SIMPLE_SEMANTICS`): decode
         reserves input + output tokens of KV at admission, "too large" means input + output >
         ``decode_kv_capacity_tokens`` and the Conductor's loads count input + output.
-        ``"unknown"`` (arXiv v3 §7.4: "the output length is unknown"): the Conductor and decode
+        ``"unknown"`` (default; arXiv v3 §7.4: "the output length is unknown"): the Conductor and decode
         admission see the prompt only (admission needs prompt + 1 tokens free; loads count prompts
         and a running request's current KV, prompt + tokens so far; too large only when prompt + 1
         cannot fit); each running request's KV grows one token per step; when the next step would
@@ -199,8 +200,9 @@ class ClusterConfig:
         KV freed, back to the front of the node's queue, on re-admission a prefill of prompt +
         generated tokens stalls the batch) and a request whose KV alone outgrows a node ends as
         ``rejected_too_large``. Rules 8b–8d of :mod:`mooncake_lab.sim.reference`.
-    network_contention : disaggregated only. False (default) = every transfer gets the whole NIC
-        (the network is never a bottleneck). True = each prefill node has a send and a receive link
+    network_contention : disaggregated only (ignored by the coupled engine: no KV moves between its
+        nodes). False (:data:`SIMPLE_SEMANTICS`) = every transfer gets the whole NIC (the network is
+        never a bottleneck). True (default) = each prefill node has a send and a receive link
         of the node's RDMA bandwidth (``network_gbps`` or its NICs, × the preset's RDMA efficiency),
         shared by the remote-prefix fetches of ``kvcentric`` and the KV streams to decode, which
         reserve them in the order they are committed, each in the earliest gap long enough (arXiv
