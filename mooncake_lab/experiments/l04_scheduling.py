@@ -30,7 +30,7 @@ from ..prefix_cache import block_popularity, replica_counts, simulate_lru
 from ..reproduce import Metric, figure_group, metric_group
 from ..roofline import cm_kv_transfer_time, cm_prefill_time, cm_total_prefill_time
 from ..traces import Trace, trace_from_requests
-from ..validate import fail, integer, real_array
+from ..validate import choice, fail, integer, real_array
 from .common import as_trace as _trace, simulate_at_speed
 
 __all__ = ["policy_runs", "policy_comparison", "offered_prefill_load", "balanced_replay_speed",
@@ -562,6 +562,9 @@ def fetch_delays(table: pd.DataFrame, policy: str = "kvcentric") -> pd.DataFrame
     once it saw the links' backlog: free − shared), ``waited`` (fetches that waited for a link),
     ``wait_mean_s`` / ``wait_p90_s`` / ``wait_max_s`` (over the fetches, with contention) and
     ``stream_wait_mean_s`` (KV streams to decode, with contention)."""
+    if not isinstance(table, pd.DataFrame) or list(table.index.names) != ["gbps", "contention", "policy"]:
+        raise fail("table", type(table).__name__, "a contention_comparison table", "fetch_delays")
+    policy = choice(policy, "policy", sorted(set(table.index.get_level_values("policy"))), "fetch_delays")
     off = table.xs((False, policy), level=("contention", "policy"))
     on = table.xs((True, policy), level=("contention", "policy"))
     return pd.DataFrame({"fetches_free": off["fetches"], "fetches_shared": on["fetches"],
