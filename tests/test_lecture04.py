@@ -139,8 +139,18 @@ def test_metrics_names_and_source():
     ms = {m.name: m for m in S._metrics()}
     names = ([f"scheduling.ttft_mean_s.{p}" for p in sim.PREFILL_POLICIES]
              + [f"scheduling.ttft_slo_attainment.{p}" for p in sim.PREFILL_POLICIES]
-             + ["scheduling.random_over_kvcentric"])
+             + ["scheduling.random_over_kvcentric"]
+             + [f"scheduling.contention.ttft_mean_s.{p}.{g:g}gbps.{n}" for g in S.CONTENTION_GBPS
+                for p in ("kvcentric", "cache_aware") for n in ("free", "shared")]
+             + [f"scheduling.contention.{k}.100gbps" for k in ("fetches_given_up", "fetch_wait_mean_s")]
+             + [f"scheduling.contention.bite.ttft_mean_s.{p}.{n}" for p in ("kvcentric", "cache_aware")
+                for n in ("free", "shared")])
     assert sorted(ms) == sorted(names)
+    tab = S.contention_comparison()
+    assert ms["scheduling.contention.ttft_mean_s.kvcentric.100gbps.shared"].ours == tab.loc[(100.0, True, "kvcentric"),
+                                                                                           "ttft_mean_s"]
+    assert "network_contention = False / True" in ms["scheduling.contention.fetches_given_up.100gbps"].source
+    assert ms["scheduling.contention.fetches_given_up.100gbps"].ours == S.fetch_delays(tab).loc[100.0, "given_up"]
     assert ms["scheduling.random_over_kvcentric"].paper == pytest.approx(92.07 / 6.26)
     assert f"{S.DEFAULT_REPLAY_SPEED:g}×" in ms["scheduling.ttft_mean_s.kvcentric"].source
     assert all(0 <= ms[f"scheduling.ttft_slo_attainment.{p}"].ours <= 1 for p in sim.PREFILL_POLICIES)
