@@ -247,6 +247,22 @@ def test_scheduling_dashboard_every_control_changes_the_figure():
     assert d.controls["n_prefill"].min == 1 and d.controls["n_prefill"].max == 32
 
 
+def test_scheduling_dashboard_contention_box_runs_the_shared_network():
+    from mooncake_lab.dashboards.scheduling import SchedulingDashboard
+
+    d = SchedulingDashboard(n_prefill=4, speed=0.3)   # few instances at 800 Gbps: fetches do wait
+    assert d.controls["contention"].value is False and "shared links" not in d.readout.value
+    n0 = d.n_draws
+    d.controls["contention"].value = True
+    assert d.n_draws == n0 + 1 and "shared links:" in d.readout.value
+    on = S.run("conversation", 0.3, **SchedulingDashboard._config({k: w.value for k, w in d.controls.items()}))
+    assert on.config.network_contention is True
+    w = on.requests.loc[on.requests.fetched_tokens > 0, "fetch_wait_s"]
+    assert f"{int((w > 0).sum()):,} of {len(w):,} fetches waited" in d.readout.value
+    with pytest.raises(ValueError, match="contention"):
+        SchedulingDashboard(contention="yes")
+
+
 def test_scheduling_dashboard_corners_do_not_crash():
     from mooncake_lab.dashboards.scheduling import SchedulingDashboard
 
