@@ -112,7 +112,8 @@ def _moves_after_prefetch():
             (traces.TraceDashboard, [("view", "popularity"), ("trace", "toolagent-like"), ("trace", "conversation")]),
             (cache.CapacityDashboard, [("trace", "toolagent-like"), ("trace", "conversation")]),
             (scheduling.SchedulingDashboard, [("*n_prefill", 32), ("trace", "toolagent-like"),
-                                              ("*noise", 0.5), ("trace", "conversation")])]
+                                              ("*noise", 0.5), ("trace", "conversation"), ("contention", True),
+                                              ("trace", "toolagent-like"), ("contention", False)])]
 
 
 def _depends_on_local_traces(cls) -> bool:

@@ -139,8 +139,18 @@ def test_metrics_names_and_source():
     ms = {m.name: m for m in S._metrics()}
     names = ([f"scheduling.ttft_mean_s.{p}" for p in sim.PREFILL_POLICIES]
              + [f"scheduling.ttft_slo_attainment.{p}" for p in sim.PREFILL_POLICIES]
-             + ["scheduling.random_over_kvcentric"])
+             + ["scheduling.random_over_kvcentric"]
+             + [f"scheduling.contention.ttft_mean_s.{p}.{g:g}gbps.{n}" for g in S.CONTENTION_GBPS
+                for p in ("kvcentric", "cache_aware") for n in ("free", "shared")]
+             + [f"scheduling.contention.{k}.100gbps" for k in ("fetches_given_up", "fetch_wait_mean_s")]
+             + [f"scheduling.contention.bite.ttft_mean_s.{p}.{n}" for p in ("kvcentric", "cache_aware")
+                for n in ("free", "shared")])
     assert sorted(ms) == sorted(names)
+    tab = S.contention_comparison()
+    assert ms["scheduling.contention.ttft_mean_s.kvcentric.100gbps.shared"].ours == tab.loc[(100.0, True, "kvcentric"),
+                                                                                           "ttft_mean_s"]
+    assert "network_contention = False / True" in ms["scheduling.contention.fetches_given_up.100gbps"].source
+    assert ms["scheduling.contention.fetches_given_up.100gbps"].ours == S.fetch_delays(tab).loc[100.0, "given_up"]
     assert ms["scheduling.random_over_kvcentric"].paper == pytest.approx(92.07 / 6.26)
     assert f"{S.DEFAULT_REPLAY_SPEED:g}×" in ms["scheduling.ttft_mean_s.kvcentric"].source
     assert all(0 <= ms[f"scheduling.ttft_slo_attainment.{p}"].ours <= 1 for p in sim.PREFILL_POLICIES)
@@ -237,6 +247,22 @@ def test_scheduling_dashboard_every_control_changes_the_figure():
     assert d.controls["n_prefill"].min == 1 and d.controls["n_prefill"].max == 32
 
 
+def test_scheduling_dashboard_contention_box_runs_the_shared_network():
+    from mooncake_lab.dashboards.scheduling import SchedulingDashboard
+
+    d = SchedulingDashboard(n_prefill=4, speed=0.3)   # few instances at 800 Gbps: fetches do wait
+    assert d.controls["contention"].value is False and "shared links" not in d.readout.value
+    n0 = d.n_draws
+    d.controls["contention"].value = True
+    assert d.n_draws == n0 + 1 and "shared links:" in d.readout.value
+    on = S.run("conversation", 0.3, **SchedulingDashboard._config({k: w.value for k, w in d.controls.items()}))
+    assert on.config.network_contention is True
+    w = on.requests.loc[on.requests.fetched_tokens > 0, "fetch_wait_s"]
+    assert f"{int((w > 0).sum()):,} of {len(w):,} fetches waited" in d.readout.value
+    with pytest.raises(ValueError, match="contention"):
+        SchedulingDashboard(contention="yes")
+
+
 def test_scheduling_dashboard_corners_do_not_crash():
     from mooncake_lab.dashboards.scheduling import SchedulingDashboard
 
@@ -313,3 +339,57 @@ def test_algorithm_one_dashboard_says_when_the_fetch_made_it_slower():
     assert "slower" not in d.readout.value                      # default RDMA: the fetch pays
     d.controls["network_gbps"].value = 10.0
     assert "the fetch made it slower" in d.readout.value
+
+
+# ------------------------------------------------------------------------------ the network is shared
+def test_fetch_delays_by_hand():
+    import pandas as pd
+
+    idx = pd.MultiIndex.from_tuples([(100.0, False, "kvcentric"), (100.0, True, "kvcentric")],
+                                    names=["gbps", "contention", "policy"])
+    tab = pd.DataFrame({"fetches": [10, 7], "fetches_waited": [0, 3], "fetch_wait_mean_s": [0.0, 0.2],
+                        "fetch_wait_p90_s": [0.0, 0.5], "fetch_wait_max_s": [0.0, 1.5],
+                        "stream_wait_mean_s": [0.0, 0.01]}, index=idx)
+    d = S.fetch_delays(tab).loc[100.0]
+    assert (d.fetches_free, d.fetches_shared, d.given_up, d.waited) == (10, 7, 3, 3)
+    assert (d.wait_mean_s, d.wait_p90_s, d.wait_max_s, d.stream_wait_mean_s) == (0.2, 0.5, 1.5, 0.01)
+    for bad in (dict(table=tab.reset_index()), dict(table="table"), dict(table=tab, policy="random")):
+        with pytest.raises(ValueError, match="table|policy"):
+            S.fetch_delays(**bad)
+
+
+def test_network_section_shows_what_its_prose_says():
+    """The section's conclusion on the lecture's trace (released or stand-in): links make fetches wait,
+    the Conductor fetches less, mean TTFT barely moves at 100–800 Gbps; under the modern preset on
+    50 Gbps NICs contention costs KVCache-centric TTFT."""
+    tab = S.contention_comparison()
+    assert list(tab.index) == [(g, on, p) for g in S.CONTENTION_GBPS for on in (False, True)
+                               for p in ("kvcentric", "cache_aware")]
+    assert (tab.xs("cache_aware", level="policy").fetches == 0).all()
+    free, shared = tab.xs(False, level="contention"), tab.xs(True, level="contention")
+    assert (free.fetch_wait_max_s == 0).all() and (free.stream_wait_mean_s == 0).all()
+    d = S.fetch_delays(tab)
+    assert (d.given_up > 0).all() and (d.waited > 0).all() and (d.wait_max_s > 0).all()
+    assert ((shared.ttft_mean_s / free.ttft_mean_s - 1).abs() < 0.02).all()   # "contention costs little"
+    bite = S.contention_bite()
+    b = bite["ttft_mean_s"]
+    g = S.BITE_GBPS
+    assert b[(g, True, "kvcentric")] > b[(g, False, "kvcentric")]   # "where it bites": TTFT rises, the edge shrinks,
+    assert (b[(g, True, "cache_aware")] - b[(g, True, "kvcentric")]) < 0.8 * (b[(g, False, "cache_aware")]
+                                                                          - b[(g, False, "kvcentric")])
+    bd = S.fetch_delays(bite).loc[g]                                  # most fetches given up, streams queue
+    assert bd.given_up > bd.fetches_free / 2 and bd.stream_wait_mean_s > 0.1
+    reps = S.contention_replicas(n_samples=6)
+    assert set(reps) == {False, True} and all(f.shape == (6, 10) for f in reps.values())
+    assert all(((f >= 0) & (f <= 8)).all().all() for f in reps.values())
+    note = S.contention_note(tab, bite, reps)
+    g0 = S.CONTENTION_GBPS[0]
+    for text in (f"{tab.loc[(g0, False, 'kvcentric'), 'ttft_mean_s']:.2f} s to "
+                 f"{tab.loc[(g0, True, 'kvcentric'), 'ttft_mean_s']:.2f} s",
+                 f"made {d.loc[g0, 'given_up']:,.0f} fewer fetches", f"on {S.BITE_GBPS:g} Gbps NICs"):
+        assert text in note
+    from mooncake_lab.plots import scheduling as P
+
+    for fig in (P.contention_ttft(tab), P.replicas_over_time({"a": reps[False], "b": reps[True]}, n_instances=8)):
+        assert isinstance(fig, Figure) and fig.axes[0].get_title() and fig.axes[0].get_xlabel()
+        assert "(" in fig.axes[0].get_ylabel() or "instances" in fig.axes[0].get_ylabel()

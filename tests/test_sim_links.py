@@ -345,10 +345,10 @@ def test_contention_off_is_the_simulator_before_it(key):
 
 # ---------------------------------------------------------------- the experiment functions
 def test_contention_comparison_and_replicas_over_time():
-    from mooncake_lab.experiments import l04_scheduling, network
+    from mooncake_lab.experiments import l04_scheduling
 
     tr = synthetic_trace("conversation-like").head(400)
-    tab = network.contention_comparison(tr, 1.0, gbps=[50.0], n_prefill=8, n_decode=2,
+    tab = l04_scheduling.contention_comparison(tr, 1.0, gbps=[50.0], n_prefill=8, n_decode=2,
                                         decode_kv_capacity_tokens=60_000.0)
     assert list(tab.index) == [(50.0, on, p) for on in (False, True) for p in ("kvcentric", "cache_aware")]
     assert (tab.xs("cache_aware", level="policy").fetches == 0).all()
@@ -356,7 +356,7 @@ def test_contention_comparison_and_replicas_over_time():
     assert off.fetch_wait_max_s == 0 and on.fetch_wait_max_s > 0 and off.fetches > 0
     res = sim.simulate(tr, sim.ClusterConfig(n_prefill=8, n_decode=2, network_gbps=50.0, network_contention=True,
                                              decode_kv_capacity_tokens=60_000.0))
-    rep = network.replicas_over_time(res, top=20, n_samples=5)
+    rep = l04_scheduling.replicas_over_time(res, top=20, n_samples=5)
     assert rep.shape == (5, 20) and rep.index[-1] == tr.arrival_s[-1]
     assert ((rep >= 0) & (rep <= 8)).all().all()
     final = l04_scheduling.hot_block_replicas(res, top=20)  # the last sample: every request placed
@@ -372,7 +372,7 @@ _RES = sim.simulate(trace_from_requests([0.0], [10], [2], [1], [0], name="one"),
     lambda n: n.replicas_over_time(_RES, top=0), lambda n: n.replicas_over_time(_RES, n_samples=0),
     lambda n: n.replicas_over_time(_RES, top=2.5), lambda n: n.replicas_over_time("a result")])
 def test_experiment_inputs_are_checked(call):
-    from mooncake_lab.experiments import network
+    from mooncake_lab.experiments import l04_scheduling as network
 
     with pytest.raises(ValueError, match="gbps|top|n_samples|result"):
         call(network)

@@ -1,7 +1,8 @@
 """Dashboards of lecture 04: the Conductor's policies on the real trace, and Algorithm 1 on one request.
 
 * :class:`SchedulingDashboard` (the main one): replay speed, prefill instances, cache capacity,
-  balancing threshold, estimator noise, policy (and trace) → one simulation of the whole trace
+  balancing threshold, estimator noise, network contention (shared NIC links, ``network_contention``
+  passed explicitly), policy (and trace) → one simulation of the whole trace
   (≈ 30 ms on the conversation trace, memoised in :func:`~mooncake_lab.experiments.l04_scheduling.run`)
   → TTFT CDF and per-instance queues.
 * :class:`AlgorithmOneDashboard`: the worked example's per-instance estimates under cache-aware and
@@ -46,7 +47,9 @@ class SchedulingDashboard(Dashboard):
 
     Controls: ``trace``, ``policy``, ``speed`` (replay ×, 0.1–2), ``n_prefill`` (1–32),
     ``capacity`` (blocks per instance, log, 100–31,623), ``threshold`` (kvcentric balancing
-    threshold, 1–16), ``noise`` (relative s.d. of TTFT estimates, 0–1).
+    threshold, 1–16), ``noise`` (relative s.d. of TTFT estimates, 0–1), ``contention`` (prefill nodes'
+    send / receive links shared by fetches and KV streams: ``ClusterConfig.network_contention``; the
+    node's own NICs, 4 × 200 Gbps).
     """
 
     title = "Lecture 04 · the Conductor on the whole trace (one simulation per move)"
@@ -55,11 +58,11 @@ class SchedulingDashboard(Dashboard):
 
     def __init__(self, trace: str = "conversation", policy: str = "kvcentric",
                  speed: float = exp.DEFAULT_REPLAY_SPEED, n_prefill: int = 8, capacity_blocks: int | None = None,
-                 threshold: float = 1.0, noise: float = 0.0):
+                 threshold: float = 1.0, noise: float = 0.0, contention: bool = False):
         if capacity_blocks is None:
             capacity_blocks = sim.ClusterConfig().resolve().cache_capacity_blocks
         super().__init__(trace=trace, policy=policy, speed=speed, n_prefill=n_prefill, capacity=capacity_blocks,
-                         threshold=threshold, noise=noise)
+                         threshold=threshold, noise=noise, contention=contention)
 
     def _build_controls(self) -> dict:
         b = BOUNDS
@@ -77,6 +80,8 @@ class SchedulingDashboard(Dashboard):
                                              description="balancing threshold", **_slider_style()),
             "noise": widgets.FloatSlider(min=b["noise"][0], max=b["noise"][1], step=0.05,
                                          description="estimator noise (rel. s.d.)", **_slider_style()),
+            "contention": widgets.Checkbox(value=False, description="network contention (shared links)",
+                                           indent=False),
         }
 
     def _offered(self, trace: str, n_prefill: int, speed: float) -> float:
@@ -87,11 +92,25 @@ class SchedulingDashboard(Dashboard):
         """ClusterConfig overrides of control values ``v``."""
         return dict(prefill_policy=v["policy"], n_prefill=int(v["n_prefill"]),
                     cache_capacity_blocks=max(1, int(round(v["capacity"]))),
-                    kvcache_balancing_threshold=float(v["threshold"]), estimator_noise=float(v["noise"]))
+                    kvcache_balancing_threshold=float(v["threshold"]), estimator_noise=float(v["noise"]),
+                    network_contention=bool(v["contention"]))
 
     def _prefetch_jobs(self, v: dict) -> list:
-        """The other trace with the same settings (a switch of trace then only redraws)."""
-        return [(t, v["speed"], sim.ClusterConfig(**self._config(v))) for t in TRACE_CHOICES if t != v["trace"]]
+        """The other trace with the same settings, and this trace with contention toggled (a switch of
+        trace or of the contention box then only redraws)."""
+        flip = dict(v, contention=not v["contention"])
+        return ([(v["trace"], v["speed"], sim.ClusterConfig(**self._config(flip)))]
+                + [(t, v["speed"], sim.ClusterConfig(**self._config(v))) for t in TRACE_CHOICES if t != v["trace"]])
+
+    @staticmethod
+    def _links(res, v: dict) -> str:
+        """Readout of the links (contention on): fetches that waited, mean fetch and stream waits."""
+        if not v["contention"]:
+            return ""
+        df = res.requests
+        w = df.loc[df["fetched_tokens"] > 0, "fetch_wait_s"]
+        return (f" · shared links: {int((w > 0).sum()):,} of {len(w):,} fetches waited (mean "
+                f"{1e3 * (w.mean() if len(w) else 0.0):.0f} ms), KV streams {1e3 * df['stream_wait_s'].mean():.0f} ms")
 
     def _setup(self):
         # offered prefill load per trace at 1× on one instance (linear in speed and 1/n): loading a
@@ -113,7 +132,8 @@ class SchedulingDashboard(Dashboard):
             f"<code>{res.trace.name}</code> · offered prefill load without cache <b>{rho:.2f}×</b> the pool · "
             f"mean TTFT <b>{s['ttft_mean_s']:.3g} s</b> (p90 {s['ttft_p90_s']:.3g} s; paper, 8P+8D: "
             f"{paper:g} s) · TTFT ≤ 30 s: <b>{s['ttft_slo_attainment']:.1%}</b> · "
-            f"hit ratio {s['hit_ratio']:.1%} (fetched {s['fetched_ratio']:.1%}) · simulated in {res.wall_s * 1e3:.0f} ms")
+            f"hit ratio {s['hit_ratio']:.1%} (fetched {s['fetched_ratio']:.1%}){self._links(res, v)} · "
+            f"simulated in {res.wall_s * 1e3:.0f} ms")
         lim = self._limits
         ttft, slo = plots.PolicyView.completed_ttfts(res), self.view.slo_s
         lim["ttft"] = sticky_decades(lim["ttft"], 0.1, max(float(ttft.max()) if len(ttft) else 0.0, 2 * slo))

@@ -14,7 +14,8 @@ from matplotlib.ticker import MaxNLocator, NullLocator
 from . import PALETTE, SLO_COLOR, figure_style, new_figure, styled
 
 __all__ = ["ttft_by_policy", "speed_sweep", "policy_metrics", "instance_queues_grid", "replica_bars",
-           "PolicyView", "policy_view", "EstimateBars", "estimate_bars", "POLICY_COLORS", "POLICY_LABELS"]
+           "PolicyView", "policy_view", "EstimateBars", "estimate_bars", "contention_ttft", "replicas_over_time",
+           "POLICY_COLORS", "POLICY_LABELS"]
 
 POLICY_COLORS = {"random": PALETTE[4], "load": PALETTE[1], "cache_aware": PALETTE[0], "kvcentric": PALETTE[2]}
 POLICY_LABELS = {"random": "random", "load": "load balancing", "cache_aware": "cache-aware",
@@ -187,6 +188,57 @@ def replica_bars(summary: pd.DataFrame, n_instances: int | None = None):
     ax.set_ylabel("instances holding it at the end (mean)")
     ax.set_title("Hot-block replicas in the prefill instances' caches", y=1.0)
     ax.legend()
+    return fig
+
+
+@styled
+def contention_ttft(table: pd.DataFrame):
+    """Mean TTFT (s) per NIC speed (groups) for each policy without (solid) and with (hatched) link
+    contention. ``table``: :func:`~...l04_scheduling.contention_comparison`."""
+    fig, ax = new_figure(width=8.0, height=4.4)
+    gbps = sorted(table.index.get_level_values("gbps").unique())
+    pols = list(table.index.get_level_values("policy").unique())
+    x = np.arange(len(gbps))
+    bars = [(p, on) for p in pols for on in (False, True)]
+    w = 0.8 / len(bars)
+    top = 0.0
+    for k, (p, on) in enumerate(bars):
+        v = np.array([table.loc[(g, on, p), "ttft_mean_s"] for g in gbps], dtype=float)
+        top = max(top, float(np.nanmax(v)))
+        ax.bar(x + (k - (len(bars) - 1) / 2) * w, v, w, color=POLICY_COLORS.get(p, PALETTE[k]),
+               alpha=0.5 if on else 1.0, hatch="//" if on else None,
+               label=f"{POLICY_LABELS.get(p, p)}, {'shared links' if on else 'free network'}")
+    ax.set_ylim(0, top * 1.45)  # headroom: the legend sits above the bars, not on them
+    ax.set_xticks(x, [f"{g:g}" for g in gbps])
+    ax.set_xlabel("RDMA bandwidth per prefill node (Gbit/s)")
+    ax.set_ylabel("mean TTFT (s)")
+    ax.set_title("Mean TTFT with and without network contention", y=1.0)
+    ax.legend(loc="upper center", ncol=2, columnspacing=1.0, handlelength=1.5, borderaxespad=0.3)
+    return fig
+
+
+@styled
+def replicas_over_time(frames: dict, n_instances: int | None = None):
+    """Replica counts of hot blocks over time (FAST'25 Fig. 11's shape): per run of ``frames``
+    (``{label: replicas_over_time frame}``), the mean over ranks 2 … top (line) with their min–max
+    (band); rank 1 (the system prompt) dotted."""
+    fig, ax = new_figure(width=8.0, height=4.4)
+    for k, (label, f) in enumerate(frames.items()):
+        t = f.index.to_numpy() / 60.0
+        rest = f.iloc[:, 1:].to_numpy(dtype=float) if f.shape[1] > 1 else f.to_numpy(dtype=float)
+        c = PALETTE[2 * k]
+        ax.plot(t, rest.mean(axis=1), "-", color=c, lw=2,
+                label=f"{label}: ranks 2–{f.shape[1]}" if f.shape[1] > 1 else label)
+        ax.fill_between(t, rest.min(axis=1), rest.max(axis=1), color=c, alpha=0.2, lw=0)
+        if k == 0 and f.shape[1] > 1:
+            ax.plot(t, f.iloc[:, 0].to_numpy(dtype=float), ":", color="black", lw=1.2, label="rank 1 (both runs)")
+    hi = n_instances or max(int(f.to_numpy().max()) for f in frames.values())
+    ax.set_ylim(0, hi * 1.5)  # headroom for the legend above the curves
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("time since the first arrival (min)")
+    ax.set_ylabel("prefill instances holding the block")
+    ax.set_title("Hot-block replicas over time (KVCache-centric)", y=1.0)
+    ax.legend(loc="upper center", ncol=1, borderaxespad=0.3)
     return fig
 
 
