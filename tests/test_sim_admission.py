@@ -9,7 +9,10 @@ from mooncake_lab.roofline import cm_decode_step_time, cm_prefill_time
 from mooncake_lab.sim.admission import decode_load, prefill_load
 from mooncake_lab.traces import trace_from_requests
 
-IDEAL = dict(preset="ideal")
+#: The hand-worked cases here are the earlier semantics (memory-based decode load, output lengths known,
+#: decode chosen when the KV is ready, free links: sim.SIMPLE_SEMANTICS); the paper's are worked by hand in
+#: test_sim_decode_binding, test_sim_preemption and test_sim_links.
+IDEAL = dict(preset="ideal", **sim.SIMPLE_SEMANTICS)
 
 
 def make(arrival, inp, out, chains):

@@ -236,7 +236,8 @@ def test_fetch_between_groups_uses_x_links_in_parallel(engine):
     # prefix from group 0 into idle group 1, over 2 node pairs at once: transfer(4,096) / 2.
     ids = list(range(8)) + list(range(8)) + [50, 51, 52, 53]
     tr = trace_from_requests([0.0, 0.001], [4096, 6144], [2, 2], [8, 12], ids, name="fetch")
-    cfg = sim.ClusterConfig(n_prefill=4, n_decode=1, cpp_group_size=2, prefill_policy="kvcentric")
+    cfg = sim.ClusterConfig(n_prefill=4, n_decode=1, cpp_group_size=2, prefill_policy="kvcentric",
+                            network_contention=False)   # free links (shared ones: test_sim_links)
     df = sim.simulate(tr, cfg, engine=engine).requests
     c = cfg.resolve().cost
     assert df.prefill_instance.tolist() == [0, 1] and df.fetch_source[1] == 0

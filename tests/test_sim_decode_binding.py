@@ -18,9 +18,12 @@ from mooncake_lab.validate import InputError
 
 # the base strategy draws admission, prefill policy, layer-wise, presets, capacities, SLOs, noise; here
 # on top: CPP groups of X = 1 or 2 nodes and both values of both new fields
+#: Output lengths known (the binding rule re-derived below counts input + output tokens); unknown ones with
+#: both fields: test_sim_preemption's and test_sim_links' property tests.
 dbind_configs = st.builds(
     lambda base, x, groups, binding, metric: base.replace(
-        n_prefill=x * groups, cpp_group_size=x, cpp_chunk=1000, decode_binding=binding, decode_load_metric=metric),
+        n_prefill=x * groups, cpp_group_size=x, cpp_chunk=1000, decode_binding=binding, decode_load_metric=metric,
+        output_lengths="known"),
     configs, st.sampled_from([1, 2]), st.integers(1, 3), st.sampled_from(list(sim.DECODE_BINDINGS)),
     st.sampled_from(list(sim.DECODE_LOAD_METRICS)))
 
@@ -100,7 +103,8 @@ def test_heavier_overloaded_trace_agrees_with_both_fields_on():
     for adm in sim.ADMISSIONS:
         cfg = sim.ClusterConfig(n_prefill=3, n_decode=2, cache_capacity_blocks=300, decode_kv_capacity_tokens=150_000,
                                 preset="modern", admission=adm, admission_threshold=0.8, decode_time_s=5.0,
-                                ttft_slo_s=5.0, tbt_slo_s=0.02, decode_binding="arrival", decode_load_metric="tbt")
+                                ttft_slo_s=5.0, tbt_slo_s=0.02, decode_binding="arrival", decode_load_metric="tbt",
+                                output_lengths="known", network_contention=False)  # the rule below counts input + output
         a, b = sim.simulate(tr, cfg), sim.simulate(tr, cfg, engine="reference")
         assert_same(a, b)
         assert_invariants(a)
@@ -129,7 +133,8 @@ def test_hand_worked_binding_at_arrival_differs_from_late_binding():
     Each instance is idle when its request's KV arrives, so both start decoding at their ready time.
     """
     tr = trace_from_requests([0.0, 0.0], [8000, 100], [3, 200], [16, 1], list(range(17)), name="hand")
-    cfg = sim.ClusterConfig(n_prefill=2, n_decode=2, prefill_policy="load", preset="ideal", cache_capacity_blocks=0)
+    cfg = sim.ClusterConfig(n_prefill=2, n_decode=2, prefill_policy="load", preset="ideal", cache_capacity_blocks=0,
+                            **sim.SIMPLE_SEMANTICS)   # late binding, known outputs (tokens as counted above), free links
     for engine in sim.ENGINES:
         late = sim.simulate(tr, cfg, engine=engine).requests
         early = sim.simulate(tr, cfg.replace(decode_binding="arrival"), engine=engine).requests
@@ -158,7 +163,7 @@ def test_hand_worked_tbt_load_admits_what_the_memory_load_rejects():
     """
     tr = trace_from_requests([0.0, 2.0], [5000, 4000], [500, 600], [10, 8], list(range(18)), name="hand")
     cfg = sim.ClusterConfig(n_prefill=1, n_decode=1, preset="ideal", cache_capacity_blocks=0,
-                            decode_kv_capacity_tokens=10_000.0, admission="early")
+                            decode_kv_capacity_tokens=10_000.0, admission="early", **sim.SIMPLE_SEMANTICS)
     c = cfg.resolve().cost
     assert cm_decode_step_time(c, 2, 10_100) == pytest.approx(8.4250e-3 + 20.088e-9 * 10_100, rel=1e-4)
     for engine in sim.ENGINES:
@@ -199,8 +204,10 @@ def test_bad_values_are_named(field, value):
         sim.ClusterConfig(**{field: value})
 
 
-def test_defaults_keep_todays_behaviour():
+def test_defaults_are_the_papers_and_simple_semantics_the_earlier_ones():
     cfg = sim.ClusterConfig()
+    assert (cfg.decode_binding, cfg.decode_load_metric) == ("arrival", "tbt")   # Algorithm 1 line 24; §7.4
+    cfg = sim.ClusterConfig(**sim.SIMPLE_SEMANTICS)
     assert (cfg.decode_binding, cfg.decode_load_metric) == ("ready", "tbt_or_memory")
     rc = cfg.resolve()
     assert (rc.decode_binding, rc.decode_load_metric) == (0, 0)

@@ -50,7 +50,7 @@ def test_heavier_trace_agrees_under_each_policy():
     hits = {}
     for policy in pc.EVICTION_POLICIES:
         cfg = sim.ClusterConfig(n_prefill=2, n_decode=2, cache_capacity_blocks=60, cache_eviction=policy,
-                                preset="modern")
+                                preset="modern", network_contention=False)
         a, b = sim.simulate(tr, cfg), sim.simulate(tr, cfg, engine="reference")
         assert_same(a, b)
         hits[policy] = a.requests.cached_tokens.sum()
