@@ -116,13 +116,14 @@ def _fit_pair(lb, le, lc, l1, l2, t, d):
 @helper_njit
 def _fit_group(lb, le, lc, l0, n, ld, t, d):
     """Earliest ``b ≥ t`` with ``[b, b + d]`` free on every link ``l0 … l0 + n − 1`` and on link
-    ``ld`` (a decode node's receive link; none if ``ld < 0``)."""
+    ``ld`` (a decode node's receive link; none if ``ld < 0``). (The earliest common gap does not
+    depend on the order the links are tried in; the decode link, the busier, goes first.)"""
     while True:
         b = t
-        for l in range(l0, l0 + n):
-            b = _fit(lb, le, lc, l, b, d)
         if ld >= 0:
             b = _fit(lb, le, lc, ld, b, d)
+        for l in range(l0, l0 + n):
+            b = _fit(lb, le, lc, l, b, d)
         if b == t:
             return b
         t = b
