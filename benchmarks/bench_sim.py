@@ -17,6 +17,12 @@ interleaved in one process, CPU time of the whole ``simulate()``, 25 runs each, 
 load): decode KV from the cost model: old 35.7 / 27.7 ms, "known" 34.6 / 29.8, "unknown" 42.6 / 30.8
 (0 preemptions); 40,000-token decode nodes: old 35.7 / 23.9, "known" 33.4 / 23.3, "unknown" 31.1 /
 26.8 (450 preemptions of 436 requests).
+Measured for issue 14 part 1's decode receive links (a stream bound at arrival also reserves its
+decode node's link; conversation 8P+8D kvcentric, defaults; old and new kernel in alternating
+processes, CPU time of the whole ``simulate()``, 25 runs each, best / median, load average ≈ 3 on
+2 cores, 6 rounds): best 51.6–56.9 → 57.0–59.4 ms, median 57.2–60.1 → 58.5–67.1 ms (≈ +5%: the
+decode links carry every stream); ``decode_binding="ready"`` (no decode link; 3 old, 6 new rounds):
+best 54.0–56.2 → 54.2–60.0 ms, median 56.6–59.9 → 58.7–86.4 ms (the same code path; the machine's noise).
 """
 from __future__ import annotations
 

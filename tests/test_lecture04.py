@@ -377,8 +377,8 @@ def test_network_section_shows_what_its_prose_says():
     assert b[(g, True, "kvcentric")] > b[(g, False, "kvcentric")]   # "where it bites": TTFT rises, the edge shrinks,
     assert (b[(g, True, "cache_aware")] - b[(g, True, "kvcentric")]) < 0.8 * (b[(g, False, "cache_aware")]
                                                                           - b[(g, False, "kvcentric")])
-    bd = S.fetch_delays(bite).loc[g]                                  # most fetches given up, streams queue
-    assert bd.given_up > bd.fetches_free / 2 and bd.stream_wait_mean_s > 0.1
+    bd = S.fetch_delays(bite).loc[g]                                  # about half the fetches given up, streams queue
+    assert 0.4 < bd.given_up / bd.fetches_free < 0.6 and bd.stream_wait_mean_s > 0.1
     reps = S.contention_replicas(n_samples=6)
     assert set(reps) == {False, True} and all(f.shape == (6, 10) for f in reps.values())
     assert all(((f >= 0) & (f <= 8)).all().all() for f in reps.values())

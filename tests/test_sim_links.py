@@ -1,5 +1,6 @@
 """The network as a shared resource (``ClusterConfig.network_contention``, :mod:`mooncake_lab.sim.links`):
-kernel ≡ reference with contention on, a hand-worked example, link reservations never overlap,
+kernel ≡ reference with contention on (decode bound at arrival or when the KV is ready), hand-worked
+examples (a hot holder's send link; a decode node's receive link), link reservations never overlap,
 and contention off is today's simulator."""
 import os
 import subprocess
@@ -44,8 +45,10 @@ def reference_with_log(trace, config):
 
 
 def assert_links_never_overbooked(trace, config):
-    """On every link the reservations never overlap (so no link carries more than capacity × time:
-    each transfer runs at the link's full rate), and they are what the per-request times say."""
+    """On every link — prefill send / receive links and decode receive links — the reservations
+    never overlap (so no link carries more than capacity × time: each transfer runs at the link's
+    full rate), and they are what the per-request times say: a stream holds its prefill nodes' send
+    links and, bound at arrival, its decode node's receive link, over the same interval."""
     out, log = reference_with_log(trace, config)
     by_link, by_req = defaultdict(list), defaultdict(list)
     for link, b, e, i in log:
@@ -71,6 +74,14 @@ def assert_links_never_overbooked(trace, config):
             xs = cm_kv_transfer_time(c, int(trace.input_len[i]))
             assert all(r[2] - r[1] == pytest.approx(xs, rel=1e-12) for r in stream)
             assert all(r[2] <= out["ready"][i] + 1e-9 for r in stream)
+            drecv = [r for r in res if r[0][0] == "decode_recv"]
+            if config.decode_binding == "arrival":  # the bound decode node's receive link, with the stream
+                assert [r[0] for r in drecv] == [("decode_recv", out["decode_inst"][i], 0)]
+                assert (drecv[0][1], drecv[0][2]) == (stream[0][1], stream[0][2])
+            else:  # late binding: no decode receive link (links.py says why)
+                assert drecv == []
+        else:
+            assert not [r for r in res if r[0][0] == "decode_recv"]
 
 
 @st.composite
@@ -94,12 +105,16 @@ def busy_traces(draw):
 
 GBPS = st.sampled_from([None, 2.0, 5.0, 10.0, 25.0])
 POLICY = st.sampled_from(["kvcentric", "kvcentric", "kvcentric", "cache_aware", "load", "random"])
+#: arrival: streams also reserve the bound decode node's receive link; ready: they do not (links.py)
+BINDING = st.sampled_from(["arrival", "ready"])
 contention_configs = st.builds(
-    lambda base, gbps, policy: base.replace(network_contention=True, network_gbps=gbps, prefill_policy=policy),
-    configs, GBPS, POLICY)
+    lambda base, gbps, policy, binding: base.replace(network_contention=True, network_gbps=gbps,
+                                                     prefill_policy=policy, decode_binding=binding),
+    configs, GBPS, POLICY, BINDING)
 cpp_contention_configs = st.builds(
-    lambda base, gbps, policy: base.replace(network_contention=True, network_gbps=gbps, prefill_policy=policy),
-    cpp_configs, GBPS, POLICY)
+    lambda base, gbps, policy, binding: base.replace(network_contention=True, network_gbps=gbps,
+                                                     prefill_policy=policy, decode_binding=binding),
+    cpp_configs, GBPS, POLICY, BINDING)
 traces = st.one_of(small_traces(), busy_traces())
 #: Contention with the other issue-14 fields (decode binding, TBT load, unknown outputs, eviction) drawn together.
 fidelity_configs = st.builds(
@@ -255,6 +270,48 @@ def test_a_busy_send_link_delays_the_stream():
         df = sim.simulate(tr, cfg, engine=engine).requests
         assert df.stream_wait_s.tolist() == pytest.approx([0.0, end0 + x0 - end1], abs=1e-9)
         assert df.decode_ready_s.tolist() == pytest.approx([end0 + x0, end0 + x0 + x1], rel=1e-12)
+
+
+def test_two_streams_to_one_decode_node_queue_on_its_receive_link():
+    """By hand (2 prefill instances, 1 decode node, calibrated preset, 10 Gbps, serialized transfer,
+    ε = 0.01 s; both prompts L = 4,096 tokens of their own blocks, 2 output tokens; P = prefill(4,096
+    | 0), x = cm_kv_transfer_time(4,096 tokens) > ε):
+
+    * r0 (t = 0) → prefill instance 0 (both idle: a tie), prefill [0, P]; bound at arrival to decode
+      node 0 (the only one). Its stream wants [P, P + x] on instance 0's send link and decode node
+      0's receive link: both free, so it gets it; KV ready at P + x, no wait.
+    * r1 (t = ε) → prefill instance 1 (instance 0 is busy until P), prefill [ε, ε + P], also bound to
+      decode node 0. Its stream wants [ε + P, ε + P + x]: instance 1's send link is free, but decode
+      node 0's receive link carries r0's stream until P + x, so it begins at P + x and ends at
+      P + 2x: stream wait = P + 2x − (ε + P + x) = x − ε, KV ready at P + 2x.
+
+    Today's code (no decode receive link) gave r1 no wait (ready at ε + P + x). With late binding
+    (``decode_binding="ready"``) there is still no decode receive link: both wait 0. With 2 decode
+    nodes, r1 is bound to node 1 (node 0 has r0's KV in flight): different receive links, no wait."""
+    eps, L = 0.01, 4096
+    cfg = sim.ClusterConfig(n_prefill=2, n_decode=1, network_gbps=10.0, layerwise_kv_transfer=False,
+                            network_contention=True, decode_binding="arrival")
+    c = cfg.resolve().cost
+    P, x = cm_prefill_time(c, L, 0), cm_kv_transfer_time(c, L)
+    assert x > eps
+    tr = trace_from_requests([0.0, eps], [L, L], [2, 2], [8, 8], list(range(8)) + list(range(100, 108)),
+                             name="two streams")
+    for engine in sim.ENGINES:
+        df = sim.simulate(tr, cfg, engine=engine).requests
+        assert df.prefill_instance.tolist() == [0, 1] and df.decode_instance.tolist() == [0, 0]
+        assert df.ttft_s.tolist() == pytest.approx([P, P], rel=1e-12)
+        assert df.stream_wait_s.tolist() == pytest.approx([0.0, x - eps], abs=1e-12)
+        assert df.decode_ready_s.tolist() == pytest.approx([P + x, P + 2 * x], rel=1e-12)
+        late = sim.simulate(tr, cfg.replace(decode_binding="ready"), engine=engine).requests
+        assert late.stream_wait_s.tolist() == [0.0, 0.0]
+        assert late.decode_ready_s.tolist() == pytest.approx([P + x, eps + P + x], rel=1e-12)
+        two = sim.simulate(tr, cfg.replace(n_decode=2), engine=engine).requests
+        assert two.decode_instance.tolist() == [0, 1] and two.stream_wait_s.tolist() == [0.0, 0.0]
+    _, log = reference_with_log(tr, cfg)
+    assert [(lk, pytest.approx(b, rel=1e-12), pytest.approx(e, rel=1e-12), i) for lk, b, e, i in log] == [
+        (("send", 0, 0), P, P + x, 0), (("decode_recv", 0, 0), P, P + x, 0),
+        (("send", 1, 0), P + x, P + 2 * x, 1), (("decode_recv", 0, 0), P + x, P + 2 * x, 1)]
+    assert_links_never_overbooked(tr, cfg)
 
 
 # ---------------------------------------------------------------- the view, the calendar, the switch
@@ -434,3 +491,17 @@ def test_a_zero_second_transfer_keeps_the_link_calendar_sorted():
     stream6 = [(bg, e) for lk, bg, e, i in log if lk == ("send", 2, 0) and i == 6][0]
     assert a.requests.decode_ready_s[18] >= stream6[1]   # it waits for request 6's stream
     assert all(e1 <= b2 for (_, e1), (b2, _) in zip(send2, send2[1:]))   # never overbooked
+
+
+def test_memory_estimate_counts_the_link_calendars_with_decode_rows():
+    """With contention the estimate has the link calendars: 2 × n_prefill prefill links + n_decode
+    decode receive links, each at most 2n slots (a request books a link at most once; a full row
+    doubles) of a begin and an end, + 2 live-slot counters (8 B each); none without contention."""
+    from mooncake_lab.sim.run import memory_estimate
+
+    tr = synthetic_trace("conversation-like").head(100)
+    for p, d in ((8, 8), (4, 12)):
+        parts = memory_estimate(tr, sim.ClusterConfig(n_prefill=p, n_decode=d))
+        assert parts["link calendars"][0] == 8 * (2 * p + d) * (2 * 200 + 2)
+        assert f"n_decode={d}" in parts["link calendars"][1]
+    assert "link calendars" not in memory_estimate(tr, sim.ClusterConfig(network_contention=False))

@@ -104,10 +104,11 @@ def test_preemptions_happen_and_engines_agree_on_a_heavier_trace():
 
 def _two_requests(out_b=10, cap=2010.0, unknown=True):
     # A and B: 1,000-token prompts (2 blocks each, nothing shared), both arrive at 0 on 2 prefill
-    # nodes and 1 decode node
+    # nodes and 1 decode node; an uncontended network, so both KV are ready at the same time (with
+    # shared links B's stream would queue behind A's on the decode node's receive link: sim/links.py)
     tr = trace_from_requests([0.0, 0.0], [1000, 1000], [10, out_b], [2, 2], [1, 2, 3, 4], name="hand")
     cfg = sim.ClusterConfig(n_prefill=2, n_decode=1, decode_kv_capacity_tokens=cap,
-                            output_lengths="unknown" if unknown else "known")
+                            output_lengths="unknown" if unknown else "known", network_contention=False)
     return tr, cfg
 
 

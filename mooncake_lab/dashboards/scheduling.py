@@ -48,8 +48,8 @@ class SchedulingDashboard(Dashboard):
     Controls: ``trace``, ``policy``, ``speed`` (replay ×, 0.1–2), ``n_prefill`` (1–32),
     ``capacity`` (blocks per instance, log, 100–31,623), ``threshold`` (kvcentric balancing
     threshold, 1–16), ``noise`` (relative s.d. of TTFT estimates, 0–1), ``contention`` (prefill nodes'
-    send / receive links shared by fetches and KV streams: ``ClusterConfig.network_contention``; the
-    node's own NICs, 4 × 200 Gbps).
+    send / receive links and decode nodes' receive links shared by fetches and KV streams:
+    ``ClusterConfig.network_contention``; the node's own NICs, 4 × 200 Gbps).
     """
 
     title = "Lecture 04 · the Conductor on the whole trace (one simulation per move)"

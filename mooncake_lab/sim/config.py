@@ -203,13 +203,14 @@ class ClusterConfig:
     network_contention : disaggregated only (ignored by the coupled engine: no KV moves between its
         nodes). False (:data:`SIMPLE_SEMANTICS`) = every transfer gets the whole NIC (the network is
         never a bottleneck). True (default) = each prefill node has a send and a receive link
-        of the node's RDMA bandwidth (``network_gbps`` or its NICs, × the preset's RDMA efficiency),
-        shared by the remote-prefix fetches of ``kvcentric`` and the KV streams to decode, which
-        reserve them in the order they are committed, each in the earliest gap long enough (arXiv
-        v3 §4: replicating hot blocks "is essential to avoid transfer congestion"). The Conductor's
+        and each decode node a receive link, of the node's RDMA bandwidth (``network_gbps`` or its
+        NICs, × the preset's RDMA efficiency), shared by the remote-prefix fetches of ``kvcentric``
+        and the KV streams to decode, which reserve them in the order they are committed, each in
+        the earliest gap long enough (arXiv v3 §4: replicating hot blocks "is essential to avoid
+        transfer congestion"); a stream reserves its decode node's receive link only under
+        ``decode_binding="arrival"`` (late binding does not know the node yet). The Conductor's
         fetch estimates see the links' reservations, so a hot holder becomes slow to fetch from.
-        Rules and what they leave out (decode nodes' receive links, CPP activations):
-        :mod:`mooncake_lab.sim.links`.
+        Rules and what they leave out (CPP activations): :mod:`mooncake_lab.sim.links`.
     """
 
     n_prefill: int = 8

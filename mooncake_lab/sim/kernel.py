@@ -11,8 +11,10 @@ One pass over the requests in arrival order:
   arrival order). Its decode instance is chosen at ``ready`` (late binding) or, with
   ``decode_binding="arrival"``, here at the arrival (``dbound``: each instance's KV in flight).
 * **network links** (``network_contention``, :mod:`.links`): per prefill node a send and a receive
-  link, each a calendar of reserved intervals (``lb``, ``le``; live slots ``lc``), that fetches and
-  KV streams reserve when their request is committed; ``bavail[p, b]``: when block b is complete on p.
+  link, and per decode node a receive link (rows 2·P·X + d, used when the decode instance is chosen
+  at arrival), each a calendar of reserved intervals (``lb``, ``le``; live slots ``lc``), that
+  fetches and KV streams reserve when their request is committed; ``bavail[p, b]``: when block b is
+  complete on p.
 * **decode side** (discrete events): before each arrival the decode pool is advanced to that time
   (hook for arrival-time admission), processing ready events and decode-instance events in time
   order. A decode instance jumps from event to event (:mod:`.decode_math`): its next event is the
@@ -112,10 +114,14 @@ def _fit_pair(lb, le, lc, l1, l2, t, d):
 
 
 @helper_njit
-def _fit_group(lb, le, lc, l0, n, t, d):
-    """Earliest ``b ≥ t`` with ``[b, b + d]`` free on every link ``l0 … l0 + n − 1``."""
+def _fit_group(lb, le, lc, l0, n, ld, t, d):
+    """Earliest ``b ≥ t`` with ``[b, b + d]`` free on every link ``l0 … l0 + n − 1`` and on link
+    ``ld`` (a decode node's receive link; none if ``ld < 0``). (The earliest common gap does not
+    depend on the order the links are tried in; the decode link, the busier, goes first.)"""
     while True:
         b = t
+        if ld >= 0:
+            b = _fit(lb, le, lc, ld, b, d)
         for l in range(l0, l0 + n):
             b = _fit(lb, le, lc, l, b, d)
         if b == t:
@@ -167,11 +173,11 @@ def _backlog(lb, le, lc, l0, n, a):
 
 
 @helper_njit
-def _fetch_begin(lb, le, lc, src, p, t, d, X):
+def _fetch_begin(lb, le, lc, src, p, t, d, X, nl):
     """When a ``d``-second fetch from instance ``src`` to ``p`` requested at ``t`` has all its X
     node pairs started (pair s: the send link of ``src``'s node s, the receive link of ``p``'s
-    node s; links 0 … P·X − 1 send, P·X … 2·P·X − 1 receive, node (p, s) = p·X + s)."""
-    nl = lc.shape[0] // 2
+    node s; links 0 … P·X − 1 send, ``nl`` = P·X … 2·P·X − 1 receive, node (p, s) = p·X + s;
+    then the decode nodes' receive links, 2·P·X + d)."""
     b = t
     for s in range(X):
         b = max(b, _fit_pair(lb, le, lc, src * X + s, nl + p * X + s, t, d))
@@ -187,7 +193,7 @@ def _best_source(lb, le, lc, local, best, srcav, p, t, d, X):
     b_best = math.inf
     for q in range(len(local)):
         if local[q] == best and q != p:
-            b = _fetch_begin(lb, le, lc, q, p, max(t, srcav[q]), d, X)
+            b = _fetch_begin(lb, le, lc, q, p, max(t, srcav[q]), d, X, len(local) * X)
             if b < b_best:
                 b_best = b
                 q_best = q
@@ -491,7 +497,7 @@ def _fill_view(view, i, a, Lin, best, local, c, sc, block_tokens, threshold, noi
         view.recv_backlog_s[p] = 0.0
         if links is not None:
             view.send_backlog_s[p] = _backlog(lb, le, lc, p * group_size, group_size, a)
-            view.recv_backlog_s[p] = _backlog(lb, le, lc, lc.shape[0] // 2 + p * group_size, group_size, a)
+            view.recv_backlog_s[p] = _backlog(lb, le, lc, (len(local) + p) * group_size, group_size, a)
         w = max(0.0, gfree[p, 0] - a)
         r0 = max(a, gfree[p, 0])
         cl = _reusable_tokens(local[p], Lin, block_tokens)
@@ -576,7 +582,8 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
     ratio (:mod:`.admission`; config.DECODE_BINDINGS / DECODE_LOAD_METRICS).
     ``links``: None (every transfer gets a whole NIC; numba then drops the link code, as for
     ``policy_fn``) or True (``ClusterConfig.network_contention``: fetches and KV streams reserve
-    the prefill nodes' send / receive links, :mod:`.links`); ``fetch_wait`` / ``stream_wait``:
+    the prefill nodes' send / receive links, a stream bound at arrival also its decode node's
+    receive link, :mod:`.links`); ``fetch_wait`` / ``stream_wait``:
     the seconds each request's fetch / KV stream waited for them (0 without contention).
 
     ``diag``: [0] events processed, [1] times an event ran earlier than the previous one (must be
@@ -599,11 +606,12 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
     glink = np.zeros((P, X), dtype=np.float64)  # when stage s's NIC is free (overlapped sends)
     nfree = np.empty(X, dtype=np.float64)       # a group's state after a candidate request
     nlink = np.empty(X, dtype=np.float64)
-    # network links (contention): per link, its reserved intervals [lb, le], sorted (.links)
+    # network links (contention): per link, its reserved intervals [lb, le], sorted (.links);
+    # rows: P·X prefill send links, P·X prefill receive links, D decode receive links
     if links is not None:
-        lb = np.empty((2 * P * X, 4))               # (rows double when one is full: _more_slots)
-        le = np.empty((2 * P * X, 4))
-        lc = np.zeros((2 * P * X, 2), dtype=np.int64)  # per link: its first live and one-past-last slot
+        lb = np.empty((2 * P * X + D, 4))           # (rows double when one is full: _more_slots)
+        le = np.empty((2 * P * X + D, 4))
+        lc = np.zeros((2 * P * X + D, 2), dtype=np.int64)  # per link: its first live and one-past-last slot
         bavail = np.zeros((P, last_use.shape[1]))   # when block b is complete on p
     else:
         lb = np.empty((0, 4))
@@ -922,14 +930,6 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
                               cpp_chunk, act_bytes, cpp_bw, cpp_overlap)  # nfree / nlink: pi's state after it
         r_i = end + _exposed_transfer(c, Lin, pt, n_layers, layerwise)
         r_free = r_i
-        x_s = 0.0
-        b_s = 0.0
-        if links is not None:
-            if out > 1:  # the stream: x s on all pi's send links, ideally ending at r_free
-                x_s = cm_kv_transfer_time(c, Lin)
-                b_s = _fit_group(lb, le, lc, pi * X, X, r_free - x_s, x_s)
-                if b_s > r_free - x_s:
-                    r_i = max(r_free, b_s + x_s)
         cand = Lin + 1 if grow else Lin + out  # what this request counts / needs on decode (rule 8b)
         kvh = reserved
         if grow:  # KV held now: prompt + tokens so far of the running requests
@@ -942,6 +942,14 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
             for e in range(1, D):
                 if kvh[e] + waitneed[e] + dbound[e] < kvh[db] + waitneed[db] + dbound[db]:
                     db = e
+        x_s = 0.0
+        b_s = 0.0
+        if links is not None:
+            if out > 1:  # the stream: x s on all pi's send links (+ db's receive link), ideally ending at r_free
+                x_s = cm_kv_transfer_time(c, Lin)
+                b_s = _fit_group(lb, le, lc, pi * X, X, 2 * P * X + db if db >= 0 else -1, r_free - x_s, x_s)
+                if b_s > r_free - x_s:
+                    r_i = max(r_free, b_s + x_s)
         # ---------------- admission at arrival (arXiv §7): loads as SLO satisfaction
         pl = prefill_load(end - a, ttft_slo)
         nb = 1.0
@@ -1029,10 +1037,15 @@ def _kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
             continue
         ready[i] = r_i
         stream_wait[i] = r_i - r_free
-        if links is not None:  # the stream holds pi's send links for x_s s, until its KV has arrived
+        if links is not None:  # the stream holds pi's send links (and db's receive link) for x_s s
             for s in range(X):
                 if lc[pi * X + s, 1] - lc[pi * X + s, 0] >= lb.shape[1]:
                     lb, le = _more_slots(lb, le)
                 _book(lb, le, lc, pi * X + s, b_s, b_s + x_s, a)
+            if db >= 0:
+                ld = 2 * P * X + db
+                if lc[ld, 1] - lc[ld, 0] >= lb.shape[1]:
+                    lb, le = _more_slots(lb, le)
+                _book(lb, le, lc, ld, b_s, b_s + x_s, a)
         hsize = _heap_push(ht, hi, hsize, ready[i], i)
     diag[2] = nlog

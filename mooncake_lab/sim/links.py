@@ -3,9 +3,9 @@
 Without contention (the default) every transfer gets the whole NIC: a fetch of ``n`` tokens takes
 :func:`~mooncake_lab.roofline.cm_kv_transfer_time` (``n`` × KV bytes per token / (NIC bandwidth ×
 the preset's RDMA efficiency)) / X, a KV stream to decode exposes :func:`.kernel._exposed_transfer`.
-With it, **each prefill node has a send link and a receive link** whose capacity is that same
-per-node bandwidth (``network_gbps``, else the node's NIC count × Gbps, × RDMA efficiency: one
-formula, ``cm_kv_transfer_time``), and transfers reserve them:
+With it, **each prefill node has a send link and a receive link, and each decode node a receive
+link**, whose capacity is that same per-node bandwidth (``network_gbps``, else the node's NIC count
+× Gbps, × RDMA efficiency: one formula, ``cm_kv_transfer_time``), and transfers reserve them:
 
 * **Remote-prefix fetch** (``kvcentric``, or a student policy's ``view.fetch``) of ``d`` =
   :func:`.cpp_group.group_fetch_time` seconds from instance ``src`` to ``p``: requested when ``p``
@@ -20,17 +20,24 @@ formula, ``cm_kv_transfer_time``), and transfers reserve them:
 * **KV stream to decode** of ``x`` = ``cm_kv_transfer_time(L)`` seconds, from the prefill node's
   send link (X > 1: on every stage node's send link at once: each stage sends its layers while the
   decode node receives all of them, so each holds its link for the stream's ``x`` s — a
-  conservative choice). Uncontended it ends at ``R`` = prefill end + exposed transfer (layer-wise:
+  conservative choice) to, with ``decode_binding="arrival"`` (the default), the bound decode
+  node's receive link: the stream needs one gap free on all of these links (it receives all ``L``
+  tokens' KV, so ``x`` s there too). Uncontended it ends at ``R`` = prefill end + exposed transfer (layer-wise:
   ``max(x/l, x − p(1 − 1/l))``), i.e. the ``x`` s of sending ideally occupy ``[R − x, R]``: layer-wise,
   that window starts after the first layer is computed (``R − x ≥ prefill start + p/l``), so the
   data is there. The stream reserves the earliest gap ``[b, b + x]`` with ``b ≥ R − x``; the KV
   reaches decode at ``max(R, b + x)`` (= ``R`` when the links are free: the result without
   contention). *Stream wait* = that − ``R``. Only a request with output > 1 token streams.
-* **Not on links**: a decode node's receive link. The decode instance is chosen when the KV is
-  ready (late binding, reference rule 7), so no transfer can reserve it before; decode nodes
-  receive nothing else, so only streams to the same decode node would queue there (with a decode
-  instance chosen at arrival this is the place to add it). CPP stage-boundary activations keep
-  their own NIC model (``glink`` of :mod:`.cpp_group`) and do not share these links.
+* **Decode receive links**: only streams use them (decode nodes receive nothing else), so two
+  streams queue there only when they go to the same decode node at overlapping times. With
+  ``decode_binding="ready"`` (late binding, reference rule 7) a stream reserves **no** decode
+  receive link: its decode instance is chosen only when its KV is ready, i.e. after the stream,
+  which is reserved when the request is committed at arrival; reserving it then would need either
+  the destination before it is chosen or a stream that moves after it was reserved (breaking the
+  rule below that a reservation is never moved). So late binding keeps the stream on the prefill
+  side's links alone (an optimistic choice: the destination's link is treated as free).
+* **Not on links**: CPP stage-boundary activations keep their own NIC model (``glink`` of
+  :mod:`.cpp_group`) and do not share these links.
 
 **Sharing rule: a reservation calendar per link, earliest fit in commit order.** Transfers are
 reserved in the order the simulator commits requests (arrival order; a request rejected at
@@ -60,7 +67,8 @@ the prefix. So a replica that is still being received does not yet relieve the h
 contention, as before, a prefix is fetchable as soon as the request storing it is committed.)
 
 :class:`LinkCalendar` is the plain-Python form the reference uses; the kernel keeps the same
-intervals in arrays (``lb``, ``le``, ``lc``: :func:`.kernel._fit`, :func:`.kernel._book`).
+intervals in arrays (``lb``, ``le``, ``lc``: :func:`.kernel._fit`, :func:`.kernel._book`), one row
+per link: P·X prefill send links, P·X prefill receive links, then the D decode receive links.
 """
 from __future__ import annotations
 

@@ -41,7 +41,8 @@ Prefill (per instance: FIFO queue, prefix cache of 512-token blocks evicting by 
     6. The KV reaches decode at ``ready = end + exposed transfer`` (layer-wise: max(x/l,
        x − p(1 − 1/l)); serialized: x; x = transfer of all L tokens).
    6b. ``network_contention``: fetches and KV streams reserve the prefill nodes' send / receive
-       links in commit order, each in the earliest gap (:mod:`.links`): a fetch comes from the
+       links (a stream under ``decode_binding="arrival"`` also its decode node's receive link) in
+       commit order, each in the earliest gap (:mod:`.links`): a fetch comes from the
        holder of the best prefix it can begin from first (not before the prefix is complete
        there) and begins after a wait for the links (the prefill starts at start + wait +
        fetch), and ``ready`` may come later than rule 6 says. The Conductor's fetch estimates
@@ -217,7 +218,8 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
 
     ``student``: a :class:`~.student_policy.StudentPolicy` choosing the prefill instance (rule 2b).
     ``link_log``: with ``network_contention``, every reservation is appended to it as
-    ``(link, begin, end, request)``, link = ``("send" | "recv", instance, stage)``.
+    ``(link, begin, end, request)``, link = ``("send" | "recv", prefill instance, stage)`` or
+    ``("decode_recv", decode instance, 0)``.
     """
     c = resolved.cost
     cap = resolved.decode_kv_capacity
@@ -230,6 +232,7 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
     contention = bool(config.network_contention)
     send = [[LinkCalendar() for _ in range(X)] for _ in range(P)]  # rule 6b: per node (p, s)
     recv = [[LinkCalendar() for _ in range(X)] for _ in range(P)]
+    drecv = [[LinkCalendar()] for _ in range(D)]  # decode nodes' receive links (decode_binding="arrival")
 
     def fetch_begin(src, p, t, d):
         """When a ``d``-s fetch from ``src`` to ``p`` requested at ``t`` has all X pairs started."""
@@ -254,7 +257,7 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
         return max(lk.backlog(a) for lk in links[p]) if contention else 0.0
 
     def book(kind, p, s, b, e, i):
-        (send if kind == "send" else recv)[p][s].book(b, e)
+        {"send": send, "recv": recv, "decode_recv": drecv}[kind][p][s].book(b, e)
         if link_log is not None:
             link_log.append(((kind, p, s), b, e, i))
 
@@ -468,15 +471,15 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
             f_wait = f_begin - start
         end, pt = groups[pi].run(start + f_wait + fetch_t, L - cached, cached, commit=False)
         r = r_free = end + _exposed_transfer(c, L, pt, resolved.n_layers, layerwise)
-        if contention and o > 1:  # rule 6b: the stream wants [r − x, r] on all pi's send links
-            x = float(cm_kv_transfer_time(c, L))
-            b_s = fit_all(send[pi], r_free - x, x)
-            if b_s > r_free - x:
-                r = max(r_free, b_s + x)
         cand = L + 1 if grow else L + o  # what this request counts / needs on decode (rule 8b)
         bind = None  # rule 7, "arrival": the decode instance chosen now
         if at_arrival and o > 1:
             bind = min(range(D), key=lambda e: (held(e) + dec[e].waiting + dec[e].bound, e))
+        if contention and o > 1:  # rule 6b: the stream wants [r − x, r] on all pi's send links
+            x = float(cm_kv_transfer_time(c, L))  # (+ the bound decode node's receive link)
+            b_s = fit_all(send[pi] + ([] if bind is None else drecv[bind]), r_free - x, x)
+            if b_s > r_free - x:
+                r = max(r_free, b_s + x)
         # admission at arrival (rules 11-12)
         pl = float(prefill_load(end - a, ttft_slo))
         if adm == "predicted":
@@ -547,6 +550,8 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
         if contention:
             for s in range(X):
                 book("send", pi, s, b_s, b_s + x, i)
+            if bind is not None:
+                book("decode_recv", bind, 0, b_s, b_s + x, i)
         gen[i] = 1
         last_token[i] = end
         ready_events.append((r, i))
