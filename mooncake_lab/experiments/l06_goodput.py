@@ -283,7 +283,8 @@ def describe_semantics(ctl: pd.DataFrame) -> str:
             f"lengths, which a real vLLM does not — and moves no KV between nodes; Mooncake's decode sees only the "
             f"prompt (its KV grows, {base.preemptions:,.0f} preemptions here) and shares the links (mean KV-stream wait "
             f"{base.stream_wait_ms:.1f} ms). Given both of the coupled engine's semantics, Mooncake meets the SLOs for "
-            f"{both.attainment_pct:.1f}% instead of {base.attainment_pct:.1f}%: "
+            + (f"the same {base.attainment_pct:.1f}%: " if f"{both.attainment_pct:.1f}" == f"{base.attainment_pct:.1f}"
+               else f"{both.attainment_pct:.1f}% instead of {base.attainment_pct:.1f}%: ")
             + ("these choices do not decide the comparison." if abs(both.attainment_pct - base.attainment_pct) < 1
                else "these choices move the comparison."))
 
