@@ -101,8 +101,15 @@ FIG1_AT_100MS_PERCENT = {"mooncake": 95.0, "vllm": 16.0, "vllm_chunked": 10.0}
 #: FAST'25 TBT thresholds of Fig. 1's headline gains (ms) and its TTFT SLO (s).
 TBT_THRESHOLDS_MS = (100, 200, 300)
 TTFT_SLO_S = 30.0
-#: FAST'25: the best prefill:decode node ratio on its workload ≈ 1:1.
+#: FAST'25: the best prefill:decode node ratio on its workload ≈ 1:1 (P, D). Issue 14 names it Fig. 15's
+#: anchor; ../shared/reference/mooncake_paper.md states only "best P:D ratio ≈ 1:1" (FAST'25), without a
+#: figure number, axes or node counts, so the figure number is not checked against the paper here.
 BEST_PD_RATIO = (1, 1)
+BEST_PD_SOURCE = (f"{FAST25} (../shared/reference/mooncake_paper.md: \"best P:D ratio ≈ 1:1\"; "
+                  "issue 14: Fig. 15; the reference gives no figure number or node count)")
+#: The FAST'25 Fig. 1 source line the reproduce metrics quote.
+FIG1_SOURCE = (f"{FAST25} §5.1 and Fig. 1 (request capacity ratio; the 100 ms values read from the rendered "
+               "figure, the gains from the text)")
 #: arXiv v3 §8 (real workload, 10P+10D vs 20 vLLM instances): +75% requests (vLLM's 57%: VLLM_TBT_SLO_MET_PCT).
 ARXIV_REAL_GAIN = 0.75
 

@@ -138,3 +138,53 @@ def test_batching_dashboard_controls_change_the_figure():
         assert not np.array_equal(d.figure.axes[1].lines[0].get_ydata(), y0), name
 
 
+
+
+def test_fig1_metrics_are_the_request_capacity_ratio_beside_the_papers():
+    """reproduce's FAST'25 Fig. 1 metrics = request_capacity_ratio of the figure's four clusters at 1×."""
+    from mooncake_lab import paper, reproduce
+
+    ms = {m.name: m for m in reproduce.collect("fast25_fig1_capacity")}
+    t = g.request_capacity_ratio(1.0, baselines={k: g.BASELINES[k] for k in g.FIG1_CLUSTERS})
+    assert len(ms) == 4 * 3 + 3
+    for name, key in g.FIG1_CLUSTERS.items():
+        for x in g.TBT_SLOS_MS:
+            m = ms[f"fast25_fig1_capacity.request_capacity_ratio.{name.replace(' + ', '_').replace(' ', '_')}.tbt{x}ms"]
+            assert m.ours == t.loc[name, x] and m.unit == "% of requests"
+            assert m.paper == (paper.FIG1_AT_100MS_PERCENT[key] if key and x == 100 else None)
+    for x in g.TBT_SLOS_MS:
+        m = ms[f"fast25_fig1_capacity.gain_vs_vllm.tbt{x}ms"]
+        assert m.ours == pytest.approx(t.loc["mooncake", x] / t.loc["vllm", x] - 1)
+        assert m.paper == paper.FIG1_GAIN[x] and "Fig. 1" in m.source
+
+
+def test_fig15_metrics_are_the_best_split_of_the_pd_sweep():
+    from mooncake_lab import paper, reproduce
+
+    ms = {m.name: m for m in reproduce.collect("fast25_fig15_pd")}
+    pdr = g.pd_sweep(progress=False)
+    best = pdr.loc[pdr.effective_capacity_rps.idxmax()]
+    assert ms["fast25_fig15_pd.best_pd_ratio"].ours == best.n_prefill / best.n_decode
+    assert ms["fast25_fig15_pd.best_pd_ratio"].paper == 1.0 == paper.BEST_PD_RATIO[0] / paper.BEST_PD_RATIO[1]
+    assert ms["fast25_fig15_pd.best_n_prefill"].ours == best.n_prefill
+    assert ms["fast25_fig15_pd.best_n_prefill"].paper == g.N_NODES // 2
+    assert ms["fast25_fig15_pd.best_is_lower_bound"].ours == float(best.lower_bound)
+    assert ms["fast25_fig15_pd.best_capacity_rps"].ours == best.effective_capacity_rps
+    one = pdr.set_index("n_prefill").effective_capacity_rps[8]
+    assert ms["fast25_fig15_pd.capacity_1to1_over_best"].ours == pytest.approx(one / best.effective_capacity_rps)
+    assert all("1:1" in m.source for m in ms.values())
+
+
+def test_semantics_control_swaps_only_the_named_rules():
+    """The control runs Mooncake with the coupled engine's rules; its first row is the lecture's Mooncake."""
+    tr = g._trace("conversation").head(1500)
+    ctl = g.semantics_control(1.0, trace=tr)
+    assert list(ctl.index) == list(g.SEMANTICS_CONTROLS)
+    assert ctl.iloc[0].attainment_pct == 100 * g.attainment(g.run("mooncake", 1.0, tr), 100)
+    known = g.run("mooncake", 1.0, tr, output_lengths="known", network_contention=False)
+    assert ctl.iloc[-1].attainment_pct == 100 * g.attainment(known, 100)
+    assert ctl.loc["uncontended network", "stream_wait_ms"] == 0 == ctl.iloc[-1].stream_wait_ms
+    assert (ctl.loc["output lengths known", "preemptions"], ctl.iloc[-1].preemptions) == (0, 0)  # reserved: none
+    text = g.describe_semantics(ctl)
+    decides = abs(ctl.iloc[-1].attainment_pct - ctl.iloc[0].attainment_pct) >= 1
+    assert ("move the comparison" in text) == decides and f"{ctl.iloc[0].attainment_pct:.1f}%" in text

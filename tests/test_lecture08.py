@@ -140,6 +140,30 @@ def test_paper_comparison_does_not_set_our_metric_beside_the_papers(conv):
     assert "in_paper_range" not in df.columns
     box = c.paper_box(df, {"conversation": cap})
     assert "request capacity ratio" in box and "do **not** set it beside" in box
+    from mooncake_lab.experiments import l06_goodput as g
+    t = g.request_capacity_ratio(1.0)       # lecture 06's metric, quoted (computed) in the first row
+    assert f"{100 * (t.loc['mooncake', 100] / t.loc['vllm', 100] - 1):+.0f}%" in box.splitlines()[2]
+
+
+def test_semantics_control_gives_mooncake_the_coupled_baselines_rules(conv):
+    """Full Mooncake under the paper's rules and under the coupled engine's (output lengths known, no link
+    contention); the paper box's row says whether they move its share meeting the SLOs."""
+    tr = c._trace("conversation").head(2000)
+    ctl = c.semantics_control(tr, speeds=(2.0, 4.0))
+    assert list(ctl.index) == [2.0, 4.0]
+    for v, row in ctl.iterrows():
+        r = c.run("mooncake", v, tr)
+        k = c.run("mooncake", v, tr, output_lengths="known", network_contention=False)
+        assert row.attainment_pct == 100 * c.g.attainment(r, 100)
+        assert row.attainment_pct_coupled_rules == 100 * c.g.attainment(k, 100)
+        assert row.preemptions == r.arrays["preemptions"].sum() and row.stream_wait_max_ms >= row.stream_wait_mean_ms >= 0
+    a, b, ours, verdict = c._semantics_row(ctl)
+    moved = (ctl.attainment_pct_coupled_rules - ctl.attainment_pct).abs().max()
+    assert ("do **not** decide" in verdict) == (moved < 1) and f"{moved:.1f} points" in ours
+    _, cap, tok = conv
+    box = c.paper_box(c.paper_comparison({"conversation": {"requests": cap, "tokens": tok}}),
+                      {"conversation": cap}, semantics=ctl)
+    assert verdict in box.splitlines()[-1] and "know output lengths" in box.splitlines()[-1]
 
 
 # ------------------------------------------------------------------------ student policies

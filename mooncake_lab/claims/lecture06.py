@@ -104,6 +104,8 @@ claim("06.tail", "longest 10 %", lambda: 10, source="FAST'25 §5.1: TBT = mean o
 claim("06.ttft", "(TTFT ≤ 30 s, TBT ≤ a threshold)", lambda: _g().TTFT_SLO_S, source="FAST'25 §5.1")
 claim("06.five", "Our five clusters (16 nodes each", lambda: _g().N_NODES)
 claim("06.speeds", "at 1× (the paper's setting) and at 2×", lambda: (1.0, _g().DEMO_SPEED))
+claim("06.control_speed", "(`g.semantics_control`, at 1×)",
+      lambda: __import__("inspect").signature(_g().semantics_control).parameters["speed"].default)
 claim("06.paper_range", "beside the paper's +59 % … +498 %",
       lambda: (100 * paper.FIG1_GAIN[300], 100 * paper.FIG1_GAIN[100]), source=_FAST)
 claim("06.prefill_nodes", "because the 8 prefill nodes", lambda: _mooncake()[0])
