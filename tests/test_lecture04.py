@@ -251,10 +251,13 @@ def test_scheduling_dashboard_contention_box_runs_the_shared_network():
     from mooncake_lab.dashboards.scheduling import SchedulingDashboard
 
     d = SchedulingDashboard(n_prefill=4, speed=0.3)   # few instances at 800 Gbps: fetches do wait
-    assert d.controls["contention"].value is False and "shared links" not in d.readout.value
+    # on by default, as ClusterConfig's (the lecture's whole-trace runs share the links)
+    assert d.controls["contention"].value is True and "shared links:" in d.readout.value
     n0 = d.n_draws
+    d.controls["contention"].value = False
+    assert d.n_draws == n0 + 1 and "shared links" not in d.readout.value
     d.controls["contention"].value = True
-    assert d.n_draws == n0 + 1 and "shared links:" in d.readout.value
+    assert d.n_draws == n0 + 2 and "shared links:" in d.readout.value
     on = S.run("conversation", 0.3, **SchedulingDashboard._config({k: w.value for k, w in d.controls.items()}))
     assert on.config.network_contention is True
     w = on.requests.loc[on.requests.fetched_tokens > 0, "fetch_wait_s"]

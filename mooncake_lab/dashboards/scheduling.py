@@ -49,7 +49,7 @@ class SchedulingDashboard(Dashboard):
     ``capacity`` (blocks per instance, log, 100–31,623), ``threshold`` (kvcentric balancing
     threshold, 1–16), ``noise`` (relative s.d. of TTFT estimates, 0–1), ``contention`` (prefill nodes'
     send / receive links and decode nodes' receive links shared by fetches and KV streams:
-    ``ClusterConfig.network_contention``; the node's own NICs, 4 × 200 Gbps).
+    ``ClusterConfig.network_contention``, on by default as there; the node's own NICs, 4 × 200 Gbps).
     """
 
     title = "Lecture 04 · the Conductor on the whole trace (one simulation per move)"
@@ -58,7 +58,8 @@ class SchedulingDashboard(Dashboard):
 
     def __init__(self, trace: str = "conversation", policy: str = "kvcentric",
                  speed: float = exp.DEFAULT_REPLAY_SPEED, n_prefill: int = 8, capacity_blocks: int | None = None,
-                 threshold: float = 1.0, noise: float = 0.0, contention: bool = False):
+                 threshold: float = 1.0, noise: float = 0.0,
+                 contention: bool = sim.ClusterConfig.network_contention):   # the simulator's default: shared
         if capacity_blocks is None:
             capacity_blocks = sim.ClusterConfig().resolve().cache_capacity_blocks
         super().__init__(trace=trace, policy=policy, speed=speed, n_prefill=n_prefill, capacity=capacity_blocks,
@@ -80,7 +81,7 @@ class SchedulingDashboard(Dashboard):
                                              description="balancing threshold", **_slider_style()),
             "noise": widgets.FloatSlider(min=b["noise"][0], max=b["noise"][1], step=0.05,
                                          description="estimator noise (rel. s.d.)", **_slider_style()),
-            "contention": widgets.Checkbox(value=False, description="network contention (shared links)",
+            "contention": widgets.Checkbox(description="network contention (shared links)",
                                            indent=False),
         }
 
