@@ -3,6 +3,7 @@ import math
 
 import pytest
 
+from test_sim_engines import assert_runs_without_jit
 from mooncake_lab import sim
 from mooncake_lab.roofline import cm_decode_step_time, cm_prefill_time
 from mooncake_lab.traces import trace_from_requests
@@ -185,10 +186,7 @@ def test_coupled_kernel_python_path_with_jit_disabled():
                                            rtol=1e-9, err_msg=col)
         print("ok")
     """)
-    env = dict(os.environ, NUMBA_DISABLE_JIT="1")
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert r.stdout.strip().endswith("ok")
+    assert_runs_without_jit(code)
 
 
 # ---------------------------------------------------------------- decode-only stretches are jumped

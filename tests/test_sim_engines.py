@@ -18,23 +18,39 @@ NUM_COLS = ["prefill_instance", "decode_instance", "queue_wait_s", "fetch_s", "f
             "tbt_tail_s", "prefill_load", "decode_load", "wasted_prefill_s"]
 
 
-@st.composite
-def small_traces(draw):
+def prefix_traces(max_gap_s=3.0, n_roots=3, min_shared=0, name="hyp"):
+    """A strategy: 1–25 requests (≥ 2 when dense); prompts share prefixes of ``n_roots`` root chains of
+    ``min_shared``–10 blocks (so caches hit and fetch), arrivals up to ``max_gap_s`` apart."""
+    @st.composite
+    def traces(draw):
+        n = draw(st.integers(1 if min_shared == 0 else 2, 25))
+        arrival = np.cumsum(draw(st.lists(st.floats(0.0, max_gap_s), min_size=n, max_size=n)))
+        inp = draw(st.lists(st.integers(1, 5000), min_size=n, max_size=n))
+        out = draw(st.lists(st.integers(1, 40), min_size=n, max_size=n))
+        roots = draw(st.lists(st.integers(0, n_roots - 1), min_size=n, max_size=n))
+        shared = draw(st.lists(st.integers(min_shared, 10), min_size=n, max_size=n))
+        counts, ids = [], []
+        for i in range(n):
+            k = -(-inp[i] // 512)
+            s = min(shared[i], k)
+            ids += [1000 * roots[i] + j for j in range(s)] + [10_000 + 100 * i + j for j in range(k - s)]
+            counts.append(k)
+        return trace_from_requests(arrival, inp, out, counts, ids, name=name)
+    return traces()
+
+
+def small_traces():
     """A few requests; prompts share prefixes of a few root chains (so caches hit and fetch)."""
-    n = draw(st.integers(1, 25))
-    gaps = draw(st.lists(st.floats(0.0, 3.0), min_size=n, max_size=n))
-    arrival = np.cumsum(gaps)
-    inp = draw(st.lists(st.integers(1, 5000), min_size=n, max_size=n))
-    out = draw(st.lists(st.integers(1, 40), min_size=n, max_size=n))
-    roots = draw(st.lists(st.integers(0, 2), min_size=n, max_size=n))
-    shared = draw(st.lists(st.integers(0, 10), min_size=n, max_size=n))
-    counts, ids = [], []
-    for i in range(n):
-        k = -(-inp[i] // 512)
-        s = min(shared[i], k)
-        ids += [1000 * roots[i] + j for j in range(s)] + [10_000 + 100 * i + j for j in range(k - s)]
-        counts.append(k)
-    return trace_from_requests(arrival, inp, out, counts, ids, name="hyp")
+    return prefix_traces()
+
+
+def assert_runs_without_jit(code: str) -> None:
+    """Run ``code`` (it prints "ok" at the end) in a fresh interpreter with numba's JIT disabled: the
+    kernels' Python path, which numba's compiled one must equal."""
+    env = dict(os.environ, NUMBA_DISABLE_JIT="1")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.strip().endswith("ok")
 
 
 configs = st.builds(
@@ -245,10 +261,7 @@ def test_kernel_python_path_with_jit_disabled():
                                            rtol=1e-9, err_msg=col)
         print("ok")
     """)
-    env = dict(os.environ, NUMBA_DISABLE_JIT="1")
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert r.stdout.strip().endswith("ok")
+    assert_runs_without_jit(code)
 
 
 # ---------------------------------------------------------------------------------------- coupled engine

@@ -2,9 +2,6 @@
 kernel ≡ reference with contention on (decode bound at arrival or when the KV is ready), hand-worked
 examples (a hot holder's send link; a decode node's receive link), link reservations never overlap,
 and contention off is today's simulator."""
-import os
-import subprocess
-import sys
 import textwrap
 import warnings
 from collections import defaultdict
@@ -13,7 +10,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_sim_engines import NUM_COLS, assert_invariants, configs, cpp_configs, small_traces
+from test_sim_engines import (NUM_COLS, assert_invariants, assert_runs_without_jit, configs, cpp_configs, prefix_traces,
+                              small_traces)
 
 from mooncake_lab import sim
 from mooncake_lab.roofline import cm_kv_transfer_time, cm_prefill_time
@@ -84,23 +82,10 @@ def assert_links_never_overbooked(trace, config):
             assert not [r for r in res if r[0][0] == "decode_recv"]
 
 
-@st.composite
-def busy_traces(draw):
-    """Like ``small_traces`` but denser and sharing more (two root chains of up to 10 blocks), so
-    prefixes are fetched often and transfers meet on the links."""
-    n = draw(st.integers(2, 25))
-    arrival = np.cumsum(draw(st.lists(st.floats(0.0, 0.1), min_size=n, max_size=n)))
-    inp = draw(st.lists(st.integers(1, 5000), min_size=n, max_size=n))
-    out = draw(st.lists(st.integers(1, 40), min_size=n, max_size=n))
-    roots = draw(st.lists(st.integers(0, 1), min_size=n, max_size=n))
-    shared = draw(st.lists(st.integers(2, 10), min_size=n, max_size=n))
-    counts, ids = [], []
-    for i in range(n):
-        k = -(-inp[i] // 512)
-        s = min(shared[i], k)
-        ids += [1000 * roots[i] + j for j in range(s)] + [10_000 + 100 * i + j for j in range(k - s)]
-        counts.append(k)
-    return trace_from_requests(arrival, inp, out, counts, ids, name="hyp-busy")
+def busy_traces():
+    """Like ``small_traces`` but denser and sharing more (two root chains of 2–10 blocks), so prefixes
+    are fetched often and transfers meet on the links."""
+    return prefix_traces(max_gap_s=0.1, n_roots=2, min_shared=2, name="hyp-busy")
 
 
 GBPS = st.sampled_from([None, 2.0, 5.0, 10.0, 25.0])
@@ -454,10 +439,7 @@ def test_kernel_python_path_with_contention_and_jit_disabled():
                                            rtol=1e-9, atol=1e-12, err_msg=col)
         print("ok")
     """)
-    env = dict(os.environ, NUMBA_DISABLE_JIT="1")
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert r.stdout.strip().endswith("ok")
+    assert_runs_without_jit(code)
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
