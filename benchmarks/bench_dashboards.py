@@ -24,7 +24,7 @@ DASHBOARDS = [
     ("traces", "TraceDashboard"), ("cache", "CapacityDashboard"), ("cache", "PoolDashboard"),
     ("scheduling", "SchedulingDashboard"), ("scheduling", "AlgorithmOneDashboard"),
     ("prefill", "GanttDashboard"), ("prefill", "SchemesDashboard"),
-    ("goodput", "GoodputDashboard"), ("goodput", "BatchingDashboard"),
+    ("goodput", "GoodputDashboard"), ("goodput", "BatchingDashboard"), ("goodput", "PDAssumptionsDashboard"),
     ("overload", "OverloadDashboard"), ("overload", "PolicyComparisonDashboard"),
     ("capstone", "MechanismDashboard"),
     ("store_lab", "EvictionDashboard"), ("store_lab", "FailureDashboard"),

@@ -173,6 +173,12 @@ def test_fig15_metrics_are_the_best_split_of_the_pd_sweep():
     one = pdr.set_index("n_prefill").effective_capacity_rps[8]
     assert ms["fast25_fig15_pd.capacity_1to1_over_best"].ours == pytest.approx(one / best.effective_capacity_rps)
     assert all("1:1" in m.source for m in ms.values())
+    # the decisive variant (lecture 06 §6): every answer 4× longer
+    pre = "fast25_fig15_pd.answers_x4."
+    longer = g.best_split(g.pd_sweep(progress=False, **g.PD_ASSUMPTIONS[g.PD_DECISIVE]))
+    assert ms[pre + "best_n_prefill"].ours == longer.n_prefill and ms[pre + "best_n_prefill"].paper == g.N_NODES // 2
+    assert ms[pre + "best_pd_ratio"].ours == longer.ratio and ms[pre + "best_capacity_rps"].ours == longer.effective_capacity_rps
+    assert ms[pre + "best_is_lower_bound"].ours == float(longer.lower_bound) and "× 4" in ms[pre + "best_pd_ratio"].source
 
 
 def test_semantics_control_swaps_only_the_named_rules():
@@ -188,3 +194,103 @@ def test_semantics_control_swaps_only_the_named_rules():
     text = g.describe_semantics(ctl)
     decides = abs(ctl.iloc[-1].attainment_pct - ctl.iloc[0].attainment_pct) >= 1
     assert ("move the comparison" in text) == decides and f"{ctl.iloc[0].attainment_pct:.1f}%" in text
+
+
+def test_pd_sweep_overrides_change_the_best_split_as_measured():
+    """Longer answers move the best split toward decode; the cost preset moves the capacities; each row is
+    the 90 % capacity of the runs under that assumption (measured here one split at a time)."""
+    from mooncake_lab.experiments.common import simulate_all
+
+    base = g.pd_sweep(progress=False)
+    assert base.equals(g.pd_sweep(progress=False, output_scale=1.0))          # the default is the lecture's
+    longer = g.pd_sweep(progress=False, output_scale=4)
+    assert g.best_split(longer).n_prefill < g.best_split(base).n_prefill     # decode needs more of the nodes
+    tr = g.scaled_answers("conversation", 4)
+    assert tr is g.scaled_answers("conversation", 4.0) and (tr.output_len == 4 * g._trace("conversation").output_len).all()
+    rate = g.trace_rate(tr)
+    for p in (8, 12):
+        runs = simulate_all([(tr, v, g.config_for("mooncake", p)) for v in g.SPEEDS])
+        cur = __import__("pandas").DataFrame(dict(rate_rps=[rate * v for v in g.SPEEDS],
+                                                  attainment=[g.attainment(r, 100) for r in runs]))
+        assert longer.set_index("n_prefill").effective_capacity_rps[p] == g.effective_capacity(cur)
+    cal = g.pd_sweep(progress=False, preset="calibrated")
+    assert (cal.effective_capacity_rps <= base.effective_capacity_rps).all() and not cal.equals(base)
+    res = g.run("mooncake", g.SPEEDS[0], g._trace("conversation"), 8, preset="calibrated")
+    assert res.config.preset == "calibrated"
+    fast = g.pd_sweep(progress=False, speeds=g.PD_FAST_SPEEDS)
+    assert not fast.lower_bound.any() and (fast.effective_capacity_rps >= base.effective_capacity_rps).all()
+
+
+@pytest.mark.parametrize("kw,field", [
+    (dict(foo=1), "pd_sweep.foo"), (dict(n_prefill=4), "pd_sweep.n_prefill"), (dict(engine_mode="coupled"), "pd_sweep.engine_mode"),
+    (dict(preset="fast"), "ClusterConfig.preset"), (dict(output_lengths="maybe"), "ClusterConfig.output_lengths"),
+    (dict(network_contention=1), "ClusterConfig.network_contention"),
+    (dict(output_scale=0), "pd_sweep.output_scale"), (dict(output_scale=-2), "pd_sweep.output_scale"),
+    (dict(output_scale=float("nan")), "pd_sweep.output_scale"), (dict(output_scale=1e6), "pd_sweep.output_scale"),
+    (dict(output_scale="4"), "pd_sweep.output_scale"),
+    (dict(speeds=()), "pd_sweep.speeds"), (dict(speeds="fast"), "pd_sweep.speeds"), (dict(speeds=(1.0, 0)), "pd_sweep.speeds[1]"),
+    (dict(speeds=(float("inf"),)), "pd_sweep.speeds[0]"), (dict(splits=(8, 16)), "pd_sweep.splits[1]"),
+    (dict(splits=(0,)), "pd_sweep.splits[0]"), (dict(splits=(2.5,)), "pd_sweep.splits[0]"),
+    (dict(tbt_slo_ms=0), "pd_sweep.tbt_slo_ms"), (dict(tbt_slo_ms=float("nan")), "pd_sweep.tbt_slo_ms"),
+    (dict(tbt_slo_ms=True), "pd_sweep.tbt_slo_ms"),
+])
+def test_pd_sweep_refuses_bad_assumptions_naming_the_field(kw, field, monkeypatch):
+    from mooncake_lab.experiments import common
+    from mooncake_lab.validate import InputError
+
+    monkeypatch.setattr(common.sim, "simulate", lambda *a, **k: pytest.fail("simulated before checking"))
+    with pytest.raises(InputError) as err:
+        g.pd_sweep(progress=False, **kw)
+    assert str(err.value).startswith(field + ":"), str(err.value)
+
+
+def test_pd_assumptions_dashboard_every_option_renders_its_sweep():
+    from mooncake_lab.dashboards.goodput import PDAssumptionsDashboard
+
+    pds = g.pd_assumptions(progress=False)
+    assert list(pds) == list(g.PD_ASSUMPTIONS)
+    for name, kw in g.PD_ASSUMPTIONS.items():
+        assert pds[name].equals(g.pd_sweep(progress=False, **kw))
+    d = PDAssumptionsDashboard()
+    _labelled(d.figure)
+    seen, top = set(), d.figure.axes[0].get_ylim()
+    for name in reversed(g.PD_ASSUMPTIONS):
+        d.controls["assumption"].value = name
+        t, best = pds[name], g.best_split(pds[name])
+        heights = [b.get_height() for b in d.view.bars]
+        assert heights == list(t.effective_capacity_rps)
+        colours = [b.get_facecolor() for b in d.view.bars]
+        k = list(t.n_prefill).index(best.n_prefill)   # the best split, and only it, highlighted
+        assert all((c == colours[k]) == (i == k) for i, c in enumerate(colours))
+        assert f"best split {int(best.n_prefill)}P:{int(best.n_decode)}D" in d.readout.value
+        assert f"TBT ≤ {g.PD_ASSUMPTIONS[name].get('tbt_slo_ms', 100):g} ms" in d.figure.axes[0].get_title()
+        assert d.figure.axes[0].get_ylim() == top and d.background_is_current()   # one scale for every option
+        seen.add(tuple(heights))
+    assert len(seen) > 1
+
+
+def test_describe_pd_assumptions_names_what_decides_the_split():
+    pds = g.pd_assumptions(progress=False)
+    names, why = g._pd_decides(pds)
+    text = g.describe_pd_assumptions(pds, "x")
+    for name, t in pds.items():
+        b = g.best_split(t)
+        assert f"{name}: **{int(b.n_prefill)}P:{int(b.n_decode)}D**" in text
+    assert why in text
+    far = {k: abs(g.best_split(t).n_prefill - g.N_NODES / 2) for k, t in pds.items()}
+    assert names == [k for k in pds if far[k] == min(far.values()) and far[k] < far["the lecture's"]]
+    assert all(f"**{k}**" in why for k in names)
+    # by hand: a set where nothing moves toward 1:1 says so
+    same = {k: pds["the lecture's"] for k in list(pds)[:3]}
+    assert g._pd_decides(same) == ([], "none of these assumptions moves the best split nearer the paper's 1:1")
+
+
+def test_the_decisive_assumption_on_the_released_trace_is_longer_answers(real_trace_dir, monkeypatch):
+    from mooncake_lab import trace_data
+    from mooncake_lab.traces import cached_trace
+
+    monkeypatch.setenv(trace_data.ENV_DATA, str(real_trace_dir))
+    assert not cached_trace("conversation").name.startswith("synthetic")
+    pds = g.pd_assumptions(progress=False)
+    assert g._pd_decides(pds)[0] == [g.PD_DECISIVE]
+    assert g.best_split(pds[g.PD_DECISIVE]).n_prefill == g.N_NODES // 2

@@ -110,6 +110,21 @@ claim("06.paper_range", "beside the paper's +59 % … +498 %",
       lambda: (100 * paper.FIG1_GAIN[300], 100 * paper.FIG1_GAIN[100]), source=_FAST)
 claim("06.prefill_nodes", "because the 8 prefill nodes", lambda: _mooncake()[0])
 claim("06.best_pd", "near 1:1", lambda: paper.BEST_PD_RATIO, source="FAST'25 §5")
+
+
+def _pd_decisive():
+    """(answer scale, the split's ratio as P, D, its P and D nodes) of the one assumption that brings the
+    best split to the paper's ratio on the released trace; NaN unless it alone does."""
+    g = _g()
+    pds = g.pd_assumptions(progress=False)
+    b = g.best_split(pds[g.PD_DECISIVE])
+    r = paper.BEST_PD_RATIO
+    ok = g._pd_decides(pds)[0] == [g.PD_DECISIVE] and b.n_prefill * r[1] == b.n_decode * r[0]
+    return (g.PD_LONGER_ANSWERS, *r, b.n_prefill, b.n_decode) if ok else float("nan")
+
+
+claim("06.pd_decides", "On the released trace only answers 4× longer bring the best\nsplit to 1:1 (8P:8D)",
+      _pd_decisive, trace="released")
 claim("06.q1", "sequences of 12,000 tokens fit at once in one 8×A800", lambda: (_ex()._CTX, _n().n_gpus))
 claim("06.q2", "decodes 101 tokens (100 intervals) at 20 ms per step",
       lambda: (_ex()._INTERVALS + 1, _ex()._INTERVALS, 1e3 * _ex()._STEP_S))

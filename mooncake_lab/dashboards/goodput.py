@@ -6,7 +6,7 @@ import ipywidgets as widgets
 from ..traces import as_trace
 from . import Dashboard, nice_ceiling
 
-__all__ = ["GoodputDashboard", "BatchingDashboard"]
+__all__ = ["GoodputDashboard", "BatchingDashboard", "PDAssumptionsDashboard"]
 
 
 class GoodputDashboard(Dashboard):
@@ -70,6 +70,46 @@ class GoodputDashboard(Dashboard):
         self.readout.value = (f"at {rate:.2f} req/s: Mooncake {at['mooncake']:.0%}, {coupled} {at[coupled]:.0%} "
                               f"meet both SLOs · 90 % capacity: Mooncake {caps['mooncake']} req/s, "
                               f"{coupled} {caps[coupled]} req/s")
+
+
+class PDAssumptionsDashboard(Dashboard):
+    """Mooncake's 90 % capacity per P:D split under one assumption of
+    :data:`~mooncake_lab.experiments.l06_goodput.PD_ASSUMPTIONS` (the lecture's, or one changed).
+
+    Every assumption's sweep is computed when the dashboard is built (:func:`~...l06_goodput.pd_assumptions`,
+    memoised: free after the lecture's cell); a move only redraws, on one y scale for all of them."""
+
+    title = "What decides the best P:D split? (16 nodes, conversation trace)"
+
+    def _build_controls(self):
+        from ..experiments import l06_goodput as g
+
+        return {"assumption": widgets.ToggleButtons(options=list(g.PD_ASSUMPTIONS), description="assumption",
+                                                    style={"description_width": "initial", "button_width": "auto"})}
+
+    def _setup(self):
+        from ..experiments import l06_goodput as g
+        from ..plots.goodput import PDSweepPlot
+
+        self._trace = as_trace("conversation")  # resolved once (a name lookup touches the disk)
+        self._pds = g.pd_assumptions(self._trace, progress=False)
+        first = next(iter(self._pds.values()))
+        self._top = nice_ceiling(1.12 * max(float(t.effective_capacity_rps.max()) for t in self._pds.values()))
+        self.view = PDSweepPlot([f"{p}P:{d}D" for p, d in zip(first.n_prefill, first.n_decode)], live=True)
+        return self.view.figure
+
+    def _update(self):
+        from ..experiments import l06_goodput as g
+
+        name = self.value("assumption")
+        t, best = self._pds[name], g.best_split(self._pds[name])
+        self.view.update(t, highlight=int(best.n_prefill), top=self._top,
+                         tbt_slo_ms=g.PD_ASSUMPTIONS[name].get("tbt_slo_ms", g.TBT_SLOS_MS[0]))
+        half = t.loc[t.n_prefill == g.N_NODES // 2, "effective_capacity_rps"]
+        share = (f" · {g.N_NODES // 2}P:{g.N_NODES // 2}D reaches {float(half.iloc[0]) / best.effective_capacity_rps:.0%} of it"
+                 if len(half) and best.effective_capacity_rps > 0 else "")
+        self.readout.value = (f"{name}: best split {int(best.n_prefill)}P:{int(best.n_decode)}D, "
+                              f"{'≥ ' if best.lower_bound else ''}{best.effective_capacity_rps:.2f} req/s{share}")
 
 
 class BatchingDashboard(Dashboard):

@@ -7,7 +7,7 @@ import numpy as np
 
 from . import PALETTE, new_figure, styled
 
-__all__ = ["BatchingPanels", "CapacityPlot", "plot_batching", "plot_tbt_vs_batch", "plot_capacity", "plot_pd_sweep",
+__all__ = ["BatchingPanels", "CapacityPlot", "PDSweepPlot", "plot_batching", "plot_tbt_vs_batch", "plot_capacity", "plot_pd_sweep",
            "plot_tbt_cdf"]
 
 _NAMES = {"mooncake": "Mooncake (P/D disaggregated)", "coupled": "coupled (vLLM-like)",
@@ -144,24 +144,50 @@ def plot_capacity(curve, tbt_slo_ms=100, target=0.9, mark_rate=None):
     return CapacityPlot(max(n, 1), target).update(curve, tbt_slo_ms, mark_rate).figure
 
 
-@styled
-def plot_pd_sweep(df, highlight=None):
-    """90 % capacity (req/s) vs number of prefill nodes (rows of ``pd_sweep``); a split still ≥ 90% at the
-    top of the sweep is labelled "≥ value" (a lower bound)."""
-    fig, ax = new_figure()
+class PDSweepPlot:
+    """90 % capacity (req/s) vs P:D split, one bar per split (``labels``, e.g. ``"12P:4D"``), the best one
+    highlighted; a capacity still ≥ 90 % at the top of the sweep is labelled "≥ value" (a lower bound).
+    Built once; :meth:`update` sets rows of ``pd_sweep``. ``live=True`` marks the changing artists (bars,
+    their labels, the title) for a dashboard."""
+
+    @styled
+    def __init__(self, labels, live: bool = False):
+        self.figure, ax = new_figure()
+        self.ax, self.live = ax, live
+        self.bars = list(ax.bar(list(labels), np.zeros(len(labels)), color=PALETTE[0]))
+        self.notes = [ax.annotate("", (k, 0.0), ha="center", va="bottom", fontsize=mpl.rcParams["font.size"])
+                      for k in range(len(self.bars))]
+        ax.set_xlabel("P:D split of 16 nodes")
+        ax.set_ylabel("90 % capacity (req/s)")
+        ax.set_title(" ")
+        if live:
+            for a in (*self.bars, *self.notes, ax.title):
+                a.set_animated(True)
+
+    def update(self, df, highlight=None, tbt_slo_ms=100, top=None):
+        """Show ``df`` (rows of ``pd_sweep``, one per bar, in order); ``highlight``: the split (prefill
+        nodes) to colour; ``top``: the upper y limit (default 1.12 × the largest capacity)."""
+        if len(df) != len(self.bars):
+            raise ValueError(f"df: {len(df)} splits, but this plot was built for {len(self.bars)}")
+        caps = df.effective_capacity_rps.to_numpy(dtype=float)
+        bounds = df.lower_bound.to_numpy(dtype=bool) if "lower_bound" in df else np.zeros(len(df), bool)
+        for k, (bar, note, p, v, lb) in enumerate(zip(self.bars, self.notes, df.n_prefill, caps, bounds)):
+            bar.set_height(v)
+            bar.set_color(PALETTE[1] if p == highlight else PALETTE[0])
+            note.set_text(f"≥ {v:.1f}" if lb else "")  # at the top of the replay-speed sweep: a lower bound
+            note.xy = (k, v)
+        self.ax.set_ylim(0, top if top is not None else 1.12 * float(np.nanmax(caps, initial=0.0)) or 1.0)
+        self.ax.set_title(f"Mooncake's 90 % capacity vs P:D split (TBT ≤ {tbt_slo_ms:g} ms)"
+                          + ("\n≥: a lower bound (still ≥ 90 % at the fastest replay speed)" if bounds.any()
+                             else "\n " if self.live else ""))  # live: two lines always (the layout is frozen)
+        return self
+
+
+@styled  # update() sets the title (its size is read from the style then)
+def plot_pd_sweep(df, highlight=None, tbt_slo_ms=100):
+    """A figure of :class:`PDSweepPlot` showing ``df`` (rows of ``pd_sweep``) at ``tbt_slo_ms``."""
     names = df.n_prefill.astype(str) + "P:" + df.n_decode.astype(str) + "D"
-    ax.bar(names, df.effective_capacity_rps, color=[PALETTE[1] if p == highlight else PALETTE[0] for p in df.n_prefill])
-    if "lower_bound" in df:  # at the top of the replay-speed sweep: only a lower bound
-        for k, (v, lb) in enumerate(zip(df.effective_capacity_rps, df.lower_bound)):
-            if lb:
-                ax.annotate(f"≥ {v:.1f}", (k, v), ha="center", va="bottom", fontsize=mpl.rcParams["font.size"])
-        ax.set_ylim(0, 1.12 * float(df.effective_capacity_rps.max()))
-    ax.set_xlabel("P:D split of 16 nodes")
-    ax.set_ylabel("90 % capacity (req/s)")
-    bound = "lower_bound" in df and bool(df.lower_bound.any())
-    ax.set_title("Mooncake's 90 % capacity vs P:D split (TBT ≤ 100 ms)"
-                 + ("\n≥: a lower bound (still ≥ 90 % at the fastest replay speed)" if bound else ""))
-    return fig
+    return PDSweepPlot(names).update(df, highlight, tbt_slo_ms).figure
 
 
 @styled
