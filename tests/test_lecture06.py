@@ -263,6 +263,8 @@ def test_pd_assumptions_dashboard_every_option_renders_its_sweep():
         k = list(t.n_prefill).index(best.n_prefill)   # the best split, and only it, highlighted
         assert all((c == colours[k]) == (i == k) for i, c in enumerate(colours))
         assert f"best split {int(best.n_prefill)}P:{int(best.n_decode)}D" in d.readout.value
+        for j, (note, v, lb) in enumerate(zip(d.view.notes, t.effective_capacity_rps, t.lower_bound)):
+            assert (note.get_text() == f"≥ {v:.1f}" if lb else note.get_text() == "") and note.xyann == (j, v)
         assert f"TBT ≤ {g.PD_ASSUMPTIONS[name].get('tbt_slo_ms', 100):g} ms" in d.figure.axes[0].get_title()
         assert d.figure.axes[0].get_ylim() == top and d.background_is_current()   # one scale for every option
         seen.add(tuple(heights))

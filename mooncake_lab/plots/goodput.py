@@ -175,7 +175,7 @@ class PDSweepPlot:
             bar.set_height(v)
             bar.set_color(PALETTE[1] if p == highlight else PALETTE[0])
             note.set_text(f"≥ {v:.1f}" if lb else "")  # at the top of the replay-speed sweep: a lower bound
-            note.xy = (k, v)
+            note.xy = note.xyann = (k, v)   # the point and the text (annotate put both at 0)
         self.ax.set_ylim(0, top if top is not None else 1.12 * float(np.nanmax(caps, initial=0.0)) or 1.0)
         self.ax.set_title(f"Mooncake's 90 % capacity vs P:D split (TBT ≤ {tbt_slo_ms:g} ms)"
                           + ("\n≥: a lower bound (still ≥ 90 % at the fastest replay speed)" if bounds.any()
