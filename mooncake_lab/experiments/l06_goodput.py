@@ -20,6 +20,10 @@ Two capacity metrics, not to be confused:
 * the course's **90 % capacity**: the highest request rate (req/s) at which attainment ≥ 90% —
   :func:`effective_capacity` (the function keeps its old name): attainment on a grid of replay speeds,
   the crossing of 90% interpolated linearly between grid points; at the top of the grid it is a lower bound.
+
+The best P:D split (:func:`pd_sweep`) is measured again with one assumption changed at a time
+(:data:`PD_ASSUMPTIONS`, :func:`pd_assumptions`): the TBT SLO, the sweep's top, the cost preset, the
+earlier semantics, longer answers — to say which one decides it (:func:`describe_pd_assumptions`).
 """
 from __future__ import annotations
 
@@ -382,7 +386,7 @@ def describe_pd_assumptions(pds: dict, name: str) -> str:
     parts = []
     for k, t in pds.items():
         b = best_split(t)
-        same = " (the same)" if k != first and int(b.n_prefill) == int(base.n_prefill) else ""
+        same = ", the same" if k != first and int(b.n_prefill) == int(base.n_prefill) else ""
         parts.append(f"{k}: **{_split(b)}**{same} ({'≥ ' if b.lower_bound else ''}{b.effective_capacity_rps:.2f} req/s)")
     return f"On `{name}`, best split — " + "; ".join(parts) + ". Of these, " + _pd_decides(pds)[1] + "."
 
