@@ -437,3 +437,13 @@ def test_holder_jam_measures_why_shared_links_break_algorithm_one(trace_setup):
         assert kv.elsewhere_first_s < 5 and kv.fetches > 0 and kv.busiest_share < 0.2
         assert kv.ttft_mean_s < 2 * ca.ttft_mean_s
         assert "does not break" in note and f"{kv.ttft_mean_s:.2f} s and trails" in note
+
+
+def test_holder_jam_refuses_bad_arguments():
+    for bad in ("kvcentric", [], ["nope"], [None], 3):
+        with pytest.raises(ValueError, match=r"holder_jam.policies: got"):
+            S.holder_jam("conversation", policies=bad)
+    for bad in (None, "table", S.contention_comparison(gbps=[100.0]),
+                S.holder_jam("conversation", policies=["kvcentric"])):
+        with pytest.raises(ValueError, match=r"holder_jam_note.table: got .*; allowed: a holder_jam table"):
+            S.holder_jam_note(bad)

@@ -619,6 +619,9 @@ def holder_jam(trace: Trace | str = "conversation", policies=("kvcentric", "cach
     its send link), ``busiest_prefill_s`` / ``busiest_stream_s`` (mean prefill time and mean
     KV-stream time, the whole prompt's KV at the link's speed, per request: s). Runs are memoised."""
     tr = _trace(trace)
+    if isinstance(policies, str) or not isinstance(policies, (list, tuple)) or not policies:
+        raise fail("policies", policies, "a non-empty list of prefill policy names", "holder_jam")
+    policies = [choice(p, "policies", POLICIES, "holder_jam") for p in policies]
     speed = jam_speed(tr)
     rows = []
     for p in policies:
@@ -650,6 +653,10 @@ def holder_jam(trace: Trace | str = "conversation", policies=("kvcentric", "cach
 def holder_jam_note(table: pd.DataFrame, trace: Trace | str = "conversation") -> str:
     """What :func:`holder_jam`'s ``table`` shows (markdown), computed: whether KVCache-centric piled
     the trace onto the first prefix holder, and the mechanism, measured."""
+    if (not isinstance(table, pd.DataFrame) or table.index.name != "policy"
+            or not {"kvcentric", "cache_aware"} <= set(table.index)):
+        raise fail("table", type(table).__name__, "a holder_jam table with rows kvcentric and cache_aware",
+                   "holder_jam_note")
     tr = _trace(trace)
     kv, ca = table.loc["kvcentric"], table.loc["cache_aware"]
     setup = (f"On the {tr.name} trace under `{CHECK_PRESET}` at {kv.speed:g}× (its balanced speed), "
