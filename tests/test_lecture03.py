@@ -368,7 +368,7 @@ def test_capacity_dashboard_eviction_control_switches_curve_paper_row_and_readou
                 want = pc.cache_hit_ratio(t, cap, policy, weight=weight)
                 assert f"<b>{want:.1%}</b> {weight}-weighted hit ratio of one global {label} cache" in d.readout.value
                 assert d.view.marker.get_ydata()[0] == pytest.approx(want)
-                assert f"{label} eviction" in d.view.ax.get_title()
+                assert f"ours: global {label} on this trace" in [t.get_text() for t in d.view._legend.get_texts()]
                 assert d.background_is_current(), (policy, cap, weight)
         paper = [y for c, y in zip(*d.view.paper.get_data()) if math.isfinite(c)]
         assert paper == [v for c, v in C.PAPER_TABLE1_POLICIES[policy].items() if math.isfinite(c)]
@@ -380,8 +380,8 @@ def test_capacity_dashboard_eviction_control_switches_curve_paper_row_and_readou
 
     assert "reference table" not in legend()             # block-weighted: the reference table is token-weighted
     d.controls["weight"].value = "token"
-    assert "reference table" in legend() and "Table 1, LRU" in legend()
+    assert "reference table" in legend() and "Table 1, same policy" in legend()
     d.controls["eviction"].value = "lfu"
-    assert "reference table" not in legend() and "Table 1, LFU" in legend()   # the reference table measured LRU
+    assert "reference table" not in legend() and "Table 1, same policy" in legend()   # the reference table measured LRU
     with pytest.raises(ValueError, match=r"CapacityDashboard\(eviction=...\): got 'LFU'; allowed: one of 'lru', 'lfu', 'length_aware'"):
         CapacityDashboard(eviction="LFU")

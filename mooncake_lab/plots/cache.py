@@ -65,7 +65,7 @@ class HitRatioChart:
                             label="reference table (token-weighted, measured on this trace)")
         self.fixed = []                            # the 1 TB line: drawn once
         self.paper, = ax.plot([], [], "s", color=PALETTE[3], label="_paper")
-        self._set_paper(paper, "lru")
+        self._set_paper(paper)
         if block_bytes:
             one_tb = _TB / block_bytes
             label = f"1 TB of DRAM = {one_tb:,.0f} blocks ≈ {one_tb * 512 / 1e6:.2f}M tokens"
@@ -84,13 +84,12 @@ class HitRatioChart:
             for a in (self.curve, self.inf, self.inf_note, self.ref, self.paper, self.marker, self.note, ax.title):
                 a.set_animated(True)
 
-    def _set_paper(self, paper, policy: str) -> None:
-        """The paper's points (a ``paper_table1_points`` frame of ``policy``; None: none shown)."""
+    def _set_paper(self, paper) -> None:
+        """The paper's points (a ``paper_table1_points`` frame of the curve's policy; None: none shown)."""
         p = paper[np.isfinite(paper["capacity_blocks"])] if paper is not None else None
         shown = p is not None and len(p) > 0
         self.paper.set_data(p["capacity_blocks"].to_numpy() if shown else [], p["hit_ratio"].to_numpy() if shown else [])
-        self.paper.set_label(f"paper: arXiv v3 Table 1, {_POLICY_LABELS[policy]} (arXiv trace, not this one)"
-                             if shown else "_paper")
+        self.paper.set_label("paper: arXiv v3 Table 1, same policy (arXiv trace)" if shown else "_paper")
 
     def update(self, curve, capacity: float | None = None, trace_name: str | None = None, weight: str = "token",
                ylim: tuple | None = None, policy: str = "lru", paper=None, hit: float | None = None):
@@ -101,7 +100,7 @@ class HitRatioChart:
         exactly (default: read off the curve, log-interpolated). ``ylim`` fixes the y axis (default: fit the curve)."""
         ax = self.ax
         if paper is not None:
-            self._set_paper(paper, policy)
+            self._set_paper(paper)
         col = "hit_ratio" if weight == "token" else "block_hit_ratio"
         name = trace_name or (str(curve["trace"].iloc[0]) if "trace" in curve and len(curve) else "trace")
         fin = curve[np.isfinite(curve["capacity_blocks"])]
@@ -142,8 +141,7 @@ class HitRatioChart:
             self.note.set_position((-8, 8) if right else (8, 8) if h < 0.08 * ax.get_ylim()[1] else (8, -14))
             self.note.set_horizontalalignment("right" if right else "left")
         self.marker.set_label("chosen capacity" if show else "_chosen capacity")
-        ax.set_title(f"Hit ratio vs cache capacity ({weight}-weighted, {_POLICY_LABELS[policy]} eviction), {name}",
-                     y=1.0)
+        ax.set_title(f"Hit ratio vs cache capacity ({weight}-weighted), {name}", y=1.0)   # the legend names the policy
         handles = [a for a in (self.curve, self.inf, self.ref, self.paper, *self.fixed, self.marker)
                    if not a.get_label().startswith("_")]
         labels = tuple(h.get_label() for h in handles)
