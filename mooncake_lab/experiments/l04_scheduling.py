@@ -609,15 +609,16 @@ def jam_config(policy: str = "kvcentric") -> sim.ClusterConfig:
 def holder_jam(trace: Trace | str = "conversation", policies=("kvcentric", "cache_aware")) -> pd.DataFrame:
     """KVCache-centric vs cache-aware on :func:`jam_config` at :func:`jam_speed`, and why: one row
     per policy (index ``policy``) with ``speed`` (×), ``ttft_mean_s`` / ``ttft_p90_s`` (s, completed
-    requests), ``ttft_mean_free_s`` (the same run with ``network_contention=False``), ``requests`` (placed on a prefill instance), ``fetches`` (requests that fetched a remote
-    prefix), ``first_holder`` (the first request's instance), ``shared_first_block`` (share of the
-    placed requests whose prompt starts with the first request's first block) and
-    ``elsewhere_first_s`` (arrival, s of the replay, of the first request placed on another
-    instance; NaN: none ever was), and for the
-    busiest instance ``busiest`` / ``busiest_share`` (of the requests), ``busiest_queue_s`` (mean wait
-    of its requests for it), ``busiest_stream_wait_s`` (mean wait of their KV streams to decode for
-    its send link), ``busiest_prefill_s`` / ``busiest_stream_s`` (mean prefill time and mean
-    KV-stream time, the whole prompt's KV at the link's speed, per request: s). Runs are memoised."""
+    requests), ``ttft_mean_free_s`` (the same run with ``network_contention=False``), ``requests``
+    (placed on a prefill instance), ``fetches`` (requests that fetched a remote prefix),
+    ``first_holder`` (the first request's instance), ``shared_first_block`` (share of the placed
+    requests whose prompt starts with the first request's first block), ``elsewhere_first_s``
+    (arrival, s of the replay, of the first request placed on another instance; NaN: none ever
+    was), and for the busiest instance ``busiest`` / ``busiest_share`` (of the requests),
+    ``busiest_queue_s`` (mean wait of its requests for it), ``busiest_stream_wait_s`` (mean wait of
+    their KV streams to decode for its send link), ``busiest_prefill_s`` / ``busiest_stream_s`` (mean
+    prefill time and mean KV-stream time, the whole prompt's KV at the link's speed, per request: s).
+    Runs are memoised."""
     tr = _trace(trace)
     if isinstance(policies, str) or not isinstance(policies, (list, tuple)) or not policies:
         raise fail("policies", policies, "a non-empty list of prefill policy names", "holder_jam")
@@ -634,13 +635,15 @@ def holder_jam(trace: Trace | str = "conversation", policies=("kvcentric", "cach
         on = placed[placed.prefill_instance == busiest]
         first = int(placed.prefill_instance.iloc[0])
         away = placed[placed.prefill_instance != first]
-        heads = tr.block_ids[tr.block_offsets[:-1][placed.index.to_numpy()]]
+        idx = placed.index.to_numpy()
+        heads = np.where(tr.blocks_per_request[idx] > 0,
+                         tr.block_ids[np.minimum(tr.block_offsets[idx], max(len(tr.block_ids) - 1, 0))], -1)
         c = cfg.resolve().cost
         free = simulate_at_speed(tr, speed, replace(cfg, network_contention=False)).summary()["ttft_mean_s"]
         rows.append({"policy": p, "speed": speed, "ttft_mean_s": s["ttft_mean_s"], "ttft_p90_s": s["ttft_p90_s"],
                      "ttft_mean_free_s": free,
                      "requests": len(placed), "fetches": int((placed.fetched_tokens > 0).sum()),
-                     "first_holder": first, "shared_first_block": float(np.mean(heads == heads[0])),
+                     "first_holder": first, "shared_first_block": float(np.mean((heads == heads[0]) & (heads >= 0))),
                      "elsewhere_first_s": float(away.arrival_s.iloc[0]) if len(away) else float("nan"),
                      "busiest": busiest, "busiest_share": len(on) / len(placed),
                      "busiest_queue_s": float(on.queue_wait_s.mean()),
