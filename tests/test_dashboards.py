@@ -110,7 +110,8 @@ def _moves_after_prefetch():
             (overload.OverloadDashboard, [("policy", "baseline"), ("policy", "none"), ("trace", "toolagent-like"),
                                           ("decode", "paper"), ("policy", "early"), ("trace", "conversation")]),
             (traces.TraceDashboard, [("view", "popularity"), ("trace", "toolagent-like"), ("trace", "conversation")]),
-            (cache.CapacityDashboard, [("trace", "toolagent-like"), ("trace", "conversation")]),
+            (cache.CapacityDashboard, [("eviction", "length_aware"), ("trace", "toolagent-like"), ("capacity", 10 ** 4.5),
+                                       ("eviction", "lru"), ("trace", "conversation"), ("eviction", "lfu")]),
             (scheduling.SchedulingDashboard, [("*n_prefill", 32), ("trace", "toolagent-like"),
                                               ("*noise", 0.5), ("trace", "conversation"), ("contention", True),
                                               ("trace", "toolagent-like"), ("contention", False)])]
@@ -145,7 +146,7 @@ def test_trace_dependent_dashboards_are_tried_without_traces():
 def test_runs_computed_ahead_make_the_next_moves_simulation_free(cls, moves, trace_setup, monkeypatch):
     import threading
 
-    from mooncake_lab import synthetic, traces
+    from mooncake_lab import prefix_cache, synthetic, traces
     from mooncake_lab.dashboards import on_this_machine
     from mooncake_lab.experiments import common, l03_cache
 
@@ -160,7 +161,8 @@ def test_runs_computed_ahead_make_the_next_moves_simulation_free(cls, moves, tra
         return counted
 
     for module, name in ((common.sim, "simulate"), (traces, "load_trace_or_synthetic"), (synthetic, "synthetic_trace"),
-                         (l03_cache, "block_popularity_table"), (l03_cache, "hit_ratio_vs_capacity")):
+                         (l03_cache, "block_popularity_table"), (l03_cache, "hit_ratio_vs_capacity"),
+                         (prefix_cache, "simulate_cache")):
         monkeypatch.setattr(module, name, counting(getattr(module, name)))
     d = cls()
     for name, value in moves:

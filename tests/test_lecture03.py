@@ -323,3 +323,65 @@ def test_policy_plot_is_labelled(small):
     _assert_labelled(fig)
     assert len(fig.axes) == 2
     assert len(fig.axes[1].get_lines()) > len(fig.axes[0].get_lines())   # the paper's squares on one panel
+
+
+def test_policy_curves_replay_once_for_every_capacity_that_never_evicts(small, monkeypatch):
+    n = small.n_blocks
+    want = C.policy_curves(small, [1_000, n], ["lfu"])["hit_ratio"].tolist()
+    ran = []
+    real = pc.simulate_cache
+    monkeypatch.setattr(pc, "simulate_cache", lambda t, c, *a, **k: ran.append(c) or real(t, c, *a, **k))
+    df = C.policy_curves(small, [1_000, n, 2 * n, math.inf], ["length_aware"])
+    assert ran == [1_000, n]      # 2n and ∞ hold every block as n does: no eviction, the same replay
+    assert df["hit_ratio"].tolist()[1:] == [pc.cache_hit_ratio(small, 2 * n, "length_aware")] * 3
+    assert want[1] == pytest.approx(pc.infinite_cache_hit_ratio(small))
+
+
+def test_eviction_curve_is_hit_ratio_vs_capacity_for_any_policy(small):
+    caps = [300, 3_000, math.inf]
+    lru = C.eviction_curve(small, "lru", caps)
+    pd.testing.assert_frame_equal(lru, C.hit_ratio_vs_capacity(small, caps))
+    lfu = C.eviction_curve(small, "lfu", caps)
+    assert list(lfu.columns) == list(lru.columns)
+    assert lfu["hit_ratio"].tolist() == [pc.cache_hit_ratio(small, c, "lfu") for c in caps]
+    assert lfu["capacity_tokens"].tolist() == [c * small.block_tokens for c in caps]
+    assert lfu["reference_hit_ratio"].isna().all()
+    with pytest.raises(ValueError, match=r"eviction_curve.policy: got 'mru'; allowed: one of 'lru', 'lfu', 'length_aware'"):
+        C.eviction_curve(small, "mru", caps)
+    assert C.paper_table1_points("lfu")["hit_ratio"].tolist() == [0.51, 0.51, 0.49, 0.43, 0.35, 0.30]
+
+
+def test_capacity_dashboard_eviction_control_switches_curve_paper_row_and_readout():
+    from mooncake_lab.dashboards.cache import CapacityDashboard, _capacity_stops
+
+    d = CapacityDashboard(trace="synthetic", capacity_blocks=10 ** 4)
+    t = cached_trace("synthetic")
+    assert d.value("eviction") == "lru" and [o[1] for o in d.controls["eviction"].options] == list(pc.EVICTION_POLICIES)
+    assert len(_capacity_stops()) == 81 and 10_000 in _capacity_stops()
+    _moves_change_figure(d, [("eviction", "lfu"), ("eviction", "length_aware"), ("eviction", "lru")])
+    for policy, label in (("lfu", "LFU"), ("length_aware", "LengthAware"), ("lru", "LRU")):
+        d.controls["eviction"].value = policy
+        for cap in (10_000, 12_345):        # a slider stop (read off the curve), and one between stops (replayed)
+            d.controls["capacity"].value = cap
+            for weight in ("token", "block"):
+                d.controls["weight"].value = weight
+                want = pc.cache_hit_ratio(t, cap, policy, weight=weight)
+                assert f"<b>{want:.1%}</b> {weight}-weighted hit ratio of one global {label} cache" in d.readout.value
+                assert d.view.marker.get_ydata()[0] == pytest.approx(want)
+                assert f"ours: global {label} on this trace" in [t.get_text() for t in d.view._legend.get_texts()]
+                assert d.background_is_current(), (policy, cap, weight)
+        paper = [y for c, y in zip(*d.view.paper.get_data()) if math.isfinite(c)]
+        assert paper == [v for c, v in C.PAPER_TABLE1_POLICIES[policy].items() if math.isfinite(c)]
+        curve = d._curve_of("synthetic", policy)
+        stops = curve[curve["capacity_blocks"].isin([100, 10_000, 1_000_000])]
+        assert stops["hit_ratio"].tolist() == pytest.approx([pc.cache_hit_ratio(t, c, policy) for c in (100, 10_000, 1_000_000)])
+    def legend():
+        return " | ".join(text.get_text() for text in d.view._legend.get_texts())
+
+    assert "reference table" not in legend()             # block-weighted: the reference table is token-weighted
+    d.controls["weight"].value = "token"
+    assert "reference table" in legend() and "Table 1, same policy" in legend()
+    d.controls["eviction"].value = "lfu"
+    assert "reference table" not in legend() and "Table 1, same policy" in legend()   # the reference table measured LRU
+    with pytest.raises(ValueError, match=r"CapacityDashboard\(eviction=...\): got 'LFU'; allowed: one of 'lru', 'lfu', 'length_aware'"):
+        CapacityDashboard(eviction="LFU")

@@ -396,3 +396,54 @@ def test_network_section_shows_what_its_prose_says():
     for fig in (P.contention_ttft(tab), P.replicas_over_time({"a": reps[False], "b": reps[True]}, n_instances=8)):
         assert isinstance(fig, Figure) and fig.axes[0].get_title() and fig.axes[0].get_xlabel()
         assert "(" in fig.axes[0].get_ylabel() or "instances" in fig.axes[0].get_ylabel()
+
+
+@pytest.mark.parametrize("trace_setup", ["released", "no-traces"], indirect=True)
+def test_holder_jam_measures_why_shared_links_break_algorithm_one(trace_setup):
+    """§6's passage on 25 Gbps NICs under modern: on the released trace KVCache-centric piles every request
+    onto the first holder of the shared first block and never fetches (its streams jam the holder's send
+    link; with a whole NIC per transfer it is as fast as cache-aware); on the stand-in the first
+    requests spread and it does not break. The note says whichever happened, with the table's numbers."""
+    from mooncake_lab.traces import cached_trace
+
+    tr = cached_trace("conversation")
+    assert S.JAM_GBPS == 100 / 4                       # "a quarter of the 100 Gbps"
+    speed = S.jam_speed(tr)
+    assert speed == round(S.balanced_replay_speed(tr, sim.ClusterConfig(preset=S.CHECK_PRESET)), 3)
+    cfg = S.jam_config("kvcentric")
+    assert (cfg.preset, cfg.network_gbps, cfg.network_contention, cfg.layerwise_kv_transfer,
+            cfg.n_prefill, cfg.n_decode) == ("modern", 25.0, True, True, 8, 8)
+    jam = S.holder_jam(tr)
+    kv, ca = jam.loc["kvcentric"], jam.loc["cache_aware"]
+    assert (jam.speed == speed).all() and (jam.requests == len(tr)).all() and ca.fetches == 0
+    assert kv.shared_first_block == 1.0                 # every prompt starts with the same block
+    assert ca.busiest_share < 0.2 and kv.busiest_stream_s > kv.busiest_prefill_s   # streams outlast prefills
+    res = S.simulate_at_speed(tr, speed, cfg)
+    assert kv.ttft_mean_s == res.summary()["ttft_mean_s"]
+    assert kv.busiest_stream_s == pytest.approx(
+        np.mean([cm_kv_transfer_time(cfg.resolve().cost, n) for n in res.requests.input_len[
+            res.requests.prefill_instance == kv.busiest]]))
+    note = S.holder_jam_note(jam, tr)
+    assert f"{S.JAM_GBPS:g} Gbps NICs" in note and f"at {speed:g}×" in note and tr.name in note
+    if trace_setup == "released":
+        assert kv.ttft_mean_s > 1000 * ca.ttft_mean_s        # ≈ 5,575 s vs ≈ 1.42 s
+        assert kv.busiest_share == 1.0 and kv.busiest == kv.first_holder and math.isnan(kv.elsewhere_first_s)
+        assert kv.fetches == 0 and kv.busiest_stream_wait_s > 1000 and kv.busiest_queue_s > 1000
+        assert kv.ttft_mean_free_s < 1.1 * ca.ttft_mean_free_s   # the shared links do it
+        assert "break Algorithm 1 outright" in note and f"All {len(tr):,} requests went to instance" in note
+        assert f"{kv.ttft_mean_s:,.0f} s, cache-aware's {ca.ttft_mean_s:.2f} s" in note
+    else:
+        assert tr.name == "synthetic:conversation-like"
+        assert kv.elsewhere_first_s < 5 and kv.fetches > 0 and kv.busiest_share < 0.2
+        assert kv.ttft_mean_s < 2 * ca.ttft_mean_s
+        assert "does not break" in note and f"{kv.ttft_mean_s:.2f} s and trails" in note
+
+
+def test_holder_jam_refuses_bad_arguments():
+    for bad in ("kvcentric", [], ["nope"], [None], 3):
+        with pytest.raises(ValueError, match=r"holder_jam.policies: got"):
+            S.holder_jam("conversation", policies=bad)
+    for bad in (None, "table", S.contention_comparison(gbps=[100.0]),
+                S.holder_jam("conversation", policies=["kvcentric"])):
+        with pytest.raises(ValueError, match=r"holder_jam_note.table: got .*; allowed: a holder_jam table"):
+            S.holder_jam_note(bad)

@@ -251,6 +251,20 @@ claim("04.net_rep_n", "(8 instances here", _n_prefill)
 claim("04.net_dash", "(section 6; the node's own NICs)", lambda: 6)
 claim("04.net_sum", "contention costs little on this trace at 100 Gbps", lambda: _s().CONTENTION_GBPS[0])
 
+# where shared links break Algorithm 1 outright (l04_scheduling.holder_jam)
+claim("04.jam_setup", "on 25 Gbps NICs — a quarter of the 100 Gbps", lambda: [
+    _s().JAM_GBPS, 100], source="FAST'25 §5.4.2 (100 Gbps; JAM_GBPS = a quarter of it)")
+claim("04.jam_cluster", "on 8 prefill + 8 decode instances", lambda: [
+    _s().jam_config().n_prefill, _s().jam_config().n_decode])
+claim("04.jam_ttft", "KVCache-centric's mean TTFT is then ≈ 5,575 s, cache-aware's ≈ 1.42 s", lambda: [
+    _jam().loc["kvcentric", "ttft_mean_s"], _jam().loc["cache_aware", "ttft_mean_s"]], trace=R)
+claim("04.jam_sum", "at 25 Gbps under `modern` it breaks", lambda: _s().JAM_GBPS)
+
+
+@lru_cache(maxsize=None)
+def _jam():
+    return _s().holder_jam("conversation")
+
 
 def _nic():
     from .. import hardware

@@ -3,10 +3,13 @@
 Both read the trace through :func:`mooncake_lab.traces.cached_trace` (parsed once per process) and
 the global-LRU curve through :func:`mooncake_lab.experiments.l03_cache.hit_curve` (one
 stack-distance pass per trace, cached), so a slider move costs a ``searchsorted`` plus drawing —
-or, for local caches, one LRU replay of the trace (≈ 20–30 ms on the conversation trace).
+or, for local caches, one LRU replay of the trace (≈ 20–30 ms on the conversation trace). LFU and
+LengthAware curves replay the trace once per capacity the slider can stop at (a few seconds a
+curve), computed ahead in the background; a capacity move then reads the curve.
 """
 from __future__ import annotations
 
+import threading
 from functools import partial
 
 import ipywidgets as widgets
@@ -23,6 +26,7 @@ __all__ = ["CapacityDashboard", "PoolDashboard", "TRACE_CHOICES", "FastRedraw"]
 TRACE_CHOICES = ("conversation", "synthetic", "toolagent-like")
 
 _BLOCKS_LOG10 = (2.0, 6.0)  # capacity sliders span 100 … 1,000,000 blocks (51 MB … 168 TB of LLaMA2-70B KV)
+_CAPACITY_STEP = 0.05       # the capacity slider's step (log10 of blocks): 81 stops
 
 
 def trace_options(traces, where: str) -> tuple:
@@ -54,62 +58,103 @@ def _size_text(blocks: int, block_tokens: int = 512) -> str:
 FastRedraw = Dashboard
 
 
-class CapacityDashboard(Dashboard):
-    """Global-LRU hit ratio vs capacity; the capacity slider is log-scaled in blocks.
+def _capacity_stops() -> tuple:
+    """The capacities (whole blocks) the capacity slider can stop at: 10^(2 + 0.05 k), k = 0 … 80."""
+    n = int(round((_BLOCKS_LOG10[1] - _BLOCKS_LOG10[0]) / _CAPACITY_STEP))
+    return tuple(sorted({_blocks(10 ** (_BLOCKS_LOG10[0] + k * _CAPACITY_STEP)) for k in range(n + 1)}))
 
-    Controls: ``trace``, ``capacity`` (blocks, 100 … 1M), ``weight`` (token or block hit ratio).
+
+class CapacityDashboard(Dashboard):
+    """Hit ratio of one global cache vs capacity; the capacity slider is log-scaled in blocks.
+
+    Controls: ``trace``, ``capacity`` (blocks, 100 … 1M), ``weight`` (token or block hit ratio),
+    ``eviction`` (LRU, LFU or LengthAware: arXiv v3 Table 1's policies, :mod:`mooncake_lab.prefix_cache`).
+    LRU's curve is exact at every capacity (stack distances); LFU's and LengthAware's are replayed at
+    each of the slider's 81 stops (a capacity set from code between stops is replayed once).
     """
 
-    title = "Lecture 03 · hit ratio vs cache capacity (one global LRU pool)"
+    title = "Lecture 03 · hit ratio vs cache capacity (one global pool)"
 
     _KEYWORDS = {"capacity": "capacity_blocks"}
 
     def __init__(self, trace: str = "conversation", capacity_blocks: int = exp.LOCAL_CAPACITY_BLOCKS,
-                 traces=TRACE_CHOICES):
+                 eviction: str = "lru", traces=TRACE_CHOICES):
         self._traces = trace_options(traces, type(self).__name__)
-        super().__init__(trace=trace, capacity=capacity_blocks)
+        super().__init__(trace=trace, capacity=capacity_blocks, eviction=eviction)
 
     def _build_controls(self) -> dict:
         return {
             "trace": widgets.Dropdown(options=self._traces, description="trace"),
             "capacity": widgets.FloatLogSlider(base=10, min=_BLOCKS_LOG10[0], max=_BLOCKS_LOG10[1],
-                                               step=0.05, description="capacity (blocks)", readout_format=",.0f",
+                                               step=_CAPACITY_STEP, description="capacity (blocks)", readout_format=",.0f",
                                                continuous_update=False, style={"description_width": "initial"},
                                                layout=widgets.Layout(width="420px")),
             "weight": widgets.ToggleButtons(options=("token", "block"), value="token", description="weight"),
+            "eviction": widgets.ToggleButtons(options=[(exp.POLICY_LABELS[p], p) for p in exp.EVICTION_POLICIES],
+                                              value="lru", description="eviction"),
         }
 
     def _setup(self):
         self.view = plots.HitRatioChart(exp.paper_table1_points(), exp.kv_block_bytes(), live=True)
-        self._curves: dict = {}
+        self._curves: dict = {}    # (trace, policy) → eviction_curve frame
+        self._locks: dict = {}     # (trace, policy) → Lock: a move waits for a curve being computed ahead
+        self._points: dict = {}    # (trace, policy, capacity) → (token, block) hit ratio between stops
         return self.view.figure
 
     def _static_key(self):
         return self.view.static_state
 
     def _prefetch_jobs(self, v: dict) -> list:
-        """The other traces on this machine: load each and compute its hit-ratio curve (≈ 0.1 s each)."""
-        return [partial(self._curve_of, t) for t in self.controls["trace"].options
-                if t != v["trace"] and on_this_machine(t)]
+        """The curves one move away — this trace under the other policies (LFU, LengthAware: a few
+        seconds each), then the other traces on this machine under this policy (LRU: ≈ 0.1 s each) —
+        each with its hit ratio at the current capacity when that is between the slider's stops."""
+        others = [t for t in self.controls["trace"].options if t != v["trace"] and on_this_machine(t)]
+        cap = _blocks(v["capacity"])
+        return [partial(self._hit_at, t, p, cap) for t, p in
+                [(v["trace"], p) for p in exp.EVICTION_POLICIES if p != v["eviction"]]
+                + [(t, v["eviction"]) for t in others]]
 
-    def _curve_of(self, name: str):
-        """Hit ratio vs capacity of trace ``name``, computed once."""
+    def _curve_of(self, name: str, policy: str = "lru"):
+        """Hit ratio vs capacity of trace ``name`` under eviction ``policy``, computed once (a move
+        that needs a curve being computed ahead waits for it rather than computing it again)."""
         t = as_trace(name)
-        if t not in self._curves:
-            self._curves[t] = exp.hit_ratio_vs_capacity(t, exp.curve_capacities())
-            exp.hit_curve(t)   # memoised there: the readout's point
-        return self._curves[t]
+        key = (t, policy)
+        with self._locks.setdefault(key, threading.Lock()):
+            if key not in self._curves:
+                caps = exp.curve_capacities() if policy == "lru" else list(_capacity_stops()) + [float("inf")]
+                self._curves[key] = exp.eviction_curve(t, policy, caps)
+                if policy == "lru":
+                    exp.hit_curve(t)   # memoised there: the readout's point
+        return self._curves[key]
+
+    def _hit_at(self, name: str, policy: str, cap: int) -> tuple:
+        """(token, block) hit ratio of one global ``policy`` cache of ``cap`` blocks on trace ``name``
+        (its curve computed on the way): LRU from the stack distances; LFU / LengthAware from the
+        curve at a slider stop, else one replay (memoised)."""
+        curve, t = self._curve_of(name, policy), as_trace(name)
+        if policy == "lru":
+            return tuple(float(exp.hit_curve(t).hit_ratio([cap], w)[0]) for w in ("token", "block"))
+        at = curve[curve["capacity_blocks"] == cap]
+        if len(at):
+            return float(at["hit_ratio"].iloc[0]), float(at["block_hit_ratio"].iloc[0])
+        key = (t, policy, cap)
+        with self._locks.setdefault(key, threading.Lock()):
+            if key not in self._points:
+                row = exp.eviction_curve(t, policy, [cap])
+                self._points[key] = (float(row["hit_ratio"].iloc[0]), float(row["block_hit_ratio"].iloc[0]))
+        return self._points[key]
 
     def _update(self):
         t = as_trace(self.value("trace"))
         cap = _blocks(self.value("capacity"))
-        weight = self.value("weight")
-        curve = self._curve_of(self.value("trace"))
-        h = float(exp.hit_curve(t).hit_ratio([cap], weight)[0])
+        weight, policy = self.value("weight"), self.value("eviction")
+        curve = self._curve_of(self.value("trace"), policy)
+        h = self._hit_at(self.value("trace"), policy, cap)[0 if weight == "token" else 1]
         self.readout.value = (f"{_size_text(cap, t.block_tokens)} → <b>{h:.1%}</b> {weight}-weighted hit ratio "
-                              f"on <code>{t.name}</code>")
+                              f"of one global {exp.POLICY_LABELS[policy]} cache on <code>{t.name}</code>")
         # a hit ratio is a fraction: one 0…1 scale for every trace and weighting
-        self.view.update(curve, capacity=cap, trace_name=t.name, weight=weight, ylim=(0, 1))
+        self.view.update(curve, capacity=cap, trace_name=t.name, weight=weight, ylim=(0, 1), policy=policy,
+                         paper=exp.paper_table1_points(policy), hit=h)
 
 
 class PoolDashboard(Dashboard):

@@ -23,7 +23,7 @@ __all__ = ["hit_ratio_vs_capacity", "paper_table1_points", "local_vs_global", "b
            "LOCAL_CAPACITY_BLOCKS", "N_LOCAL_INSTANCES", "ROUTINGS", "DRAM_BYTES_PER_TB", "KV_MODEL",
            "kv_block_bytes", "blocks_to_dram_bytes", "dram_bytes_to_blocks", "HitCurve", "hit_curve",
            "route", "pool_breakdown", "trace_banner", "local_vs_global_sweep", "curve_capacities",
-           "EVICTION_POLICIES", "POLICY_LABELS", "PAPER_TABLE1_POLICIES", "TABLE1_CAPACITIES",
+           "EVICTION_POLICIES", "POLICY_LABELS", "eviction_curve", "PAPER_TABLE1_POLICIES", "TABLE1_CAPACITIES",
            "POLICY_CAPACITIES", "arxiv_trace", "policy_curves", "table1_comparison", "table1_side_by_side",
            "policy_facts"]
 
@@ -254,9 +254,11 @@ def curve_capacities(lo: float = 100, hi: float = 1_000_000, n: int = 80) -> lis
     return sorted(set(float(c) for c in grid)) + [math.inf]
 
 
-def paper_table1_points() -> pd.DataFrame:
-    """arXiv v3 Table 1 (LRU hit ratio vs capacity on the arXiv trace), for overlay on a curve."""
-    return pd.DataFrame({"capacity_blocks": list(PAPER_TABLE1), "hit_ratio": list(PAPER_TABLE1.values()),
+def paper_table1_points(policy: str = "lru") -> pd.DataFrame:
+    """arXiv v3 Table 1's row of eviction ``policy`` (hit ratio vs capacity on the arXiv trace), for
+    overlay on a curve."""
+    row = PAPER_TABLE1_POLICIES[pc.check_policy(policy, "paper_table1_points")]
+    return pd.DataFrame({"capacity_blocks": list(row), "hit_ratio": list(row.values()),
                          "source": "arXiv 2407.00079 v3 Table 1 (arXiv trace)"})
 
 
@@ -266,11 +268,14 @@ def _policy_curve(trace: Trace, policy: str, capacities: tuple) -> tuple:
     if policy == "lru":
         curve = hit_curve(trace)
         return curve.hit_ratio(list(capacities), "token"), curve.hit_ratio(list(capacities), "block")
-    tok, blk = [], []
+    # a cache of ≥ n_blocks blocks never evicts: every such capacity (and ∞) is one replay
+    runs = {}
     for c in capacities:
-        n_hit = pc.simulate_cache(trace, trace.n_blocks if c == math.inf else c, policy).n_hit_blocks
-        tok.append(pc.hit_ratio(trace, n_hit, "token"))
-        blk.append(pc.hit_ratio(trace, n_hit, "block"))
+        c = min(c, trace.n_blocks)
+        if c not in runs:
+            n_hit = pc.simulate_cache(trace, c, policy).n_hit_blocks
+            runs[c] = (pc.hit_ratio(trace, n_hit, "token"), pc.hit_ratio(trace, n_hit, "block"))
+    tok, blk = zip(*(runs[min(c, trace.n_blocks)] for c in capacities))
     return np.array(tok), np.array(blk)
 
 
@@ -290,6 +295,21 @@ def policy_curves(trace="conversation", capacities=POLICY_CAPACITIES, policies=E
         frames.append(pd.DataFrame({"trace": _label(t), "policy": pol, "capacity_blocks": caps,
                                     "hit_ratio": tok, "block_hit_ratio": blk}))
     return pd.concat(frames, ignore_index=True)
+
+
+def eviction_curve(trace="conversation", policy: str = "lru", capacities=DEFAULT_CAPACITIES) -> pd.DataFrame:
+    """:func:`hit_ratio_vs_capacity`'s frame for one global cache evicting by ``policy`` (one of
+    :data:`EVICTION_POLICIES`): LRU is that function; LFU and LengthAware replay the trace once per
+    capacity below the trace's block count (≈ 20–90 ms each; :func:`policy_curves`), and their
+    ``reference_hit_ratio`` is NaN (the reference table measured LRU)."""
+    policy = pc.check_policy(policy, "eviction_curve")
+    if policy == "lru":
+        return hit_ratio_vs_capacity(trace, capacities)
+    t = _trace(trace)
+    df = policy_curves(t, capacities, [policy]).drop(columns="policy")
+    df.insert(2, "capacity_tokens", df["capacity_blocks"] * t.block_tokens)
+    df["reference_hit_ratio"] = np.nan
+    return df
 
 
 def arxiv_trace() -> Trace:

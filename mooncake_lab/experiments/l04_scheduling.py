@@ -20,6 +20,7 @@ work it offers, without any cache, equals the pool's capacity (see :data:`DEFAUL
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache
 
 import numpy as np
@@ -37,6 +38,7 @@ __all__ = ["policy_runs", "policy_comparison", "offered_prefill_load", "balanced
            "speed_sweep", "ttft_samples", "instance_queues", "hot_block_replicas", "replica_table", "replica_summary",
            "run", "RANK_BINS", "contention_comparison", "fetch_delays", "replicas_over_time", "contention_bite",
            "contention_note", "contention_replicas", "contention_bite_speed", "CONTENTION_GBPS", "BITE_GBPS",
+           "JAM_GBPS", "jam_speed", "jam_config", "holder_jam", "holder_jam_note",
            "mg1_wait_s", "queueing_check", "worked_example_trace", "estimate_table", "worked_example",
            "PAPER_FIG8_TTFT_S", "DEFAULT_REPLAY_SPEED", "REPLAY_SPEEDS", "TRACES", "POLICIES", "SWEEP_SPEEDS"]
 
@@ -585,6 +587,108 @@ def contention_bite(trace: Trace | str = "conversation") -> pd.DataFrame:
 def contention_bite_speed(trace: Trace | str = "conversation") -> float:
     """:data:`CHECK_PRESET`'s balanced replay speed of ``trace`` (ρ₀ = 1), rounded to 0.01×."""
     return round(balanced_replay_speed(trace, sim.ClusterConfig(preset=CHECK_PRESET)), 2)
+
+
+#: Where shared links break Algorithm 1 outright (:func:`holder_jam`): NICs of a quarter of FAST'25's
+#: recommended minimum (§5.4.2: at least 100 Gbps), under :data:`CHECK_PRESET` at its balanced speed.
+JAM_GBPS = 25.0
+
+
+def jam_speed(trace: Trace | str = "conversation") -> float:
+    """:data:`CHECK_PRESET`'s balanced replay speed of ``trace`` (ρ₀ = 1), rounded to 0.001×."""
+    return round(balanced_replay_speed(trace, sim.ClusterConfig(preset=CHECK_PRESET)), 3)
+
+
+def jam_config(policy: str = "kvcentric") -> sim.ClusterConfig:
+    """The set-up of :func:`holder_jam`: 8P+8D, :data:`CHECK_PRESET`, :data:`JAM_GBPS` NICs, links
+    shared, layer-wise KV transfer (each passed explicitly)."""
+    return sim.ClusterConfig(prefill_policy=policy, n_prefill=8, n_decode=8, preset=CHECK_PRESET,
+                             network_gbps=JAM_GBPS, network_contention=True, layerwise_kv_transfer=True)
+
+
+def holder_jam(trace: Trace | str = "conversation", policies=("kvcentric", "cache_aware")) -> pd.DataFrame:
+    """KVCache-centric vs cache-aware on :func:`jam_config` at :func:`jam_speed`, and why: one row
+    per policy (index ``policy``) with ``speed`` (×), ``ttft_mean_s`` / ``ttft_p90_s`` (s, completed
+    requests), ``ttft_mean_free_s`` (the same run with ``network_contention=False``), ``requests``
+    (placed on a prefill instance), ``fetches`` (requests that fetched a remote prefix),
+    ``first_holder`` (the first request's instance), ``shared_first_block`` (share of the placed
+    requests whose prompt starts with the first request's first block), ``elsewhere_first_s``
+    (arrival, s of the replay, of the first request placed on another instance; NaN: none ever
+    was), and for the busiest instance ``busiest`` / ``busiest_share`` (of the requests),
+    ``busiest_queue_s`` (mean wait of its requests for it), ``busiest_stream_wait_s`` (mean wait of
+    their KV streams to decode for its send link), ``busiest_prefill_s`` / ``busiest_stream_s`` (mean
+    prefill time and mean KV-stream time, the whole prompt's KV at the link's speed, per request: s).
+    Runs are memoised."""
+    tr = _trace(trace)
+    if isinstance(policies, str) or not isinstance(policies, (list, tuple)) or not policies:
+        raise fail("policies", policies, "a non-empty list of prefill policy names", "holder_jam")
+    policies = [choice(p, "policies", POLICIES, "holder_jam") for p in policies]
+    speed = jam_speed(tr)
+    rows = []
+    for p in policies:
+        cfg = jam_config(p)
+        res = simulate_at_speed(tr, speed, cfg)
+        s, df = res.summary(), res.requests
+        placed = df[df.prefill_instance >= 0]
+        counts = placed.prefill_instance.value_counts()
+        busiest = int(counts.idxmax())
+        on = placed[placed.prefill_instance == busiest]
+        first = int(placed.prefill_instance.iloc[0])
+        away = placed[placed.prefill_instance != first]
+        idx = placed.index.to_numpy()
+        heads = np.where(tr.blocks_per_request[idx] > 0,
+                         tr.block_ids[np.minimum(tr.block_offsets[idx], max(len(tr.block_ids) - 1, 0))], -1)
+        c = cfg.resolve().cost
+        free = simulate_at_speed(tr, speed, replace(cfg, network_contention=False)).summary()["ttft_mean_s"]
+        rows.append({"policy": p, "speed": speed, "ttft_mean_s": s["ttft_mean_s"], "ttft_p90_s": s["ttft_p90_s"],
+                     "ttft_mean_free_s": free,
+                     "requests": len(placed), "fetches": int((placed.fetched_tokens > 0).sum()),
+                     "first_holder": first, "shared_first_block": float(np.mean((heads == heads[0]) & (heads >= 0))),
+                     "elsewhere_first_s": float(away.arrival_s.iloc[0]) if len(away) else float("nan"),
+                     "busiest": busiest, "busiest_share": len(on) / len(placed),
+                     "busiest_queue_s": float(on.queue_wait_s.mean()),
+                     "busiest_stream_wait_s": float(np.nanmean(on.stream_wait_s)),
+                     "busiest_prefill_s": float(on.prefill_s.mean()),
+                     "busiest_stream_s": float(np.mean([cm_kv_transfer_time(c, n) for n in on.input_len]))})
+    return pd.DataFrame(rows).set_index("policy")
+
+
+def holder_jam_note(table: pd.DataFrame, trace: Trace | str = "conversation") -> str:
+    """What :func:`holder_jam`'s ``table`` shows (markdown), computed: whether KVCache-centric piled
+    the trace onto the first prefix holder, and the mechanism, measured."""
+    if (not isinstance(table, pd.DataFrame) or table.index.name != "policy"
+            or not {"kvcentric", "cache_aware"} <= set(table.index)):
+        raise fail("table", type(table).__name__, "a holder_jam table with rows kvcentric and cache_aware",
+                   "holder_jam_note")
+    tr = _trace(trace)
+    kv, ca = table.loc["kvcentric"], table.loc["cache_aware"]
+    setup = (f"On the {tr.name} trace under `{CHECK_PRESET}` at {kv.speed:g}× (its balanced speed), "
+             f"{JAM_GBPS:g} Gbps NICs, layer-wise KV transfer, 8P+8D, links shared")
+    longer = "longer" if kv.busiest_stream_s > kv.busiest_prefill_s else "no longer"
+    link = (f"each prefill's KV stream to decode takes {kv.busiest_stream_s:.2f} s on its send link on average, "
+            f"{longer} than the prefill itself ({kv.busiest_prefill_s:.2f} s)")
+    if np.isnan(kv.elsewhere_first_s):
+        return (f"**{setup}, shared links break Algorithm 1 outright:** KVCache-centric's mean TTFT is "
+                f"{kv.ttft_mean_s:,.0f} s, cache-aware's {ca.ttft_mean_s:.2f} s (with a whole NIC per transfer: "
+                f"{kv.ttft_mean_free_s:.2f} s and {ca.ttft_mean_free_s:.2f} s). All {kv.requests:,.0f} requests "
+                f"went to instance {kv.first_holder:.0f}, the first to hold the first block, with which "
+                f"{kv.shared_first_block:.0%} of them start, and {kv.fetches:,.0f} fetched. Why: on the holder "
+                f"{link}, so its send link falls behind its GPU (its streams "
+                f"waited {kv.busiest_stream_wait_s:,.0f} s on average), and every other instance would have to "
+                f"fetch the prefix through that jammed link. Algorithm 1 decides fetch-or-not by the prefix ratio, "
+                f"so it estimates every other instance *with* the fetch and never considers recomputing there: "
+                f"the holder's queue (a {kv.busiest_queue_s:,.0f} s wait on average) always looks shorter. "
+                f"Cache-aware never fetches: an instance without the prefix recomputes it, and its busiest "
+                f"instance takes {ca.busiest_share:.0%} of the requests.")
+    verdict = ("still beats" if kv.ttft_mean_s < ca.ttft_mean_s else "trails")
+    return (f"**{setup}**, Algorithm 1 does not break: KVCache-centric's mean TTFT is {kv.ttft_mean_s:.2f} s and "
+            f"{verdict} cache-aware's {ca.ttft_mean_s:.2f} s. On the busiest instance {link}; but a request "
+            f"arriving {kv.elsewhere_first_s:.1f} s into the replay was already placed away from instance "
+            f"{kv.first_holder:.0f}, the first to hold the first block (with which {kv.shared_first_block:.0%} of "
+            f"the requests start), {kv.fetches:,.0f} requests fetched, and the busiest instance takes "
+            f"{kv.busiest_share:.0%} of the requests: an instance that holds the shared prefix itself does not fetch "
+            f"it through the first holder's link. It is decided at the start of the replay: on the released trace "
+            f"no request ever leaves the first holder (the text above the cell).")
 
 
 def replicas_over_time(result: sim.SimResult, top: int = 10, n_samples: int = 20) -> pd.DataFrame:

@@ -43,11 +43,11 @@ def _log_block_ticks(ax, lo: float, hi: float, block_bytes: float | None):
 
 
 class HitRatioChart:
-    """Global-LRU hit ratio vs capacity (log x) with the measured and paper points overlaid.
+    """Hit ratio of one global cache vs capacity (log x) with the measured and paper points overlaid.
 
-    Built once (``paper``: ``l03_cache.paper_table1_points`` frame, static; ``block_bytes``: KV bytes
-    per block, adds TB of DRAM under each tick and the 1 TB line); :meth:`update` sets one trace's
-    curve. Numbers that change with a move (the infinite-cache level, the chosen capacity's hit
+    Built once (``paper``: ``l03_cache.paper_table1_points`` frame, LRU's unless :meth:`update` is
+    given another; ``block_bytes``: KV bytes per block, adds TB of DRAM under each tick and the 1 TB
+    line); :meth:`update` sets one trace's curve for one eviction policy. Numbers that change with a move (the infinite-cache level, the chosen capacity's hit
     ratio) are written next to their lines, not in the legend. ``live=True`` marks the changing
     artists as animated.
     """
@@ -63,11 +63,9 @@ class HitRatioChart:
                                     textcoords="offset points", ha="right", va="bottom", color=PALETTE[0])
         self.ref, = ax.plot([], [], "o", mfc="none", color=PALETTE[2], ms=8,
                             label="reference table (token-weighted, measured on this trace)")
-        self.fixed = []                            # paper points, 1 TB line: drawn once
-        if paper is not None and len(paper):
-            p = paper[np.isfinite(paper["capacity_blocks"])]
-            self.fixed += ax.plot(p["capacity_blocks"], p["hit_ratio"], "s", color=PALETTE[3],
-                                  label="paper: arXiv v3 Table 1 (arXiv trace, not this one)")
+        self.fixed = []                            # the 1 TB line: drawn once
+        self.paper, = ax.plot([], [], "s", color=PALETTE[3], label="_paper")
+        self._set_paper(paper)
         if block_bytes:
             one_tb = _TB / block_bytes
             label = f"1 TB of DRAM = {one_tb:,.0f} blocks ≈ {one_tb * 512 / 1e6:.2f}M tokens"
@@ -83,21 +81,32 @@ class HitRatioChart:
         self._legend, self.static_state, self._xspan = None, None, None
         self.live = live
         if live:
-            for a in (self.curve, self.inf, self.inf_note, self.ref, self.marker, self.note, ax.title):
+            for a in (self.curve, self.inf, self.inf_note, self.ref, self.paper, self.marker, self.note, ax.title):
                 a.set_animated(True)
 
+    def _set_paper(self, paper) -> None:
+        """The paper's points (a ``paper_table1_points`` frame of the curve's policy; None: none shown)."""
+        p = paper[np.isfinite(paper["capacity_blocks"])] if paper is not None else None
+        shown = p is not None and len(p) > 0
+        self.paper.set_data(p["capacity_blocks"].to_numpy() if shown else [], p["hit_ratio"].to_numpy() if shown else [])
+        self.paper.set_label("paper: arXiv v3 Table 1, same policy (arXiv trace)" if shown else "_paper")
+
     def update(self, curve, capacity: float | None = None, trace_name: str | None = None, weight: str = "token",
-               ylim: tuple | None = None):
-        """Show ``curve`` (``l03_cache.hit_ratio_vs_capacity``; an ``inf`` row draws the infinite-cache
-        level) with ``weight`` ``"token"`` (column ``hit_ratio``) or ``"block"`` (``block_hit_ratio``),
-        and mark ``capacity`` (blocks). ``ylim`` fixes the y axis (default: fit the curve)."""
+               ylim: tuple | None = None, policy: str = "lru", paper=None, hit: float | None = None):
+        """Show ``curve`` (``l03_cache.eviction_curve`` of eviction ``policy``; an ``inf`` row draws the
+        infinite-cache level) with ``weight`` ``"token"`` (column ``hit_ratio``) or ``"block"``
+        (``block_hit_ratio``), and mark ``capacity`` (blocks). ``paper``: Table 1's points of
+        ``policy`` (default: keep the ones shown). ``hit``: the hit ratio at ``capacity`` when known
+        exactly (default: read off the curve, log-interpolated). ``ylim`` fixes the y axis (default: fit the curve)."""
         ax = self.ax
+        if paper is not None:
+            self._set_paper(paper)
         col = "hit_ratio" if weight == "token" else "block_hit_ratio"
         name = trace_name or (str(curve["trace"].iloc[0]) if "trace" in curve and len(curve) else "trace")
         fin = curve[np.isfinite(curve["capacity_blocks"])]
         inf = curve[~np.isfinite(curve["capacity_blocks"])]
         self.curve.set_data(fin["capacity_blocks"].to_numpy(), fin[col].to_numpy())
-        self.curve.set_label("ours: global LRU on this trace")     # the title names it
+        self.curve.set_label(f"ours: global {_POLICY_LABELS[policy]} on this trace")     # the title names the trace
         level = float(inf[col].iloc[0]) if len(inf) else np.nan
         for a in (self.inf, self.inf_note):
             a.set_visible(len(inf) > 0)
@@ -108,7 +117,10 @@ class HitRatioChart:
         self.ref.set_data(ref["capacity_blocks"].to_numpy(), ref["reference_hit_ratio"].to_numpy()
                           if len(ref) else [])
         self.ref.set_visible(weight == "token")
-        self.ref.set_label(self.ref.get_label().lstrip("_") if len(ref) else "_" + self.ref.get_label())
+        # (a legend key copies its artist's visibility: a hidden one leaves the legend, so the legend
+        # — drawn once into the background — changes whenever the points show or hide)
+        shown = len(ref) > 0 and weight == "token"
+        self.ref.set_label(self.ref.get_label().lstrip("_") if shown else "_" + self.ref.get_label().lstrip("_"))
         span = (float(fin["capacity_blocks"].min()), float(fin["capacity_blocks"].max())) if len(fin) else None
         if span is not None and span != self._xspan:     # (re-creating tick labels is slow)
             _log_block_ticks(ax, *span, self.block_bytes)
@@ -118,7 +130,7 @@ class HitRatioChart:
         for a in (self.marker, self.note):
             a.set_visible(show)
         if show:
-            h = float(np.interp(np.log(capacity), np.log(fin["capacity_blocks"]), fin[col]))
+            h = float(hit) if hit is not None else float(np.interp(np.log(capacity), np.log(fin["capacity_blocks"]), fin[col]))
             self.marker.set_data([capacity], [h])
             self.note.xy = (capacity, h)
             self.note.set_text(f"{capacity:,.0f} blocks → {h:.1%} hit")
@@ -129,8 +141,8 @@ class HitRatioChart:
             self.note.set_position((-8, 8) if right else (8, 8) if h < 0.08 * ax.get_ylim()[1] else (8, -14))
             self.note.set_horizontalalignment("right" if right else "left")
         self.marker.set_label("chosen capacity" if show else "_chosen capacity")
-        ax.set_title(f"Hit ratio vs cache capacity ({weight}-weighted), {name}", y=1.0)
-        handles = [a for a in (self.curve, self.inf, self.ref, *self.fixed, self.marker)
+        ax.set_title(f"Hit ratio vs cache capacity ({weight}-weighted), {name}", y=1.0)   # the legend names the policy
+        handles = [a for a in (self.curve, self.inf, self.ref, self.paper, *self.fixed, self.marker)
                    if not a.get_label().startswith("_")]
         labels = tuple(h.get_label() for h in handles)
         if labels != self.static_state:           # the legend is static: rebuilt only when it changes
