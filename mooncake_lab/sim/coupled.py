@@ -40,8 +40,8 @@ from numba import njit
 from ..jit import helper_njit
 from ..prefix_cache import _match_prefix, _touch_blocks
 from ..roofline import cm_decode_step_time, cm_prefill_time
-from .decode_math import segment_pieces, time_after, top_k_sum
-from .kernel import _cut_segment, _reusable_tokens
+from .decode_math import cut_segment, segment_pieces, time_after, top_k_sum
+from .kernel import _reusable_tokens
 
 __all__ = ["tail_slots"]
 
@@ -368,4 +368,4 @@ def _coupled_kernel(arrival, input_len, output_len, offsets, block_ids, block_to
             seg_n[ei] = -1
         elif seg_n[ei] > 0 and was_empty and reserved[ei] + (Lin + output_len[i]) <= decode_cap:
             # decoding only, and it fits: admitted at the first step boundary strictly after a
-            _cut_segment(ei, a, seg_t0, it_end, seg_n, pa, pd, pm, pn)
+            cut_segment(ei, a, seg_t0, it_end, seg_n, pa, pd, pm, pn)

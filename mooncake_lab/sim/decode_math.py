@@ -20,7 +20,7 @@ import math
 from ..jit import helper_njit
 from ..roofline import _experts_touched
 
-__all__ = ["decode_lines", "segment_pieces", "time_after", "steps_until_after", "top_k_sum"]
+__all__ = ["decode_lines", "segment_pieces", "time_after", "steps_until_after", "cut_segment", "top_k_sum"]
 
 
 @helper_njit
@@ -127,6 +127,17 @@ def steps_until_after(t0, r, pa, pd, pm, npc):
         tp = t_end
         done += m
     return done
+
+
+@helper_njit
+def cut_segment(d, t, at, next_t, next_n, pa, pd, pm, pn):
+    """End instance ``d``'s segment (its last boundary at ``at[d]``, pieces ``pa[d]`` … ``pn[d]``) at
+    its first step boundary strictly after ``t`` if that is before its planned next event
+    (``next_t[d]``, ``next_n[d]`` steps on): a queued request that fits is admitted there."""
+    ns = steps_until_after(at[d], t, pa[d], pd[d], pm[d], pn[d])
+    if ns < next_n[d]:
+        next_n[d] = ns
+        next_t[d] = time_after(at[d], pa[d], pd[d], pm[d], pn[d], ns)
 
 
 @helper_njit

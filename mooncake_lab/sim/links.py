@@ -67,7 +67,7 @@ the prefix. So a replica that is still being received does not yet relieve the h
 contention, as before, a prefix is fetchable as soon as the request storing it is committed.)
 
 :class:`LinkCalendar` is the plain-Python form the reference uses; the kernel keeps the same
-intervals in arrays (``lb``, ``le``, ``lc``: :func:`.kernel._fit`, :func:`.kernel._book`), one row
+intervals in arrays (:class:`.state.Links`: :func:`.kernel._fit`, :func:`.kernel._book`), one row
 per link: P·X prefill send links, P·X prefill receive links, then the D decode receive links.
 """
 from __future__ import annotations

@@ -14,6 +14,7 @@ from .coupled import _coupled_kernel, tail_slots
 from .coupled_reference import run_coupled_reference
 from .kernel import _kernel
 from .reference import run_reference
+from .state import CppParams, Outputs, Params, TraceArrays
 from .result import SimResult
 from .student_policy import compile_policy, student_kernel
 
@@ -129,6 +130,17 @@ def _check_memory(trace: Trace, config: ClusterConfig, rc) -> None:
                          f"{detail}. Use fewer instances, a shorter trace (trace.head(n)) or no estimator noise")
 
 
+def _params(trace: Trace, config: ClusterConfig, rc, n_route: int, spare: int) -> Params:
+    """The kernel's settings (:class:`.state.Params`), typed as it is compiled for."""
+    return Params(int(trace.block_tokens), int(n_route), int(config.n_decode), int(rc.policy),
+                  float(config.kvcache_balancing_threshold), float(config.estimator_noise),
+                  bool(config.layerwise_kv_transfer), int(rc.n_layers), float(rc.decode_kv_capacity),
+                  int(rc.admission), CppParams(int(rc.cpp_group_size), int(rc.cpp_chunk), float(rc.cpp_act_bytes),
+                                               float(rc.cpp_bandwidth), bool(rc.cpp_overlap)), float(config.ttft_slo_s), float(config.tbt_slo_s),
+                  float(config.admission_threshold), float(config.decode_time_s), float(config.prediction_horizon),
+                  int(rc.decode_binding), int(rc.decode_load_metric), bool(rc.output_unknown), int(spare))
+
+
 def simulate(trace: Trace, config: ClusterConfig | None = None, engine: str = "numba") -> SimResult:
     """Simulate ``trace`` on the cluster ``config`` (default :class:`ClusterConfig`).
 
@@ -184,22 +196,10 @@ def _simulate(trace, config, engine, spare):
         run_coupled_reference(trace, config, rc, u, z, out, max_kv, diag)
     elif engine == "numba":
         with pooled_cache_state(n_route, trace.n_blocks, rc.cache_capacity_blocks, config.cache_eviction) as st:
-            args = (trace.arrival_s, trace.input_len, trace.output_len, trace.block_offsets, trace.block_ids,
-                    int(trace.block_tokens), rc.cost, int(n_route), int(config.n_decode), int(rc.policy),
-                    float(config.kvcache_balancing_threshold), float(config.estimator_noise), u, z,
-                    bool(config.layerwise_kv_transfer), int(rc.n_layers), float(rc.decode_kv_capacity),
-                    int(rc.admission), int(rc.cpp_group_size), int(rc.cpp_chunk), float(rc.cpp_act_bytes),
-                    float(rc.cpp_bandwidth), bool(rc.cpp_overlap), float(config.ttft_slo_s), float(config.tbt_slo_s),
-                    float(config.admission_threshold), float(config.decode_time_s),
-                    float(config.prediction_horizon), st.last_use, st.q_block, st.q_stamp, st.meta,
-                    out["prefill_inst"], out["decode_inst"], out["outcome"], out["fetch_src"],
-                    out["cached_tok"], out["fetched_tok"], out["computed_tok"],
-                    out["queue_wait"], out["fetch_time"], out["prefill_start"], out["prefill_time"],
-                    out["prefill_end"], out["ready"], out["decode_admit"], out["finish"],
-                    out["tbt_mean"], out["tbt_tail"], out["prefill_load"], out["decode_load"], max_kv, diag,
-                    int(rc.decode_binding), int(rc.decode_load_metric),
-                    bool(rc.output_unknown), out["preemptions"], int(spare),
-                    out["fetch_wait"], out["stream_wait"], True if config.network_contention else None)
+            args = (TraceArrays(trace.arrival_s, trace.input_len, trace.output_len, trace.block_offsets,
+                                trace.block_ids),
+                    rc.cost, _params(trace, config, rc, n_route, spare), u, z, st, Outputs(**out), max_kv, diag,
+                    True if config.network_contention else None)
             if student is None:
                 _kernel(*args)
             else:
