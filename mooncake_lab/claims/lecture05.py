@@ -351,3 +351,6 @@ claim("05.sol_q5", "Serialized: 131,072 × 327,680 B / 128 GB/s = 0.3355 s. Laye
           _m().n_layers, 1e3 * _store()["exposed_layerwise_s"]], where=_S)
 claim("05.sol_q4_attn", "already more than half of it at 128k", lambda: N / K if _attn_share(N) > 0.5 else float("nan"),
       where=_S)
+claim("05.box_links", "at 128k and X = 4 the boundaries carry 6.4 GB against the 43 GB of KV the prompt streams to decode (15%)",
+      lambda: [N / K, 4, _sch().loc["cpp", "net_gb"], _vram()["kv_gb"], 100 * _sch().loc["cpp", "net_gb"] / _vram()["kv_gb"]])
+claim("05.box_lectures", "the cluster simulator (lectures 04, 06–08)", lambda: [4, 6, 8])
