@@ -12,7 +12,16 @@ from mooncake_lab.experiments import l00_welcome, l01_roofline, l02_storage, l05
 from mooncake_lab.synthetic import synthetic_trace
 
 M, N = "llama2-70b", "a800x8"
-JUNK = [None, "", "8", "ü", [1, 2], {}, object(), np.complex64(1)]
+class _Opaque:
+    """An object of no accepted type whose repr is the same in every process (test ids: pytest-xdist
+    workers must collect the same ones)."""
+
+    def __repr__(self) -> str:
+        return "<object>"
+
+
+OPAQUE = _Opaque()
+JUNK = [None, "", "8", "ü", [1, 2], {}, OPAQUE, np.complex64(1)]
 NONFINITE = [math.nan, math.inf, -math.inf, 10**400]
 _STATE = prefix_cache.new_cache_state(2, 10, 5)
 
@@ -50,12 +59,12 @@ CASES = [  # (label, call, argument the message must name)
     *[(f"with_ssd_bw={v!r}", lambda v=v: hardware.get_node(N).with_ssd_bw(v), "total_bw") for v in [None, 10**400]],
     ("scheme_summary.scheme=array", lambda: cpp.scheme_summary(np.array(["cpp", "tp"])), "scheme"),
     *[(f"simulate_pipeline.costs={v!r}", lambda v=v: cpp.simulate_pipeline([0.0], [1000], costs=v), "costs")
-      for v in ["", "ü", {}, object(), 10**400]],
+      for v in ["", "ü", {}, OPAQUE, 10**400]],
     *[(f"fit_prefill.table={v!r}", lambda v=v: calibration.fit_prefill(v), "table")
       for v in JUNK[1:] + [0, np.array([[1.0]]), pd.DataFrame({"a": [1]})]],
     ("fit_decode.table=bad tp", lambda: calibration.fit_decode(calibration.load_measured().assign(tp=-1)), "tp"),
     *[(f"compare_to_measured.presets={v!r}", lambda v=v: calibration.compare_to_measured(v), "presets")
-      for v in [None, 0, "ideal", np.int8(1), object()]],
+      for v in [None, 0, "ideal", np.int8(1), OPAQUE]],
     *[(f"replica_counts.state={v!r}", lambda v=v: prefix_cache.replica_counts(v), "state") for v in JUNK],
     *[(f"new_cache_state.alloc={v!r}", lambda v=v: prefix_cache.new_cache_state(2, 10, 5, alloc=v), "alloc")
       for v in [1, "x", [1]]],
@@ -69,7 +78,7 @@ CASES = [  # (label, call, argument the message must name)
                    (l02_storage.ssd_claims, "ssd_gbs"), (l05_prefill.cpp_vs_x, "xs"),
                    (l05_prefill.chunk_sweep, "chunks"), (l05_prefill.vram_occupation, "lengths"),
                    (l05_prefill.schemes_vs_length, "lengths")]
-      for v in [0, 1.5, math.nan, np.float64(3), [], np.array([[1]]), object(), "ab"]],
+      for v in [0, 1.5, math.nan, np.float64(3), [], np.array([[1]]), OPAQUE, "ab"]],
     *[(f"one_request.n_output={v!r}", lambda v=v: l00_welcome.one_request(n_output=v), "n_output")  # 10**18: a hang
       for v in [10**18, 10**400, 2.5, None, "8"]],
     *[(f"interleave_demo.{p}={v!r}", lambda p=p, v=v: l05_prefill.interleave_demo(**{p: v}), p)
