@@ -5,7 +5,8 @@ four moves of each control from the dashboard's defaults, spread over its range 
 (the control is put back before the next one is timed); not an assertion. Each move
 is timed after the runs the dashboard computes ahead in the background (if any) are done — a
 student who looks at each picture for a few seconds; the time they take after the build is printed.
-Run: ``python benchmarks/bench_dashboards.py`` (``MOONCAKE_LAB_PREFETCH=0``: without them).
+Run: ``python benchmarks/bench_dashboards.py [NAME ...]`` (only the dashboards whose class names are given;
+``MOONCAKE_LAB_PREFETCH=0``: without the runs ahead).
 """
 from __future__ import annotations
 
@@ -68,12 +69,14 @@ def _reference_run_ms() -> float:
     return min(sim.simulate(tr, cfg).wall_s for _ in range(6)) * 1e3
 
 
-def main() -> None:
+def main(only=()) -> None:
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores (times scale with it); "
           f"reference run {_reference_run_ms():.0f} ms (see _reference_run_ms)")
     print(f"{'dashboard':<34}{'control':<22}{'median ms':>10}{'worst ms':>10}{'full redraws':>14}")
     over, total = [], 0
     for mod_name, cls_name in DASHBOARDS:
+        if only and cls_name not in only:
+            continue
         try:
             cls = getattr(importlib.import_module(f"mooncake_lab.dashboards.{mod_name}"), cls_name)
         except (ImportError, AttributeError):
@@ -112,4 +115,10 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    unknown = sorted(set(sys.argv[1:]) - {c for _, c in DASHBOARDS})
+    if unknown:
+        sys.exit(f"bench_dashboards: unknown dashboard(s) {', '.join(unknown)}; allowed: "
+                 + ", ".join(c for _, c in DASHBOARDS))
+    main(tuple(sys.argv[1:]))
