@@ -275,7 +275,8 @@ def _run_all(page, name):
 
 def _move_control(box, j):
     """Move the ``j``-th control of the dashboard: sliders (one keyboard step on the handle, the way a
-    user nudges one) come first, then dropdowns (the next option). Returns a description, or None
+    user nudges one) come first, then dropdowns (the next option), then toggle buttons (a click on the
+    first one not selected). Returns a description, or None
     when there is no ``j``-th control."""
     handles = box.locator(":scope > .widget-hbox .widget-slider .noUi-handle")
     if j < handles.count():
@@ -295,6 +296,13 @@ def _move_control(box, j):
         target = next(v for v in values if v != select.input_value())
         select.select_option(target)
         return f"dropdown → {labels[values.index(target)]!r}"
+    j -= selects.count()
+    toggles = box.locator(":scope > .widget-hbox .widget-toggle-buttons")
+    if j < toggles.count():  # toggle buttons: click the first one not selected
+        button = toggles.nth(j).locator("button.widget-toggle-button:not(.mod-active)").first
+        label = button.text_content()
+        button.click()
+        return f"toggle → {label.strip()!r}"
     return None
 
 
@@ -361,7 +369,7 @@ def test_lecture_runs_in_jupyterlab(path, lab_url, browser, capsys):
                     continue
             else:
                 what = None
-            assert tried, f"{name} dashboard {i} has neither a slider nor a dropdown"
+            assert tried, f"{name} dashboard {i} has no slider, dropdown or toggle buttons"
             assert what is not None, f"{name} dashboard {i}: neither figure nor readout changed after {tried}"
             if len(tried) > 1:
                 what = f"{what} (after no change from {', '.join(tried[:-1])})"
