@@ -12,10 +12,12 @@ EXTRAS := $(if $(filter Linux,$(shell uname -s)),test$(comma)store,test)
 
 .PHONY: lab test test-browser setup course reproduce doctor warmup bench nbform clean
 
+# PYTHONWARNINGS: setuptools warns at every editable install that a folder named like the package may
+# shadow it; here that folder is the package itself, by design.
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
+	PYTHONWARNINGS="ignore:Editable installation" $(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
 	$(BIN)/python -m mooncake_lab warmup   # compile the numba kernels once (~1 min, README), so no lecture waits
 	touch $(STAMP)
 
