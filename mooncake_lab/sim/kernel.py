@@ -26,8 +26,8 @@ One pass over the requests in arrival order:
 The state is grouped (:mod:`.state`): the inputs :class:`~.state.TraceArrays`, :class:`~.state.Params`,
 :class:`~.state.Outputs` and the prefix caches; the kernel's own :class:`~.state.Prefill` (``pre``),
 :class:`~.state.Conductor` (``cond``), :class:`~.state.Links` (``net``), :class:`~.state.DecodeNodes` (``dec``),
-:class:`~.state.DecodeQueues` (``dq``), :class:`~.state.DecodeRequests` (``dr``), the run log, stints, interval buffers and ready heap. Each helper takes the groups it reads
-or changes.
+:class:`~.state.DecodeQueues` (``dq``), :class:`~.state.DecodeRequests` (``dr``), the run log, stints,
+interval buffers and ready heap. Each helper takes the groups it reads or changes.
 
 Every step of a decode segment is logged as an arithmetic run (per instance, linked backwards), so
 on completion a request's token intervals are exactly its runs since admission: the mean and the
