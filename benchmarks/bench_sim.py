@@ -23,6 +23,11 @@ processes, CPU time of the whole ``simulate()``, 25 runs each, best / median, lo
 2 cores, 6 rounds): best 51.6–56.9 → 57.0–59.4 ms, median 57.2–60.1 → 58.5–67.1 ms (≈ +5%: the
 decode links carry every stream); ``decode_binding="ready"`` (no decode link; 3 old, 6 new rounds):
 best 54.0–56.2 → 54.2–60.0 ms, median 56.6–59.9 → 58.7–86.4 ms (the same code path; the machine's noise).
+Measured for issue 14's grouped kernel state (``sim/state.py``; conversation 8P+8D kvcentric, old and new
+kernel in alternating processes, thread CPU time of the whole ``simulate()``, 10–12 runs each, best / median,
+3–6 rounds): paper defaults best 59.8–65.0 → 57.9–64.3 ms, median 61.4–70.2 → 59.3–66.4 ms (equal within the
+noise); ``SIMPLE_SEMANTICS`` best 31.7–33.3 → 35.9–36.7 ms (≈ +10 %). One group of everything passed per
+arrival cost ≈ 4 ms more (numba passes a group's members one by one: 452 values a call).
 """
 from __future__ import annotations
 
