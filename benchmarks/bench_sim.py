@@ -23,6 +23,13 @@ processes, CPU time of the whole ``simulate()``, 25 runs each, best / median, lo
 2 cores, 6 rounds): best 51.6–56.9 → 57.0–59.4 ms, median 57.2–60.1 → 58.5–67.1 ms (≈ +5%: the
 decode links carry every stream); ``decode_binding="ready"`` (no decode link; 3 old, 6 new rounds):
 best 54.0–56.2 → 54.2–60.0 ms, median 56.6–59.9 → 58.7–86.4 ms (the same code path; the machine's noise).
+Measured for issue 16 (coupled kernel: no loop over the batch per event, token intervals ranked per
+instance log on completion; results bit-identical, benchmarks/check_coupled_identical.py), conversation,
+16 coupled nodes, default preset. Old and new kernel interleaved in one process, CPU time of the
+kernel call, 12 runs each, median / best: unchunked 124.5 / 105.1 → 100.8 / 83.1 ms, chunked 512
+174.0 / 157.9 → 100.9 / 89.8 ms. Whole ``simulate()`` (``--coupled-only``, medians of 11–15, load
+average 1.5–4.7 on 2 cores), per request and vs 8P+8D: before 9.6 µs (1.16×) unchunked, 17.5 µs
+(2.12×) chunked; after 7.0 µs (1.23×), 7.9 µs (1.39×); at 2× speed chunked 2.83× → 1.71×.
 """
 from __future__ import annotations
 
