@@ -28,6 +28,13 @@ kernel in alternating processes, thread CPU time of the whole ``simulate()``, 10
 3–6 rounds): paper defaults best 59.8–65.0 → 57.9–64.3 ms, median 61.4–70.2 → 59.3–66.4 ms (equal within the
 noise); ``SIMPLE_SEMANTICS`` best 31.7–33.3 → 35.9–36.7 ms (≈ +10 %). One group of everything passed per
 arrival cost ≈ 4 ms more (numba passes a group's members one by one: 452 values a call).
+Measured for issue 16 (coupled kernel: no loop over the batch per event, token intervals ranked per
+instance log on completion; results bit-identical, benchmarks/check_coupled_identical.py), conversation,
+16 coupled nodes, default preset. Old and new kernel interleaved in one process, CPU time of the
+kernel call, 12 runs each, median / best: unchunked 124.5 / 105.1 → 100.8 / 83.1 ms, chunked 512
+174.0 / 157.9 → 100.9 / 89.8 ms. Whole ``simulate()`` (``--coupled-only``, medians of 11–15, load
+average 1.5–4.7 on 2 cores), per request and vs 8P+8D: before 9.6 µs (1.16×) unchunked, 17.5 µs
+(2.12×) chunked; after 7.0 µs (1.23×), 7.9 µs (1.39×); at 2× speed chunked 2.83× → 1.71×.
 """
 from __future__ import annotations
 
@@ -53,6 +60,38 @@ def best_of(fn, repeat=5):
     return min(ts), float(np.median(ts))
 
 
+def cpu_median(fn, repeat=10):
+    """Median and best CPU time (s) of this thread over ``repeat`` calls: ``time.thread_time`` does
+    not count the time other processes of the shared machine hold the core."""
+    ts = []
+    for _ in range(repeat):
+        t = time.thread_time()
+        fn()
+        ts.append(time.thread_time() - t)
+    return float(np.median(ts)), min(ts)
+
+
+def coupled_section(conv, repeat):
+    """Coupled vLLM-like engine (lecture 06), 16 nodes, against the disaggregated 8P+8D (both
+    kvcentric, defaults): ms and µs per request (CPU-time medians), ratio per request."""
+    print(f"\ncoupled engine, {conv.name} ({len(conv):,} requests), CPU-time median / best of {repeat}:")
+    print(f"{'engine':30s} {'preset':8s} {'speed':>5s} {'median ms':>10s} {'best ms':>8s} {'us/req':>7s} "
+          f"{'iterations':>11s} {'vs 8P+8D':>9s}")
+    for preset in ("default", "modern"):
+        for speed in (1.0, 2.0):
+            tr = conv.replay(speed) if speed != 1.0 else conv
+            base = None  # the disaggregated cluster's median
+            for label, extra in (("8P+8D (disaggregated)", {}), ("16 coupled", dict(engine_mode="coupled")),
+                                 ("16 coupled, chunked 512", dict(engine_mode="coupled", chunked_prefill=True))):
+                cfg = sim.ClusterConfig(**extra, **({} if preset == "default" else dict(preset=preset)))
+                sim.simulate(tr.head(50), cfg)
+                med, best = cpu_median(lambda: sim.simulate(tr, cfg), repeat)
+                base = med if base is None else base
+                it = sim.simulate(tr, cfg).diagnostics.get("iterations", 0)
+                print(f"{label:30s} {preset:8s} {speed:5.1f} {med * 1e3:10.1f} {best * 1e3:8.1f} "
+                      f"{med / len(tr) * 1e6:7.2f} {it:11,d} {med / base:9.2f}")
+
+
 def fresh_process_seconds() -> float:
     code = ("import time; t=time.perf_counter()\n"
             "from mooncake_lab import sim\nfrom mooncake_lab.traces import load_trace_or_synthetic\n"
@@ -66,7 +105,12 @@ def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--reference-n", type=int, default=300)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--coupled-only", action="store_true", help="only the coupled engine's section")
     args = ap.parse_args(argv)
+    if args.coupled_only:
+        conv = load_trace_or_synthetic("conversation", download=False)
+        coupled_section(conv, max(10, args.repeat))
+        return
 
     conv = load_trace_or_synthetic("conversation", download=False)
     tool = synthetic_trace("toolagent-like")
@@ -163,22 +207,7 @@ def main(argv=None):
             best, _ = best_of(lambda: sim.simulate(tr, cfg), args.repeat)
             t_lru = best if t_lru is None else t_lru
             print(f"{label:38s} {pol:13s} {best * 1e3:9.1f} {best / t_lru:7.2f}")
-    # coupled vLLM-like engine (lecture 06): 16 nodes, preset modern, one iteration per loop turn
-    print(f"\ncoupled engine, {conv.name}, 16 nodes, preset modern:")
-    print(f"{'engine':28s} {'speed':>5s} {'numba ms':>9s} {'iterations':>11s} {'vs 8P+8D':>9s}")
-    base = {}  # speed → the disaggregated cluster's time
-    for label, cfg in (("8P+8D (disaggregated)", sim.ClusterConfig(preset="modern")),
-                       ("16 coupled", sim.ClusterConfig(engine_mode="coupled", preset="modern")),
-                       ("16 coupled, chunked 512", sim.ClusterConfig(engine_mode="coupled", chunked_prefill=True,
-                                                                     preset="modern"))):
-        for speed in (1.0, 2.0):
-            tr2 = conv.replay(speed)
-            sim.simulate(tr2.head(50), cfg)
-            best, _ = best_of(lambda: sim.simulate(tr2, cfg), max(1, args.repeat // 2))
-            if label.startswith("8P"):
-                base[speed] = best
-            it = sim.simulate(tr2, cfg).diagnostics.get("iterations", 0)
-            print(f"{label:28s} {speed:5.1f} {best * 1e3:9.1f} {it:11,d} {best / base[speed]:9.1f}")
+    coupled_section(conv, max(10, args.repeat))
     print(f"\n(reference engine timed on the first {args.reference_n} requests of each trace; "
           f"numba on the whole trace; times = best of {args.repeat}, whole simulate() call)")
     print(f"fresh process (import + load conversation + first simulation, warm numba cache): "

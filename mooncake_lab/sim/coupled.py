@@ -22,13 +22,26 @@ times of that *segment* are a piecewise arithmetic series and its end is compute
 (one loop turn per segment instead of per token). An arrival that fits cuts the segment at the
 first step boundary strictly after it, where the iteration-by-iteration engine would admit it.
 
-Token intervals of a request, without storing one per token: the first interval of each segment
-(it may include a stall: prefills run while the batch waited, or the request's own first token)
-and every interval of an iteration with a prefill chunk go to a min-heap of size
-``ceil((output − 1)/10)`` (the number of intervals is known at arrival) keeping its largest ones;
-the other steps of a segment are logged per instance as arithmetic runs (linked backwards). On
-completion the mean of the longest 10% is taken over the heap and the runs logged since the
-request joined the batch (:func:`~.decode_math.top_k_sum`).
+The batch advances in lockstep: every request in it gets a token at each decode step, so an
+instance counts its decode steps (``steps[e]``) and keeps its batch as a min-heap on the step at
+which each request completes (joined at step s with ``output`` tokens to make, one of them out:
+``s + output − 1``). An event (a segment or an iteration with a decode step) is O(1) in the batch
+size, plus O(log b) per completion — no loop over the batch.
+
+Token intervals of a request, without storing one per token. Each instance logs per event the time
+of its first token (``ev_t1``) and that token's interval for the requests that had a token at the
+previous event (``ev_v``: it may include a stall, prefills run while the batch waited), and a
+segment's steps 2… as arithmetic runs (``log_*``, ≤ 3 per event). A request's intervals are its
+first one (from its prompt's end to the first event after it joined), ``ev_v`` of the later events
+and the runs logged since it joined. On completion the ``ceil((output − 1)/10)`` largest of the
+first two kinds go to a min-heap (a sequential pass over the instance's log), and the mean of the
+longest 10% is taken over the heap and the runs (:func:`~.decode_math.top_k_sum`). It sums the
+same values in the same (non-increasing) order however they were collected: the result does not
+depend on the order of offering.
+
+Each log is a row per instance of fixed width (:func:`log_widths`), slid when full: a request's
+entries lie within its last ``output − 1`` events, so a row keeps the newest of them. (Speed: rows
+allocated once — a row reassigned in the loop makes numba count references at every use.)
 """
 from __future__ import annotations
 
@@ -43,39 +56,132 @@ from ..roofline import cm_decode_step_time, cm_prefill_time
 from .decode_math import cut_segment, segment_pieces, time_after, top_k_sum
 from .kernel import _reusable_tokens
 
-__all__ = ["tail_slots"]
+__all__ = ["tail_slots", "log_widths"]
 
 
 def tail_slots(output_len: np.ndarray) -> np.ndarray:
-    """Offsets (length n + 1) of each request's top-10% heap: ``ceil((out − 1)/10)`` slots each."""
+    """Offsets (length n + 1): request i takes the mean of its ``ceil((out − 1)/10)`` longest intervals."""
     k = (np.maximum(np.asarray(output_len, dtype=np.int64) - 1, 0) + 9) // 10
     return np.concatenate([[0], np.cumsum(k)]).astype(np.int64)
 
 
-@helper_njit
-def _tail_mean(j, e, heap, hoff, hcnt, run_mark, last_run, log_a, log_d, log_m, log_prev,
-               buf_a, buf_d, buf_m, hkey, hidx):
-    """Mean of the longest ``ceil((output − 1)/10)`` token intervals of request ``j`` (on ``e``).
+def log_widths(input_len: np.ndarray, output_len: np.ndarray, chunked: bool, chunk: int) -> tuple:
+    """Entries a coupled instance's event log and run log keep (``(w_ev, w_run)``; rows are twice as wide).
 
-    Its intervals are the values kept in its heap plus the runs logged on ``e`` since it joined.
-    When the heap is full its smallest value θ is a lower bound of the answer's values: a run
-    whose largest value is ≤ θ cannot change the sum (a value equal to θ is interchangeable with
-    the heap's), so it is skipped.
+    A request's events are ≤ ``output − 1`` and each logs ≤ 3 runs; no row needs more than every
+    event of the run: ≤ 2n decode-only segments (each ends at a completion or is cut by an arrival)
+    plus the iterations with a prefill chunk (``ceil(prompt / chunk)`` per request at most, one
+    without chunking).
     """
-    off = hoff[j]
-    kk = hoff[j + 1] - off
-    theta = heap[off] if hcnt[j] == kk else -math.inf
+    out = np.asarray(output_len, dtype=np.int64)
+    n = len(out)
+    top = int(out.max()) if n else 1
+    chunks = int(((np.asarray(input_len, dtype=np.int64) + chunk - 1) // chunk).sum()) if chunked else n
+    return min(top + 1, 2 * n + chunks + 1), min(3 * top + 3, 6 * n + 8)
+
+
+@helper_njit
+def _slide(a, e, keep):
+    """Move the last ``keep`` columns of row ``e`` of ``a`` to its front (a full log row)."""
+    w = a.shape[1]
+    for c in range(keep):
+        a[e, c] = a[e, w - keep + c]
+
+
+@helper_njit
+def _offer(heap, cnt, kk, v):
+    """Offer ``v`` (s) to the min-heap ``heap[:cnt]`` of the ``kk`` largest values; returns its new size."""
+    if cnt < kk:
+        h = cnt
+        heap[h] = v
+        while h > 0:
+            par = (h - 1) // 2
+            if heap[par] <= heap[h]:
+                break
+            heap[par], heap[h] = heap[h], heap[par]
+            h = par
+        return cnt + 1
+    if v > heap[0]:
+        heap[0] = v
+        h = 0
+        while True:
+            l = 2 * h + 1
+            if l >= kk:
+                break
+            mm = l
+            if l + 1 < kk and heap[l + 1] < heap[l]:
+                mm = l + 1
+            if heap[h] <= heap[mm]:
+                break
+            heap[mm], heap[h] = heap[h], heap[mm]
+            h = mm
+    return cnt
+
+
+@helper_njit
+def _batch_join(e, key, j, bkey, bidx, size):
+    """Add request ``j``, completing at step ``key`` of instance ``e``, to ``e``'s batch min-heap."""
+    h = size[e]
+    size[e] = h + 1
+    bkey[e, h] = key
+    bidx[e, h] = j
+    while h > 0:
+        par = (h - 1) // 2
+        if bkey[e, par] <= bkey[e, h]:
+            break
+        bkey[e, par], bkey[e, h] = bkey[e, h], bkey[e, par]
+        bidx[e, par], bidx[e, h] = bidx[e, h], bidx[e, par]
+        h = par
+
+
+@helper_njit
+def _batch_pop(e, bkey, bidx, size):
+    """Remove the request that completes first from ``e``'s batch min-heap and return it."""
+    j = bidx[e, 0]
+    n = size[e] - 1
+    size[e] = n
+    bkey[e, 0] = bkey[e, n]
+    bidx[e, 0] = bidx[e, n]
+    h = 0
+    while True:
+        l = 2 * h + 1
+        if l >= n:
+            break
+        mm = l
+        if l + 1 < n and bkey[e, l + 1] < bkey[e, l]:
+            mm = l + 1
+        if bkey[e, h] <= bkey[e, mm]:
+            break
+        bkey[e, mm], bkey[e, h] = bkey[e, h], bkey[e, mm]
+        bidx[e, mm], bidx[e, h] = bidx[e, h], bidx[e, mm]
+        h = mm
+    return j
+
+
+@helper_njit
+def _tail_mean(e, kk, first, ev_v, lo, hi, heap, r0, r1, log_a, log_d, log_m, buf_a, buf_d, buf_m, hkey, hidx):
+    """Mean (s) of the longest ``kk`` token intervals of a request completing on ``e``.
+
+    Its intervals are ``first`` (its first one), ``ev_v[e, lo:hi]`` (the events after its first)
+    and the runs ``log_*[e, r0:r1]``. The ``kk`` largest of the first two kinds go
+    to the min-heap ``heap``; when it is full its smallest value θ is a lower bound of the answer's
+    values: a run whose largest value is ≤ θ cannot change the sum (a value equal to θ is
+    interchangeable with the heap's), so it is skipped.
+    """
+    heap[0] = first
+    cnt = 1
+    for i in range(hi - 1, lo - 1, -1):  # newest first: fewer replacements if intervals grow
+        cnt = _offer(heap, cnt, kk, ev_v[e, i])
+    theta = heap[0] if cnt == kk else -math.inf
     nr = 0
-    r = last_run[e]
-    while r != run_mark[j]:
-        if log_a[r] + log_d[r] * (log_m[r] - 1) > theta:  # its largest value (runs don't decrease)
-            buf_a[nr] = log_a[r]
-            buf_d[nr] = log_d[r]
-            buf_m[nr] = log_m[r]
+    for r in range(r0, r1):
+        if log_a[e, r] + log_d[e, r] * (log_m[e, r] - 1) > theta:  # its largest value (runs don't decrease)
+            buf_a[nr] = log_a[e, r]
+            buf_d[nr] = log_d[e, r]
+            buf_m[nr] = log_m[e, r]
             nr += 1
-        r = log_prev[r]
-    for h in range(hcnt[j]):
-        buf_a[nr] = heap[off + h]
+    for h in range(cnt):
+        buf_a[nr] = heap[h]
         buf_d[nr] = 0.0
         buf_m[nr] = 1
         nr += 1
@@ -85,7 +191,7 @@ def _tail_mean(j, e, heap, hoff, hcnt, run_mark, last_run, log_a, log_d, log_m, 
 @njit(cache=True, nogil=True)  # nogil: independent runs can go in parallel threads
 def _coupled_kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
                     c, E, policy, noise_sd, u_random, z_noise, decode_cap, chunked, chunk,
-                    last_use, q_block, q_stamp, meta, hoff,
+                    last_use, q_block, q_stamp, meta, hoff, w_ev, w_run,
                     prefill_inst, decode_inst, outcome, cached_tok, fetched_tok, computed_tok,
                     queue_wait, fetch_time, prefill_start, prefill_time, prefill_end,
                     ready, decode_admit, finish, tbt_mean, tbt_tail, max_kv, diag):
@@ -94,12 +200,9 @@ def _coupled_kernel(arrival, input_len, output_len, offsets, block_ids, block_to
     ``policy``: 0 random, 1 load (least queued prefill work), 2/3 cache-aware (queued work + own
     prefill with the local prefix). ``diag``: [0] iterations ended (a jumped segment counts each of
     its steps), [1] time reversals (must be 0), [2] prefill iterations, [3] max decode batch.
+    ``hoff``: :func:`tail_slots`; ``w_ev``, ``w_run``: :func:`log_widths`.
     """
     n = len(arrival)
-    heap = np.empty(max(hoff[n], 1))
-    hcnt = np.zeros(n, dtype=np.int64)
-    gen = np.zeros(n, dtype=np.int64)
-    last_tok = np.zeros(n)
     done_pref = np.zeros(n, dtype=np.int64)
     full_pt = np.zeros(n)
     qnext = np.full(n, -1, dtype=np.int64)
@@ -111,12 +214,14 @@ def _coupled_kernel(arrival, input_len, output_len, offsets, block_ids, block_to
     reserved = np.zeros(E)
     pend = np.zeros(E)                    # queued prefill work, s (each request counted in full)
     dctx = np.zeros(E, dtype=np.int64)    # total context of the decode batch
-    run_cnt = np.zeros(E, dtype=np.int64)
+    run_cnt = np.zeros(E, dtype=np.int64)  # decode batch size
+    steps = np.zeros(E, dtype=np.int64)    # decode steps run so far
     min_need = 1
     if n > 0:
         min_need = np.min(input_len + output_len)
     maxb = min(n, int(decode_cap // max(min_need, 1)) + 1) + 1
-    run_list = np.empty((E, maxb), dtype=np.int64)
+    bkey = np.empty((E, maxb), dtype=np.int64)  # the batch as a min-heap: step at which each completes
+    bidx = np.empty((E, maxb), dtype=np.int64)  # … and its request
     it_end = np.full(E, math.inf)
     it_req = np.full(E, -1, dtype=np.int64)
     it_k = np.zeros(E, dtype=np.int64)
@@ -133,24 +238,29 @@ def _coupled_kernel(arrival, input_len, output_len, offsets, block_ids, block_to
     pd = np.zeros((E, 3))
     pm = np.zeros((E, 3), dtype=np.int64)
     pn = np.zeros(E, dtype=np.int64)
-    # run log (steps 2… of each closed segment, ≤ 3 runs; a segment ends at a completion or is
-    # cut by an arrival, so ≤ 2n segments); a request's runs are those after its mark
-    nlog_max = 6 * n + 8
-    log_a = np.empty(nlog_max)
-    log_d = np.empty(nlog_max)
-    log_m = np.empty(nlog_max, dtype=np.int64)
-    log_prev = np.empty(nlog_max, dtype=np.int64)
-    last_run = np.full(E, -1, dtype=np.int64)
-    run_mark = np.full(n, -1, dtype=np.int64)
-    nlog = 0
+    # logs, a row per instance of twice their width, slid when full (absolute entry counts n, the
+    # first column's entry base; a request's entries start at its marks)
+    ev_t1 = np.empty((E, 2 * w_ev))    # an event's first token, s
+    ev_v = np.empty_like(ev_t1)        # … its interval for the requests that had a token before, s
+    ev_n = np.zeros(E, dtype=np.int64)
+    ev_base = np.zeros(E, dtype=np.int64)
+    mark = np.zeros(n, dtype=np.int64)
+    last_dec = np.full(E, -math.inf)   # time of the last event, s
+    log_a = np.empty((E, 2 * w_run))   # runs: first value, s
+    log_d = np.empty_like(log_a)       # … increment, s
+    log_m = np.empty(log_a.shape, dtype=np.int64)  # … values
+    log_n = np.zeros(E, dtype=np.int64)
+    log_base = np.zeros(E, dtype=np.int64)
+    run_mark = np.zeros(n, dtype=np.int64)
     kmax = 1
     if n > 0:
         kmax = max(1, (max(np.max(output_len) - 1, 0) + 9) // 10)
-    buf_a = np.empty(nlog_max + kmax + 1)
-    buf_d = np.empty(nlog_max + kmax + 1)
-    buf_m = np.empty(nlog_max + kmax + 1, dtype=np.int64)
-    hkey = np.empty(nlog_max + kmax + 1)
-    hidx = np.empty(nlog_max + kmax + 1, dtype=np.int64)
+    buf_a = np.empty(2 * w_run + kmax + 1)  # scratch of _tail_mean: the heap and a row's runs
+    buf_d = np.empty_like(buf_a)
+    buf_m = np.empty(len(buf_a), dtype=np.int64)
+    hkey = np.empty_like(buf_a)
+    hidx = np.empty_like(buf_m)
+    heap = np.empty(kmax)  # the largest intervals of a completing request (min-heap)
 
     for i in range(n + 1):
         t_now = arrival[i] if i < n else math.inf
@@ -182,65 +292,46 @@ def _coupled_kernel(arrival, input_len, output_len, offsets, block_ids, block_to
                             a0 = a0 + pd[e, p]
                             m -= 1
                         if m > 0:
-                            log_a[nlog] = a0
-                            log_d[nlog] = pd[e, p]
-                            log_m[nlog] = m
-                            log_prev[nlog] = last_run[e]
-                            last_run[e] = nlog
-                            nlog += 1
+                            r = log_n[e] - log_base[e]
+                            if r == log_a.shape[1]:
+                                _slide(log_a, e, w_run)
+                                _slide(log_d, e, w_run)
+                                _slide(log_m, e, w_run)
+                                log_base[e] += r - w_run
+                                r = w_run
+                            log_a[e, r] = a0
+                            log_d[e, r] = pd[e, p]
+                            log_m[e, r] = m
+                            log_n[e] += 1
                 elif it_dec[e]:  # an iteration with a prefill chunk and a decode step
                     nd = 1
                 if nd > 0:
-                    # every request of the batch gets nd tokens; its first interval (now − its previous
-                    # token: may include stalls) goes to its heap
+                    # every request of the batch gets nd tokens; the event is logged, then the
+                    # requests whose last token this was complete
                     dctx[e] += run_cnt[e] * nd
-                    q = 0
-                    while q < run_cnt[e]:
-                        j = run_list[e, q]
-                        gen[j] += nd
-                        # offer the interval to j's min-heap of its k largest (inlined: a call per token
-                        # would cost two atomic reference-count updates)
-                        v = t1 - last_tok[j]
-                        off = hoff[j]
-                        kk = hoff[j + 1] - off
-                        cnt = hcnt[j]
-                        if cnt < kk:
-                            h = cnt
-                            heap[off + h] = v
-                            while h > 0:
-                                par = (h - 1) // 2
-                                if heap[off + par] <= heap[off + h]:
-                                    break
-                                heap[off + par], heap[off + h] = heap[off + h], heap[off + par]
-                                h = par
-                            hcnt[j] = cnt + 1
-                        elif v > heap[off]:
-                            heap[off] = v
-                            h = 0
-                            while True:
-                                l = 2 * h + 1
-                                if l >= kk:
-                                    break
-                                mm = l
-                                if l + 1 < kk and heap[off + l + 1] < heap[off + l]:
-                                    mm = l + 1
-                                if heap[off + h] <= heap[off + mm]:
-                                    break
-                                heap[off + mm], heap[off + h] = heap[off + h], heap[off + mm]
-                                h = mm
-                        last_tok[j] = t
-                        if gen[j] == output_len[j]:
-                            finish[j] = t
-                            outcome[j] = 1
-                            reserved[e] -= input_len[j] + output_len[j]
-                            dctx[e] -= input_len[j] + output_len[j]
-                            tbt_mean[j] = (t - prefill_end[j]) / (output_len[j] - 1)
-                            tbt_tail[j] = _tail_mean(j, e, heap, hoff, hcnt, run_mark, last_run, log_a, log_d,
-                                                     log_m, log_prev, buf_a, buf_d, buf_m, hkey, hidx)
-                            run_cnt[e] -= 1
-                            run_list[e, q] = run_list[e, run_cnt[e]]
-                        else:
-                            q += 1
+                    steps[e] += nd
+                    r = ev_n[e] - ev_base[e]
+                    if r == ev_t1.shape[1]:
+                        _slide(ev_t1, e, w_ev)
+                        _slide(ev_v, e, w_ev)
+                        ev_base[e] += r - w_ev
+                        r = w_ev
+                    ev_t1[e, r] = t1
+                    ev_v[e, r] = t1 - last_dec[e]  # read only by requests that had a token then
+                    ev_n[e] += 1
+                    last_dec[e] = t
+                    while run_cnt[e] > 0 and bkey[e, 0] == steps[e]:
+                        j = _batch_pop(e, bkey, bidx, run_cnt)
+                        finish[j] = t
+                        outcome[j] = 1
+                        reserved[e] -= input_len[j] + output_len[j]
+                        dctx[e] -= input_len[j] + output_len[j]
+                        tbt_mean[j] = (t - prefill_end[j]) / (output_len[j] - 1)
+                        r = mark[j] - ev_base[e]
+                        tbt_tail[j] = _tail_mean(e, hoff[j + 1] - hoff[j], ev_t1[e, r] - prefill_end[j], ev_v,
+                                                 r + 1, ev_n[e] - ev_base[e], heap, run_mark[j] - log_base[e],
+                                                 log_n[e] - log_base[e], log_a, log_d, log_m, buf_a, buf_d, buf_m,
+                                                 hkey, hidx)
                 # the prefill chunk of this iteration
                 j = it_req[e]
                 if j >= 0:
@@ -259,12 +350,10 @@ def _coupled_kernel(arrival, input_len, output_len, offsets, block_ids, block_to
                             finish[j] = t
                             outcome[j] = 1
                             reserved[e] -= input_len[j] + output_len[j]
-                        else:
-                            gen[j] = 1
-                            last_tok[j] = t
-                            run_mark[j] = last_run[e]
-                            run_list[e, run_cnt[e]] = j
-                            run_cnt[e] += 1
+                        else:  # one token out, output − 1 steps to go
+                            mark[j] = ev_n[e]
+                            run_mark[j] = log_n[e]
+                            _batch_join(e, steps[e] + output_len[j] - 1, j, bkey, bidx, run_cnt)
                             dctx[e] += input_len[j] + 1
                             if run_cnt[e] > diag[3]:
                                 diag[3] = run_cnt[e]
@@ -300,11 +389,7 @@ def _coupled_kernel(arrival, input_len, output_len, offsets, block_ids, block_to
                     if chunked and k > chunk:
                         k = chunk
                 if k == 0 and b > 0:  # decode only: one segment up to the next completion
-                    nmin = output_len[run_list[e, 0]] - gen[run_list[e, 0]]
-                    for q in range(1, b):
-                        r = output_len[run_list[e, q]] - gen[run_list[e, q]]
-                        if r < nmin:
-                            nmin = r
+                    nmin = bkey[e, 0] - steps[e]
                     pn[e] = segment_pieces(c, b, dctx[e], nmin, pa[e], pd[e], pm[e])
                     seg_n[e] = nmin
                     seg_t0[e] = t

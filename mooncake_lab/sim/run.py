@@ -10,7 +10,7 @@ from ..traces import Trace
 from ..validate import MEMORY_BUDGET_BYTES, InputError, choice
 from .config import ClusterConfig
 from .conductor_view import new_view
-from .coupled import _coupled_kernel, tail_slots
+from .coupled import _coupled_kernel, log_widths, tail_slots
 from .coupled_reference import run_coupled_reference
 from .kernel import _kernel
 from .reference import run_reference
@@ -74,7 +74,6 @@ def memory_estimate(trace: Trace, config: ClusterConfig, rc=None) -> dict:
     grow = rc.output_unknown and not config.coupled  # decode admits on the prompt + 1 token alone
     min_need = int((trace.input_len + (1 if grow else trace.output_len)).min()) if n else 1
     batch = min(n, int(rc.decode_kv_capacity // max(min_need, 1)) + 1) + 1
-    tail = int(((np.maximum(trace.output_len - 1, 0) + 9) // 10).sum()) if config.coupled else 0
     parts = {
         "prefix caches": (8 * P * (nb + 2 * qcap),
                           f"{P:,} instances ({inst}) × ({nb:,} block ids of the trace + 2 × {qcap:,} "
@@ -84,11 +83,16 @@ def memory_estimate(trace: Trace, config: ClusterConfig, rc=None) -> dict:
         "decode batches": (8 * D * batch,
                            f"{D:,} decode instances × {batch:,} batch slots (decode_kv_capacity_tokens / the "
                            f"smallest request's KV, at most the requests) × 8 B"),
-        "per-request arrays": (n * _PER_REQUEST_BYTES + 8 * tail, f"{n:,} requests of the trace"),
+        "per-request arrays": (n * _PER_REQUEST_BYTES, f"{n:,} requests of the trace"),
         "preemption records": (_preemption_bytes(n, n) if grow else 0,
                                f"{n:,} requests (output_lengths='unknown': room for {n:,} preemptions, "
                                f"doubled while a run needs more)"),
     }
+    if config.coupled:
+        w_ev, w_run = log_widths(trace.input_len, trace.output_len, config.chunked_prefill, config.prefill_chunk)
+        parts["coupled logs"] = (8 * D * 2 * (2 * w_ev + 3 * w_run),
+                                 f"{D:,} instances (n_coupled) × 2 × ({w_ev:,} events × 2 + {w_run:,} runs × 3; "
+                                 f"from the longest output) × 8 B")
     if config.network_contention and not config.coupled:
         parts["block availability"] = (8 * P * nb, f"{P:,} instances × {nb:,} block ids of the trace × 8 B "
                                                     f"(network_contention)")
@@ -188,6 +192,8 @@ def _simulate(trace, config, engine, spare):
                             float(config.estimator_noise), u, z, float(rc.decode_kv_capacity),
                             bool(config.chunked_prefill), int(config.prefill_chunk),
                             st.last_use, st.q_block, st.q_stamp, st.meta, tail_slots(trace.output_len),
+                            *log_widths(trace.input_len, trace.output_len, config.chunked_prefill,
+                                        config.prefill_chunk),
                             out["prefill_inst"], out["decode_inst"], out["outcome"], out["cached_tok"],
                             out["fetched_tok"], out["computed_tok"], out["queue_wait"], out["fetch_time"],
                             out["prefill_start"], out["prefill_time"], out["prefill_end"], out["ready"],
