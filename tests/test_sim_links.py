@@ -477,13 +477,13 @@ def test_a_zero_second_transfer_keeps_the_link_calendar_sorted():
 
 def test_memory_estimate_counts_the_link_calendars_with_decode_rows():
     """With contention the estimate has the link calendars: 2 × n_prefill prefill links + n_decode
-    decode receive links, each at most 2n slots (a request books a link at most once; a full row
-    doubles) of a begin and an end, + 2 live-slot counters (8 B each); none without contention."""
+    decode receive links, each n + 1 slots (a request books each link at most once) of a begin and an
+    end, + 2 live-slot counters (8 B each); none without contention."""
     from mooncake_lab.sim.run import memory_estimate
 
     tr = synthetic_trace("conversation-like").head(100)
     for p, d in ((8, 8), (4, 12)):
         parts = memory_estimate(tr, sim.ClusterConfig(n_prefill=p, n_decode=d))
-        assert parts["link calendars"][0] == 8 * (2 * p + d) * (2 * 200 + 2)
+        assert parts["link calendars"][0] == 8 * (2 * p + d) * (2 * 101 + 2)
         assert f"n_decode={d}" in parts["link calendars"][1]
     assert "link calendars" not in memory_estimate(tr, sim.ClusterConfig(network_contention=False))

@@ -142,21 +142,15 @@ def _fit_group(net, l0, n, ld, t, d):
 def _book(net, l, b, e, now):
     """Reserve ``[b, e]`` on link ``l`` (a gap :func:`_fit` found), first dropping reservations
     that ended by ``now`` (no later transfer can start before the current arrival: the row's live
-    part moves right, and back to 0 when it reaches the row's end). Needs a free slot (:func:`_room`).
-    Sorted by begin, then end, so the ends are sorted too (a zero-second transfer at the begin of
-    another sorts before it: :func:`_fit`'s binary search needs it)."""
+    part moves right). A row has a slot per request (a request books each link at most once), so it
+    never fills. Sorted by begin, then end, so the ends are sorted too (a zero-second transfer at the
+    begin of another sorts before it: :func:`_fit`'s binary search needs it)."""
     lb = net.begin
     le = net.end
     h = net.live[l, 0]
     m = net.live[l, 1]
     while h < m and le[l, h] <= now:
         h += 1
-    if m == lb.shape[1]:
-        for k in range(h, m):
-            lb[l, k - h] = lb[l, k]
-            le[l, k - h] = le[l, k]
-        m -= h
-        h = 0
     j = m
     while j > h and (lb[l, j - 1] > b or (lb[l, j - 1] == b and le[l, j - 1] > e)):
         lb[l, j] = lb[l, j - 1]
@@ -166,23 +160,6 @@ def _book(net, l, b, e, now):
     le[l, j] = e
     net.live[l, 0] = h
     net.live[l, 1] = m + 1
-
-
-@helper_njit
-def _full(net, l):
-    """Whether link ``l``'s row has no free slot (:func:`_book` needs one: :func:`_room`)."""
-    return net.live[l, 1] - net.live[l, 0] >= net.begin.shape[1]
-
-
-@njit(cache=True)
-def _room(net):
-    """The link calendars with twice the slots (a link filled its row)."""
-    m = net.begin.shape[1]
-    nb = np.empty((net.begin.shape[0], 2 * m))
-    ne = np.empty((net.begin.shape[0], 2 * m))
-    nb[:, :m] = net.begin
-    ne[:, :m] = net.end
-    return Links(nb, ne, net.live, net.block_ready)
 
 
 @helper_njit
@@ -220,7 +197,10 @@ def _best_source(net, cond, best, p, t, d, X):
     P = len(cond.local)
     for q in range(P):
         if cond.local[q] == best and q != p:
-            b = _fetch_begin(net, q, p, max(t, cond.src_ready[q]), d, X, P * X)
+            lo = max(t, cond.src_ready[q])
+            if lo >= b_best:  # it cannot begin before the best so far (the usual case: links free, b = t)
+                continue
+            b = _fetch_begin(net, q, p, lo, d, X, P * X)
             if b < b_best:
                 b_best = b
                 q_best = q
@@ -646,8 +626,9 @@ def _kernel(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, poli
     cond = Conductor(np.zeros(P, dtype=np.int64), np.zeros(P), np.zeros(P))
     if links is not None:  # rows: P·X prefill send links, P·X prefill receive links, D decode receive links
         rows = 2 * P * X + D
-        net = Links(np.empty((rows, 4)), np.empty((rows, 4)), np.zeros((rows, 2), dtype=np.int64),
-                    np.zeros((P, cache.last_use.shape[1])))  # (rows double when one is full: _room)
+        slots = n + 1  # a request books each link at most once (a fetch's source is never its destination)
+        net = Links(np.empty((rows, slots)), np.empty((rows, slots)), np.zeros((rows, 2), dtype=np.int64),
+                    np.zeros((P, cache.last_use.shape[1])))
     else:
         net = Links(np.empty((0, 4)), np.empty((0, 4)), np.zeros((0, 2), dtype=np.int64), np.zeros((0, 1)))
     heap = ReadyHeap(np.empty(n + 1), np.empty(n + 1, dtype=np.int64))
@@ -679,6 +660,7 @@ def _kernel(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, poli
     B = L + SN + 1  # a request's runs + one first interval per stint
     buf = Intervals(np.empty(B), np.empty(B), np.empty(B, dtype=np.int64), np.empty(B), np.empty(B, dtype=np.int64))
     t_last = -math.inf
+    kvh = dq.held if grow else dq.reserved  # the decode nodes' KV: held now (refreshed by _kv_now), or reserved
 
     for i in range(n + 1):
         # ---------------- advance the decode pool to this arrival (to the end after the last)
@@ -776,10 +758,8 @@ def _kernel(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, poli
                     dq.bound_kv[d] -= need
                     kv_d = _held_now(d, t, dec) if grow else dq.reserved[d]
                 else:  # late binding, Algorithm 1 line 24: least KV reserved (held) + KV queued (tokens)
-                    kvh = dq.reserved
                     if grow:  # KV held now: prompt + tokens so far of the running requests
-                        _kv_now(t, dec, dq.held)
-                        kvh = dq.held
+                        _kv_now(t, dec, kvh)
                     d = 0
                     for e in range(1, D):
                         if kvh[e] + dq.queued_kv[e] < kvh[d] + dq.queued_kv[d]:
@@ -895,10 +875,8 @@ def _kernel(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, poli
         r_i = end + _exposed_transfer(c, Lin, pt, prm.n_layers, prm.layerwise)
         r_free = r_i
         cand = Lin + 1 if grow else Lin + o_len  # what this request counts / needs on decode (rule 8b)
-        kvh = dq.reserved
         if grow:  # KV held now: prompt + tokens so far of the running requests
-            _kv_now(a, dec, dq.held)
-            kvh = dq.held
+            _kv_now(a, dec, kvh)
         # ---------------- Algorithm 1 line 24: the decode instance, chosen now (binding 1)
         db = -1
         if binding == 1 and o_len > 1:  # least KV reserved (held) + queued + bound in flight (tokens)
@@ -947,8 +925,6 @@ def _kernel(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, poli
                 for s in range(X):  # pair s: f_src's node s sends, pi's node s receives
                     l1 = f_src * X + s
                     l2 = P * X + pi * X + s
-                    if _full(net, l1) or _full(net, l2):
-                        net = _room(net)
                     b = _fit_pair(net, l1, l2, max(start, cond.src_ready[f_src]), f_t)
                     _book(net, l1, b, b + f_t, a)
                     _book(net, l2, b, b + f_t, a)
@@ -981,13 +957,9 @@ def _kernel(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, poli
         out.stream_wait[i] = r_i - r_free
         if links is not None:  # the stream holds pi's send links (and db's receive link) for x_s s
             for s in range(X):
-                if _full(net, pi * X + s):
-                    net = _room(net)
                 _book(net, pi * X + s, b_s, b_s + x_s, a)
             if db >= 0:
                 ld = 2 * P * X + db
-                if _full(net, ld):
-                    net = _room(net)
                 _book(net, ld, b_s, b_s + x_s, a)
         hsize = _heap_push(heap, hsize, out.ready[i], i)
     diag[2] = nlog

@@ -97,10 +97,10 @@ def memory_estimate(trace: Trace, config: ClusterConfig, rc=None) -> dict:
         parts["block availability"] = (8 * P * nb, f"{P:,} instances × {nb:,} block ids of the trace × 8 B "
                                                     f"(network_contention)")
         rows = 2 * config.n_prefill + config.n_decode  # links: prefill send + receive, decode receive
-        slots = max(4, 2 * n)  # a request books a link at most once; a full row doubles from 4 slots
+        slots = n + 1  # a request books each link at most once (sim/kernel.py::_book)
         parts["link calendars"] = (8 * rows * (2 * slots + 2),
                                    f"{rows:,} links (2 × n_prefill={config.n_prefill} + n_decode={config.n_decode}) "
-                                   f"× at most {slots:,} reservation slots (2 × the requests) × 2 × 8 B "
+                                   f"× {slots:,} reservation slots (one per request) × 2 × 8 B "
                                    f"(network_contention)")
     return parts
 
