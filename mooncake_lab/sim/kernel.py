@@ -151,11 +151,18 @@ def _book(net, l, b, e, now):
     m = net.live[l, 1]
     while h < m and le[l, h] <= now:
         h += 1
-    j = m
-    while j > h and (lb[l, j - 1] > b or (lb[l, j - 1] == b and le[l, j - 1] > e)):
-        lb[l, j] = lb[l, j - 1]
-        le[l, j] = le[l, j - 1]
-        j -= 1
+    lo = h  # where it goes: the first reservation after (b, e), by binary search (an overloaded link has
+    hi = m  # thousands booked ahead: the KV streams of every request still queued for prefill)
+    while lo < hi:
+        k = (lo + hi) // 2
+        if lb[l, k] > b or (lb[l, k] == b and le[l, k] > e):
+            hi = k
+        else:
+            lo = k + 1
+    j = lo
+    for k in range(m, j, -1):  # the later ones move one slot right (a plain copy loop: vectorised)
+        lb[l, k] = lb[l, k - 1]
+        le[l, k] = le[l, k - 1]
     lb[l, j] = b
     le[l, j] = e
     net.live[l, 0] = h
