@@ -26,8 +26,8 @@ best 54.0–56.2 → 54.2–60.0 ms, median 56.6–59.9 → 58.7–86.4 ms (the 
 Measured for issue 14's grouped kernel state (``sim/state.py``; conversation 8P+8D kvcentric, old and new
 kernel in alternating processes, thread CPU time of the whole ``simulate()``, 10–12 runs each, best / median,
 3–6 rounds): paper defaults best 59.8–65.0 → 57.9–64.3 ms, median 61.4–70.2 → 59.3–66.4 ms (equal within the
-noise); ``SIMPLE_SEMANTICS`` best 31.7–33.3 → 35.9–36.7 ms (≈ +10 %). One group of everything passed per
-arrival cost ≈ 4 ms more (numba passes a group's members one by one: 452 values a call).
+noise); ``SIMPLE_SEMANTICS`` best 31.7–33.3 → 35.9–36.7 ms (≈ +10 %, not located). Numba passes a group's
+members one by one (a helper given every group took 452 values a call), so the hot helpers take only what they use.
 Measured for issue 16 (coupled kernel: no loop over the batch per event, token intervals ranked per
 instance log on completion; results bit-identical, benchmarks/check_coupled_identical.py), conversation,
 16 coupled nodes, default preset. Old and new kernel interleaved in one process, CPU time of the
