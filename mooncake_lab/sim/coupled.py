@@ -23,7 +23,7 @@ times of that *segment* are a piecewise arithmetic series and its end is compute
 first step boundary strictly after it, where the iteration-by-iteration engine would admit it.
 
 The batch advances in lockstep: every request in it gets a token at each decode step, so an
-instance counts its decode steps (``steps[e]``) and keeps its batch as a min-heap on the step at
+instance counts its decode steps (``steps[e]``) and keeps its batch as a min-heap (:mod:`.heaps`) on the step at
 which each request completes (joined at step s with ``output`` tokens to make, one of them out:
 ``s + output − 1``). An event (a segment or an iteration with a decode step) is O(1) in the batch
 size, plus O(log b) per completion — no loop over the batch.
@@ -54,6 +54,7 @@ from ..jit import helper_njit
 from ..prefix_cache import _match_prefix, _touch_blocks
 from ..roofline import cm_decode_step_time, cm_prefill_time
 from .decode_math import cut_segment, segment_pieces, time_after, top_k_sum
+from .heaps import heap_pop, heap_push
 from .kernel import _reusable_tokens
 
 __all__ = ["tail_slots", "log_widths"]
@@ -116,46 +117,6 @@ def _offer(heap, cnt, kk, v):
             heap[mm], heap[h] = heap[h], heap[mm]
             h = mm
     return cnt
-
-
-@helper_njit
-def _batch_join(e, key, j, bkey, bidx, size):
-    """Add request ``j``, completing at step ``key`` of instance ``e``, to ``e``'s batch min-heap."""
-    h = size[e]
-    size[e] = h + 1
-    bkey[e, h] = key
-    bidx[e, h] = j
-    while h > 0:
-        par = (h - 1) // 2
-        if bkey[e, par] <= bkey[e, h]:
-            break
-        bkey[e, par], bkey[e, h] = bkey[e, h], bkey[e, par]
-        bidx[e, par], bidx[e, h] = bidx[e, h], bidx[e, par]
-        h = par
-
-
-@helper_njit
-def _batch_pop(e, bkey, bidx, size):
-    """Remove the request that completes first from ``e``'s batch min-heap and return it."""
-    j = bidx[e, 0]
-    n = size[e] - 1
-    size[e] = n
-    bkey[e, 0] = bkey[e, n]
-    bidx[e, 0] = bidx[e, n]
-    h = 0
-    while True:
-        l = 2 * h + 1
-        if l >= n:
-            break
-        mm = l
-        if l + 1 < n and bkey[e, l + 1] < bkey[e, l]:
-            mm = l + 1
-        if bkey[e, h] <= bkey[e, mm]:
-            break
-        bkey[e, mm], bkey[e, h] = bkey[e, h], bkey[e, mm]
-        bidx[e, mm], bidx[e, h] = bidx[e, h], bidx[e, mm]
-        h = mm
-    return j
 
 
 @helper_njit
@@ -321,7 +282,8 @@ def _coupled_kernel(arrival, input_len, output_len, offsets, block_ids, block_to
                     ev_n[e] += 1
                     last_dec[e] = t
                     while run_cnt[e] > 0 and bkey[e, 0] == steps[e]:
-                        j = _batch_pop(e, bkey, bidx, run_cnt)
+                        j = bidx[e, 0]
+                        run_cnt[e] = heap_pop(bkey, bidx, e, run_cnt[e])
                         finish[j] = t
                         outcome[j] = 1
                         reserved[e] -= input_len[j] + output_len[j]
@@ -353,7 +315,7 @@ def _coupled_kernel(arrival, input_len, output_len, offsets, block_ids, block_to
                         else:  # one token out, output − 1 steps to go
                             mark[j] = ev_n[e]
                             run_mark[j] = log_n[e]
-                            _batch_join(e, steps[e] + output_len[j] - 1, j, bkey, bidx, run_cnt)
+                            run_cnt[e] = heap_push(bkey, bidx, e, run_cnt[e], steps[e] + output_len[j] - 1, j)
                             dctx[e] += input_len[j] + 1
                             if run_cnt[e] > diag[3]:
                                 diag[3] = run_cnt[e]

@@ -59,6 +59,7 @@ from .admission import decode_load, instance_decode_load, pool_tbt_load, prefill
 from .conductor_view import Request
 from .cpp_group import group_fetch_time, group_prefill
 from .decode_math import cut_segment, segment_pieces, steps_until_after, time_after, top_k_sum
+from .heaps import heap_pop, heap_push
 from .state import (Conductor, DecodeNodes, DecodeQueues, DecodeRequests, Intervals, Links, Prefill, ReadyHeap,
                     RunLog, Stints)
 
@@ -229,49 +230,6 @@ def _fetches(prm, local, best):
     best holds ``best``: best > local and best / local ≥ the threshold (local 0 ⇒ ∞). By prefix ratio,
     not by comparing times: it fetches even where recomputing would be faster."""
     return best > local and (local == 0 or best >= prm.threshold * local)
-
-
-# ---------------------------------------------------------------------------- ready-event heap
-@helper_njit
-def _heap_push(h, size, t, i):
-    ht = h.t
-    hi = h.i
-    k = size
-    ht[k] = t
-    hi[k] = i
-    while k > 0:
-        p = (k - 1) // 2
-        if ht[p] < ht[k] or (ht[p] == ht[k] and hi[p] < hi[k]):
-            break
-        ht[p], ht[k] = ht[k], ht[p]
-        hi[p], hi[k] = hi[k], hi[p]
-        k = p
-    return size + 1
-
-
-@helper_njit
-def _heap_pop(h, size):
-    """Remove the (time, index)-smallest entry (read it at [0] before calling); returns new size."""
-    ht = h.t
-    hi = h.i
-    size -= 1
-    ht[0] = ht[size]
-    hi[0] = hi[size]
-    k = 0
-    while True:
-        l = 2 * k + 1
-        if l >= size:
-            break
-        m = l
-        r = l + 1
-        if r < size and (ht[r] < ht[l] or (ht[r] == ht[l] and hi[r] < hi[l])):
-            m = r
-        if ht[k] < ht[m] or (ht[k] == ht[m] and hi[k] < hi[m]):
-            break
-        ht[m], ht[k] = ht[k], ht[m]
-        hi[m], hi[k] = hi[k], hi[m]
-        k = m
-    return size
 
 
 # ---------------------------------------------------------------------------- decode instances
@@ -499,8 +457,8 @@ def _predicted_population(T, t_decode, a, db, need, inl, outl, decode_admit, rea
                 dq.load_kv[d] += inl[j] + dr.gen[j] if grow else inl[j] + outl[j]
             j = dr.qnext[j]
     for q in range(hsize):
-        j = heap.i[q]
-        if heap.t[q] <= T and heap.t[q] + t_decode > T:
+        j = heap.i[0, q]
+        if heap.t[0, q] <= T and heap.t[0, q] + t_decode > T:
             k_j = inl[j] + 1 if grow else inl[j] + outl[j]
             e = decode_inst[j]
             if e >= 0:
@@ -638,7 +596,7 @@ def _kernel(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, poli
                     np.zeros((P, cache.last_use.shape[1])))
     else:
         net = Links(np.empty((0, 4)), np.empty((0, 4)), np.zeros((0, 2), dtype=np.int64), np.zeros((0, 1)))
-    heap = ReadyHeap(np.empty(n + 1), np.empty(n + 1, dtype=np.int64))
+    heap = ReadyHeap(np.empty((1, n + 1)), np.empty((1, n + 1), dtype=np.int64))  # one heap: row 0 (.heaps)
     hsize = 0
     cap_i = int(math.floor(decode_cap))  # KV tokens a node holds (token counts are integers)
     min_need = 1
@@ -680,7 +638,7 @@ def _kernel(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, poli
                 if dec.next_t[d] < tmin:
                     tmin = dec.next_t[d]
                     dmin = d
-            tready = heap.t[0] if hsize > 0 else math.inf
+            tready = heap.t[0, 0] if hsize > 0 else math.inf
             if dmin >= 0 and tmin <= tready and tmin <= t_now:
                 # ---- decode event at instance dmin: close the segment, complete, admit
                 d = dmin
@@ -757,8 +715,8 @@ def _kernel(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, poli
             elif hsize > 0 and tready <= t_now:
                 # ---- ready event: KV of request j has reached the decode pool
                 t = tready
-                j = heap.i[0]
-                hsize = _heap_pop(heap, hsize)
+                j = heap.i[0, 0]
+                hsize = heap_pop(heap.t, heap.i, 0, hsize)
                 need = input_len[j] + 1 if grow else input_len[j] + output_len[j]
                 if binding == 1:  # bound at arrival: its KV is no longer in flight
                     d = out.decode_inst[j]
@@ -968,5 +926,5 @@ def _kernel(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, poli
             if db >= 0:
                 ld = 2 * P * X + db
                 _book(net, ld, b_s, b_s + x_s, a)
-        hsize = _heap_push(heap, hsize, out.ready[i], i)
+        hsize = heap_push(heap.t, heap.i, 0, hsize, out.ready[i], i)
     diag[2] = nlog

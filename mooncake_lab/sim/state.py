@@ -182,6 +182,7 @@ class Intervals(NamedTuple):
 
 
 class ReadyHeap(NamedTuple):
-    """Requests whose KV will reach decode, by (time, index) (prefill ends are not in arrival order)."""
-    t: np.ndarray           # s
-    i: np.ndarray
+    """Requests whose KV will reach decode, by (time, index) (prefill ends are not in arrival order):
+    a :mod:`.heaps` heap in row 0."""
+    t: np.ndarray           # (1, n + 1) s
+    i: np.ndarray           # (1, n + 1)
