@@ -1,0 +1,269 @@
+"""The KV-aware routers of today's open-source serving stacks, as built-in policies of both engines.
+
+Each rule is taken from its source code as ``../shared/reference/routers.md`` gives it (repository,
+file, commit); the version implemented is named per router below. A router picks the instance a
+request is sent to: the prefill instance of the disaggregated pools (``pd=True``: the prefill-side
+router; the decode node is then chosen by :data:`DECODE_CHOICES`) or the instance of the coupled
+engine (``pd=False``). Routers never fetch a remote prefix (none of them has Mooncake's transfer
+branch): the prefill reuses what the chosen instance's *true* cache holds, whatever the router
+believed.
+
+What a router sees (:class:`RouterInputs`, one entry per instance i, at the request's arrival,
+before it is placed; both engines fill it the same way)
+---------------------------------------------------------------------------------------------
+``matched_blocks``   leading 512-token blocks of the request the router thinks i holds: i's true
+                     prefix cache (``knowledge="true"``: KV events, an LMCache controller) or the
+                     router's own history of what it sent (``"belief"``, :class:`Belief`).
+``tree_blocks``      blocks in that view of i's cache (Dynamo's tie-break).
+``pending_tokens``   prompt tokens still to compute (prompt − cached) of the requests sent to i
+                     whose prefill has not ended, each counted in full until its prefill ends
+                     (Dynamo's ``P_i``: "full value from admission until the first output token").
+``live_kv_tokens``   KV tokens held by i's live requests: a prefill instance holds the prompts it
+                     is prefilling now; a coupled instance its decode batch (prompt + tokens so far)
+                     and the prompt it is prefilling.
+``inflight``         requests sent to i and not finished (a prefill instance: prefill not ended;
+                     a coupled instance: not completed) — the gateways' in-flight counters.
+``queued``           requests sent to i that have not started.
+``recent_requests``  requests sent to i in the last ``window_s`` seconds (production-stack's QPS
+                     × window; Preble's window).
+``recent_prefill_s`` estimated prefill seconds of those requests (their computed tokens; Preble).
+
+Request scalars: ``L`` prompt tokens, ``n_blocks`` its blocks, ``bt`` tokens per block (512),
+``u`` its U[0, 1) draw (random tie-breaks and sampling stay reproducible per seed), ``rr`` routing
+decisions made so far (round robin), ``kv_cap`` KV tokens an instance holds (utilisation).
+Hit tokens of a match of m blocks = min(m · bt, L).
+
+**Random tie-breaks** (llm-d's shuffle, AIBrix's shuffle, production-stack's ``random.choice``,
+Dynamo's last resort): among tied instances, the first at or after the start index
+``floor(u · N)``, cyclically — one draw per request, deterministic per seed.
+
+The rules (codes :data:`ROUTERS`; parameters :class:`RouterConfig`, defaults from the reference)
+----------------------------------------------------------------------------------------------
+Written out in :mod:`.routers_reference` (plain Python) and compiled in :func:`route` (numba).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from ..jit import helper_njit
+from ..prefix_cache import _touch_blocks
+from ..validate import choice, fail, integer, real
+
+__all__ = ["ROUTERS", "ROUTER_CODES", "DECODE_CHOICES", "KNOWLEDGE", "RouterConfig", "RouterParams",
+           "RouterInputs", "new_router_inputs", "route", "SYSTEM_DEFAULTS", "belief_match", "belief_insert"]
+
+#: Router name → kernel policy code (after the built-in Conductor policies 0–3 and a student's 4).
+ROUTERS = {"dynamo": 5, "sglang": 6, "llmd": 7, "prodstack_rr": 8, "prodstack_prefix": 9,
+           "prodstack_kv": 10, "aibrix": 11, "preble": 12}
+ROUTER_CODES = {v: k for k, v in ROUTERS.items()}
+#: How a disaggregated run picks the decode node (binding at arrival or when the KV is ready):
+#: Mooncake's least KV (Algorithm 1 line 24; also Dynamo's load-only decode router), the fewest
+#: requests (running + queued + bound in flight), or round robin over the decode nodes.
+DECODE_CHOICES = {"least_kv": 0, "least_requests": 1, "round_robin": 2}
+#: What a router knows of the caches: the true per-instance caches, or its own history (belief).
+KNOWLEDGE = {"true": 0, "belief": 1}
+
+
+# Per router: (knowledge, belief capacity in 512-token blocks (None = the instance's own cache
+# capacity, 0 = unbounded), belief TTL s (inf = none), QPS/statistics window s, decode choice in P/D).
+SYSTEM_DEFAULTS = {
+    # Dynamo: KV events on by default (true state); --no-router-kv-events predicts with router_ttl_secs=120.
+    "dynamo": ("true", 0, 120.0, 60.0, "least_kv"),
+    # SGLang gateway: router-side tree, max_tree_size 2^26 chars/tenant ≈ 2^26 / 4 chars per token / 512.
+    "sglang": ("belief", 2 ** 26 // 4 // 512, math.inf, 60.0, "least_requests"),
+    # llm-d approx-prefix producer: per-pod LRU, capacity = the pod's CacheNumBlocks (autoTune=true).
+    "llmd": ("belief", None, math.inf, 60.0, "least_requests"),
+    # production-stack: round robin needs no cache; --request-stats-window default 60 s.
+    "prodstack_rr": ("true", 0, math.inf, 60.0, "round_robin"),
+    # prefixaware HashTrie: "assume that there is no eviction".
+    "prodstack_prefix": ("belief", 0, math.inf, 60.0, "round_robin"),
+    # kvaware: asks the LMCache controller (true state).
+    "prodstack_kv": ("true", 0, math.inf, 60.0, "round_robin"),
+    # AIBrix: LRU store of 200,000 blocks of 4 chars (≈ 200k tokens ≈ 390 blocks of 512), 20 min TTL.
+    "aibrix": ("belief", 200_000 * 4 // 4 // 512, 1200.0, 60.0, "least_requests"),
+    # Preble: its global radix tree (router-side), 3 min window.
+    "preble": ("belief", 0, math.inf, 180.0, "least_kv"),
+}
+
+
+class RouterParams(NamedTuple):
+    """A run's router settings, kernel-ready (:meth:`RouterConfig.resolve`)."""
+    code: int                # ROUTERS code
+    pd: bool                 # prefill side of the disaggregated pools (False: the coupled engine)
+    belief: bool             # the router matches against its own history (Belief), not the true caches
+    belief_capacity: int     # blocks per instance in the belief (LRU); 0 = unbounded
+    belief_ttl: float        # s; inf = none
+    window_s: float          # recent_* statistics window, s
+    decode_choice: int       # DECODE_CHOICES code (disaggregated)
+    dynamo_credit: float     # κ overlap_score_credit
+    dynamo_scale: float      # s prefill_load_scale
+    dynamo_request_weight: float  # ρ decode_active_request_weight
+    dynamo_temperature: float     # T router_temperature
+    sglang_threshold: float  # cache_threshold (match rate)
+    sglang_abs: float        # balance_abs_threshold (requests)
+    sglang_rel: float        # balance_rel_threshold
+    llmd_w_prefix: float     # prefix-cache-scorer weight
+    llmd_w_queue: float      # queue-scorer weight
+    llmd_w_kv: float         # kv-cache-utilization-scorer weight
+    llmd_max_blocks: int     # match cap (blocks of bt tokens)
+    prodstack_threshold: float   # kv_aware_threshold (tokens)
+    aibrix_abs: float        # IMBALANCE_ABS (running requests)
+    aibrix_k: float          # std factor k_σ
+    preble_decode_len: float  # tokens
+    preble_tpot: float       # s per token
+
+
+class RouterInputs(NamedTuple):
+    """Per-instance arrays the engines fill at each arrival (fields: module docstring)."""
+    matched_blocks: np.ndarray    # int64
+    tree_blocks: np.ndarray       # int64
+    pending_tokens: np.ndarray    # float64, tokens
+    live_kv_tokens: np.ndarray    # float64, tokens
+    inflight: np.ndarray          # int64
+    queued: np.ndarray            # int64
+    recent_requests: np.ndarray   # int64
+    recent_prefill_s: np.ndarray  # float64, s
+
+
+def new_router_inputs(n: int) -> RouterInputs:
+    """Zeroed :class:`RouterInputs` for ``n`` instances."""
+    i, f = np.int64, np.float64
+    return RouterInputs(np.zeros(n, i), np.zeros(n, i), np.zeros(n, f), np.zeros(n, f), np.zeros(n, i),
+                        np.zeros(n, i), np.zeros(n, i), np.zeros(n, f))
+
+
+@dataclass(frozen=True)
+class RouterConfig:
+    """Parameters of the routers (``ClusterConfig.router``); ``None`` = the system's default
+    (:data:`SYSTEM_DEFAULTS`). Units: tokens, requests, seconds; blocks are the trace's 512-token blocks."""
+
+    knowledge: str | None = None
+    belief_capacity_blocks: int | None = None
+    belief_ttl_s: float | None = None
+    window_s: float | None = None
+    decode_choice: str | None = None
+    dynamo_overlap_credit: float = 1.0         # config.rs@07a6c9ce overlap_score_credit
+    dynamo_prefill_scale: float = 1.0          # prefill_load_scale
+    dynamo_request_weight: float = 0.0         # decode_active_request_weight
+    dynamo_temperature: float = 0.0            # router_temperature
+    sglang_cache_threshold: float = 0.3        # router_args.py@e46dcd87
+    sglang_balance_abs: int = 64
+    sglang_balance_rel: float = 1.5
+    llmd_prefix_weight: float | None = None    # None: 3 / 2 / 2 (defaults.go) coupled; 2 / 1 / 0 in P/D
+    llmd_queue_weight: float | None = None     # (pd-epp-config.yaml: prefix 2 + queue 1)
+    llmd_kv_weight: float | None = None
+    llmd_max_prefix_tokens: int = 131_072      # defaultMaxPrefixTokens, llm-d-router@ebab6879
+    prodstack_kv_threshold: int = 2000         # kv_aware_threshold (tokens)
+    aibrix_imbalance_abs: int = 8              # IMBALANCE_ABS (code; the README says 16)
+    aibrix_std_factor: float = 1.0             # k_σ (code; the README says 2)
+    preble_decode_len: float = 45.0            # AIBrix's port of Preble E2
+    preble_tpot_s: float = 0.15
+
+    def __post_init__(self):
+        w = "RouterConfig"
+        if self.knowledge is not None:
+            choice(self.knowledge, "knowledge", KNOWLEDGE, w)
+        if self.decode_choice is not None:
+            choice(self.decode_choice, "decode_choice", DECODE_CHOICES, w)
+        if self.belief_capacity_blocks is not None:
+            integer(self.belief_capacity_blocks, "belief_capacity_blocks", lo=0, hi=2 ** 40, where=w)
+        if self.belief_ttl_s is not None:
+            real(self.belief_ttl_s, "belief_ttl_s", lo=0.0, lo_open=True, allow_inf=True, where=w)
+        if self.window_s is not None:
+            real(self.window_s, "window_s", lo=0.0, lo_open=True, hi=1e7, where=w)
+        for name, lo, hi in (("dynamo_overlap_credit", 0.0, 1e6), ("dynamo_prefill_scale", 0.0, 1e6),
+                             ("dynamo_request_weight", 0.0, 1e9), ("dynamo_temperature", 0.0, 1e6),
+                             ("sglang_cache_threshold", 0.0, 1.0), ("sglang_balance_rel", 1.0, 1e6),
+                             ("aibrix_std_factor", 0.0, 1e6), ("preble_decode_len", 0.0, 1e7),
+                             ("preble_tpot_s", 0.0, 1e3)):
+            real(getattr(self, name), name, lo=lo, hi=hi, where=w)
+        for name in ("llmd_prefix_weight", "llmd_queue_weight", "llmd_kv_weight"):
+            if getattr(self, name) is not None:
+                real(getattr(self, name), name, lo=0.0, hi=1e6, where=w)
+        for name, lo, hi in (("sglang_balance_abs", 0, 10 ** 9), ("llmd_max_prefix_tokens", 1, 10 ** 9),
+                             ("prodstack_kv_threshold", 0, 10 ** 9), ("aibrix_imbalance_abs", 0, 10 ** 9)):
+            integer(getattr(self, name), name, lo=lo, hi=hi, where=w)
+
+    def resolve(self, router: str, pd: bool, cache_capacity_blocks: int, block_tokens: int) -> RouterParams:
+        """Kernel-ready :class:`RouterParams` for ``router`` (a :data:`ROUTERS` name) on this cluster."""
+        if router not in ROUTERS:
+            raise fail("router", router, ", ".join(map(repr, ROUTERS)), "RouterConfig.resolve")
+        kn, cap, ttl, win, dc = SYSTEM_DEFAULTS[router]
+        kn = self.knowledge if self.knowledge is not None else kn
+        cap = self.belief_capacity_blocks if self.belief_capacity_blocks is not None else cap
+        cap = int(cache_capacity_blocks) if cap is None else int(cap)
+        ttl = float(self.belief_ttl_s) if self.belief_ttl_s is not None else float(ttl)
+        if kn == "belief" and router == "dynamo" and self.belief_ttl_s is None:
+            ttl = 120.0  # --no-router-kv-events: router_ttl_secs
+        win = float(self.window_s) if self.window_s is not None else float(win)
+        dc = self.decode_choice if self.decode_choice is not None else dc
+        wp, wq, wk = (2.0, 1.0, 0.0) if pd else (3.0, 2.0, 2.0)
+        wp = wp if self.llmd_prefix_weight is None else float(self.llmd_prefix_weight)
+        wq = wq if self.llmd_queue_weight is None else float(self.llmd_queue_weight)
+        wk = wk if self.llmd_kv_weight is None else float(self.llmd_kv_weight)
+        return RouterParams(ROUTERS[router], bool(pd), kn == "belief", cap, ttl, win, DECODE_CHOICES[dc],
+                            float(self.dynamo_overlap_credit), float(self.dynamo_prefill_scale),
+                            float(self.dynamo_request_weight), float(self.dynamo_temperature),
+                            float(self.sglang_cache_threshold), float(self.sglang_balance_abs),
+                            float(self.sglang_balance_rel), wp, wq, wk,
+                            max(1, int(self.llmd_max_prefix_tokens) // int(block_tokens)),
+                            float(self.prodstack_kv_threshold), float(self.aibrix_imbalance_abs),
+                            float(self.aibrix_std_factor), float(self.preble_decode_len),
+                            float(self.preble_tpot_s))
+
+
+# ------------------------------------------------------------------ the router's belief
+# A router-side history of what it sent: per instance an LRU of the request's blocks (the
+# prefix_cache arrays, ``CacheState``), touched when a request is sent there (optimistic: as if
+# the instance stored the whole prompt), with ``touched_at[i, b]`` the last time (s) block b was
+# sent to i; a block older than the TTL counts as absent (``touched_at`` is (N, 1) when TTL = inf).
+# Capacity 0 (unbounded) is stored as the trace's block count. Gateways count 16-token blocks or
+# characters; the traces give 512-token blocks only, so the belief is kept at that granularity.
+
+@helper_njit
+def belief_match(last_use, touched_at, inst, blocks, t, ttl):
+    """Leading ``blocks`` the router believes ``inst`` holds at time ``t`` (s); no side effect."""
+    k = 0
+    if ttl == math.inf:
+        while k < len(blocks) and last_use[inst, blocks[k]] >= 0:
+            k += 1
+    else:
+        while k < len(blocks) and last_use[inst, blocks[k]] >= 0 and t - touched_at[inst, blocks[k]] <= ttl:
+            k += 1
+    return k
+
+
+@helper_njit
+def belief_insert(last_use, q_block, q_stamp, meta, touched_at, inst, blocks, t, ttl):
+    """The router sent a request with ``blocks`` to ``inst`` at ``t``: remember them (LRU)."""
+    _touch_blocks(last_use, q_block, q_stamp, meta, inst, blocks)
+    if ttl != math.inf:
+        for b in blocks:
+            touched_at[inst, b] = t
+
+
+@helper_njit
+def _tie_start(u, n):
+    """The random tie-break's start index: floor(u · n), in 0 … n − 1."""
+    s = int(u * n)
+    return s if s < n else n - 1
+
+
+@helper_njit
+def _round_robin(rr, n):
+    """production-stack ``roundrobin``: ``sorted(urls)[idx++ % n]``."""
+    return rr % n
+
+
+@helper_njit
+def route(rp, ri, L, n_blocks, bt, u, rr, kv_cap):
+    """The instance router ``rp.code`` sends the request to (rules: module docstring); −1 if unknown."""
+    n = len(ri.inflight)
+    code = rp.code
+    if code == 8:
+        return _round_robin(rr, n)
+    return -1
