@@ -16,13 +16,15 @@ import numpy as np
 from ..prefix_cache import EVICTION_POLICIES
 from ..validate import InputError, choice, fail, flag, integer, real
 from .conductor_view import STUDENT_POLICY_CODE
+from .routers import ROUTERS, RouterConfig, RouterParams
 
 __all__ = ["ClusterConfig", "PREFILL_POLICIES", "ADMISSIONS", "DECODE_BINDINGS", "DECODE_LOAD_METRICS",
            "ENGINE_MODES", "OUTPUT_LENGTHS", "OUTCOMES", "OUTCOME_CODES",
            "COMPLETED", "REJECTED_AT_ARRIVAL", "REJECTED_AFTER_PREFILL", "REJECTED_TOO_LARGE",
            "UNFINISHED", "ResolvedConfig", "SIMPLE_SEMANTICS"]
 
-#: Prefill-instance choice (Conductor), name → kernel code.
+#: The Conductor's prefill-instance choices, name → kernel code. ``prefill_policy`` also takes the
+#: routers of today's stacks (:data:`.routers.ROUTERS`, codes 5–12; a student's function is 4).
 PREFILL_POLICIES = {"random": 0, "load": 1, "cache_aware": 2, "kvcentric": 3}
 #: Admission control, name → kernel code (arXiv §7; semantics in :mod:`.reference`): none;
 #: baseline = TTFT check at arrival + decode-side check when the KV is ready (may waste the prefill);
@@ -104,8 +106,12 @@ class ClusterConfig:
         = 11,920 blocks; 0 disables caching.
     prefill_policy : ``"random"``, ``"load"`` (least queued work), ``"cache_aware"`` (min queue +
         prefill with the local prefix) or ``"kvcentric"`` (Algorithm 1 with remote-prefix fetch
-        and hot-spot replication) — or a student's function ``policy(req, view) -> instance``
-        (:mod:`mooncake_lab.sim.student_policy`; disaggregated only).
+        and hot-spot replication), a router of today's stacks (``"dynamo"``, ``"sglang"``, ``"llmd"``,
+        ``"prodstack_rr"``, ``"prodstack_prefix"``, ``"prodstack_kv"``, ``"aibrix"``, ``"preble"``:
+        :mod:`mooncake_lab.sim.routers`, both engines) — or a student's function
+        ``policy(req, view) -> instance`` (:mod:`mooncake_lab.sim.student_policy`; disaggregated only).
+    router : the routers' parameters (:class:`~mooncake_lab.sim.routers.RouterConfig`; ``None`` =
+        every default as its source code sets it); used only when ``prefill_policy`` is a router.
     kvcache_balancing_threshold : ``kvcentric`` fetches the pool's best prefix for an instance when
         best_prefix / local_prefix ≥ this (blocks; a ratio ≥ 1; local 0 counts as an infinite
         ratio). The paper gives no value; 1.0 fetches whenever the pool has more than the instance.
@@ -244,6 +250,7 @@ class ClusterConfig:
     cache_eviction: str = "lru"   # arXiv v3 Table 1: "lru", "lfu" or "length_aware"
     output_lengths: str = "unknown"           # arXiv v3 §7.4; "known" = reserved in advance
     network_contention: bool = True           # arXiv v3 §4, §6.1; False = a whole NIC per transfer
+    router: RouterConfig | None = None        # the routers' parameters (sim/routers.py)
 
     def __post_init__(self):
         w = _WHERE
@@ -267,8 +274,8 @@ class ClusterConfig:
         if callable(self.prefill_policy):
             from .student_policy import check_policy_signature
             check_policy_signature(self.prefill_policy, "ClusterConfig.prefill_policy")
-        elif not isinstance(self.prefill_policy, str) or self.prefill_policy not in PREFILL_POLICIES:
-            raise _bad("prefill_policy", self.prefill_policy, ", ".join(map(repr, PREFILL_POLICIES))
+        elif not isinstance(self.prefill_policy, str) or self.prefill_policy not in {**PREFILL_POLICIES, **ROUTERS}:
+            raise _bad("prefill_policy", self.prefill_policy, ", ".join(map(repr, {**PREFILL_POLICIES, **ROUTERS}))
                        + " or a function policy(req, view) -> instance index")
         number("kvcache_balancing_threshold", 1.0, math.inf, allow_inf=True)
         number("estimator_noise", 0.0, MAX_NOISE)
@@ -279,6 +286,8 @@ class ClusterConfig:
             number("network_gbps", *NETWORK_GBPS_RANGE)
         if self.decode_kv_capacity_tokens is not None:
             number("decode_kv_capacity_tokens", 0.0, MAX_KV_TOKENS, lo_open=True)
+        if self.router is not None and not isinstance(self.router, RouterConfig):
+            raise _bad("router", self.router, "None or a mooncake_lab.sim.routers.RouterConfig")
         choice(self.admission, "admission", ADMISSIONS, w)
         number("admission_threshold", 0.0, math.inf, lo_open=True, allow_inf=True)  # inf: never reject
         number("decode_time_s", 0.0, MAX_DECODE_TIME_S, lo_open=True)
@@ -394,7 +403,7 @@ class ClusterConfig:
         return ResolvedConfig(cost=cm.as_array(), decode_kv_capacity=float(kv_cap),
                               cache_capacity_blocks=cache * x, n_layers=int(m.n_layers),
                               policy=(STUDENT_POLICY_CODE if callable(self.prefill_policy)
-                                      else PREFILL_POLICIES[self.prefill_policy]),
+                                      else {**PREFILL_POLICIES, **ROUTERS}[self.prefill_policy]),
                               admission=ADMISSIONS[self.admission], cpp_group_size=x,
                               cpp_chunk=int(self.cpp_chunk),
                               cpp_act_bytes=float(activation_bytes_per_token(m)),
@@ -402,7 +411,14 @@ class ClusterConfig:
                               cpp_overlap=bool(self.cpp_overlap),
                               decode_binding=DECODE_BINDINGS[self.decode_binding],
                               decode_load_metric=DECODE_LOAD_METRICS[self.decode_load_metric],
-                              output_unknown=self.output_lengths == "unknown")
+                              output_unknown=self.output_lengths == "unknown",
+                              router=self._router_params(cache * x, BLOCK_TOKENS))
+
+    def _router_params(self, cache_blocks: int, block_tokens: int) -> RouterParams:
+        """The router's kernel-ready parameters (a Conductor policy or a student's: round robin's, unused)."""
+        name = self.prefill_policy if isinstance(self.prefill_policy, str) and self.prefill_policy in ROUTERS \
+            else "prodstack_rr"
+        return (self.router or RouterConfig()).resolve(name, not self.coupled, cache_blocks, block_tokens)
 
 
 @dataclass(frozen=True, eq=False)
@@ -423,3 +439,4 @@ class ResolvedConfig:
     decode_binding: int = 0        # DECODE_BINDINGS code
     decode_load_metric: int = 0    # DECODE_LOAD_METRICS code
     output_unknown: bool = False   # output_lengths == "unknown": KV grows, preemption
+    router: RouterParams | None = None  # the router's settings (prefill_policy a router; .routers)

@@ -171,6 +171,8 @@ def _simulate(trace, config, engine, spare):
     if not isinstance(config, ClusterConfig):
         raise InputError(f"simulate.config: got {type(config).__name__}; allowed: a sim.ClusterConfig")
     choice(engine, "engine", ENGINES, "simulate")
+    if config.resolve().policy >= 5:  # sim/routers.py: the rules are being wired into the engines
+        raise InputError(f"simulate: prefill_policy={config.prefill_policy!r} is a router not yet in the engines")
     trace.validate()
     rc = config.resolve()
     _check_memory(trace, config, rc)
