@@ -28,8 +28,18 @@ describing what happens *if the request is sent to p*:
     now (a CPP group: its busiest node's; :mod:`.links`); 0 without contention. A fetch from
     the holder p waits behind p's send backlog, which ``fetch_s`` (and so ``ttft_s``) includes.
 
+What the routers of :mod:`.routers` see of p's load (the same numbers as their
+:class:`~.routers.RouterInputs`, at the arrival, an event at exactly that time having happened):
+    ``pending_tokens`` — prompt tokens still to compute (prompt − cached) of the requests sent to p
+    whose prefill has not ended, each in full until it ends (Dynamo's P_i), tokens;
+    ``live_kv_tokens`` — prompt tokens of the requests p is prefilling now (started, not ended), tokens;
+    ``kv_util`` — ``live_kv_tokens`` / the KV a node holds (``decode_kv_capacity_tokens``, × the
+    ``cpp_group_size`` nodes of a CPP group): the fraction of p's KV memory in use (llm-d's scorer);
+    ``inflight`` — requests sent to p whose prefill has not ended (the gateways' in-flight counters);
+    ``queued_requests`` — requests sent to p that have not started.
+
 Times are the Conductor's estimates: with ``estimator_noise`` > 0 each instance's times are
-multiplied by the same noise factor the built-in policies use. The arrays are refilled at every
+multiplied by the same noise factor the built-in policies use (the load fields are exact). The arrays are refilled at every
 arrival; changing them (``fetch`` aside) changes nothing in the simulation.
 """
 from __future__ import annotations
@@ -46,14 +56,16 @@ Request = namedtuple("Request", ["index", "arrival_s", "input_tokens", "output_t
                                  "best_prefix_tokens", "best_instance", "uniform"])
 #: Per-prefill-instance arrays: what happens if the request goes to instance p.
 View = namedtuple("View", ["wait_s", "prefix_tokens", "prefill_s", "fetch", "fetch_s",
-                           "fetch_prefill_s", "ttft_s", "send_backlog_s", "recv_backlog_s"])
+                           "fetch_prefill_s", "ttft_s", "send_backlog_s", "recv_backlog_s", "pending_tokens",
+                           "live_kv_tokens", "kv_util", "inflight", "queued_requests"])
 
 _f64 = types.float64[::1]
 #: numba types of the two arguments and the signature a compiled policy gets.
 REQUEST_TYPE = types.NamedTuple((types.int64, types.float64, types.int64, types.int64, types.int64,
                                  types.int64, types.float64), Request)
-VIEW_TYPE = types.NamedTuple((_f64, types.int64[::1], _f64, types.boolean[::1], _f64, _f64, _f64, _f64, _f64),
-                             View)
+_i64 = types.int64[::1]
+VIEW_TYPE = types.NamedTuple((_f64, _i64, _f64, types.boolean[::1], _f64, _f64, _f64, _f64, _f64,
+                              _f64, _f64, _f64, _i64, _i64), View)
 POLICY_SIGNATURE = types.int64(REQUEST_TYPE, VIEW_TYPE)
 
 #: Kernel code of "a student's function" (the built-in names are config.PREFILL_POLICIES, 0–3).
@@ -63,5 +75,7 @@ STUDENT_POLICY_CODE = 4
 def new_view(n_instances: int) -> View:
     """A :class:`View` of zeros for ``n_instances`` prefill instances (the engines fill it)."""
     n = int(n_instances)
-    return View(np.zeros(n), np.zeros(n, dtype=np.int64), np.zeros(n), np.zeros(n, dtype=np.bool_),
-                np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n))
+    i64 = np.int64
+    return View(np.zeros(n), np.zeros(n, dtype=i64), np.zeros(n), np.zeros(n, dtype=np.bool_),
+                np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n),
+                np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n, dtype=i64), np.zeros(n, dtype=i64))

@@ -60,8 +60,9 @@ from .conductor_view import Request
 from .cpp_group import group_fetch_time, group_prefill
 from .decode_math import cut_segment, segment_pieces, steps_until_after, time_after, top_k_sum
 from .heaps import heap_pop, heap_push
-from .state import (Conductor, DecodeNodes, DecodeQueues, DecodeRequests, Intervals, Links, Prefill, ReadyHeap,
-                    RunLog, Stints)
+from .routers import RouterInputs, belief_insert, belief_match, route
+from .state import (Conductor, DecodeNodes, DecodeQueues, DecodeRequests, Dispatched, Intervals, Links, Prefill,
+                    ReadyHeap, RunLog, Stints)
 
 # Outcome codes are literals inside the kernels (numba freezes globals); they must equal
 # config.COMPLETED (1), REJECTED_AT_ARRIVAL (2), REJECTED_AFTER_PREFILL (3) and
@@ -230,6 +231,71 @@ def _fetches(prm, local, best):
     best holds ``best``: best > local and best / local ≥ the threshold (local 0 ⇒ ∞). By prefix ratio,
     not by comparing times: it fetches even where recomputing would be faster."""
     return best > local and (local == 0 or best >= prm.threshold * local)
+
+
+# ---------------------------------------------------------------------------- routers' inputs
+@helper_njit
+def _advance_loads(fl, ri, prefill_start, prefill_end, input_len, computed_tok, prefill_time, arrival, a, window_s):
+    """The per-instance loads of :class:`~.routers.RouterInputs` at ``a`` (s): move each instance's
+    pointers (:class:`~.state.Dispatched`) past the requests that started (→ live), ended (→ neither
+    pending, in flight nor live) and left the window (arrival ≤ a − ``window_s``). An event at
+    exactly ``a`` has happened. ``recent_prefill_s`` is a running sum (+ at dispatch, − when a
+    request leaves the window, exactly 0 when the window is empty)."""
+    for p in range(len(fl.tail)):
+        j = fl.started[p]
+        while j >= 0 and prefill_start[j] <= a:
+            ri.live_kv_tokens[p] += input_len[j]
+            ri.queued[p] -= 1
+            j = fl.nxt[j]
+        fl.started[p] = j
+        j = fl.ended[p]  # never past ``started``: a request ends after it starts
+        while j >= 0 and prefill_end[j] <= a:
+            ri.pending_tokens[p] -= computed_tok[j]
+            ri.live_kv_tokens[p] -= input_len[j]
+            ri.inflight[p] -= 1
+            j = fl.nxt[j]
+        fl.ended[p] = j
+        j = fl.window[p]
+        while j >= 0 and arrival[j] <= a - window_s:
+            ri.recent_requests[p] -= 1
+            ri.recent_prefill_s[p] -= prefill_time[j]
+            j = fl.nxt[j]
+        fl.window[p] = j
+        if ri.recent_requests[p] == 0:
+            ri.recent_prefill_s[p] = 0.0
+
+
+@helper_njit
+def _dispatch(fl, ri, j, p, computed, prefill_s):
+    """Request ``j`` (``computed`` prompt tokens, ``prefill_s`` s) was sent to prefill instance ``p``."""
+    if fl.tail[p] >= 0:
+        fl.nxt[fl.tail[p]] = j
+    fl.tail[p] = j
+    if fl.started[p] < 0:
+        fl.started[p] = j
+    if fl.ended[p] < 0:
+        fl.ended[p] = j
+    if fl.window[p] < 0:
+        fl.window[p] = j
+    ri.pending_tokens[p] += computed
+    ri.inflight[p] += 1
+    ri.queued[p] += 1
+    ri.recent_requests[p] += 1
+    ri.recent_prefill_s[p] += prefill_s
+
+
+@helper_njit
+def _decode_by_choice(choice, batch, queued, bound_n, k):
+    """A router's decode node (``RouterParams.decode_choice``): 1 the fewest requests running + queued +
+    bound in flight (ties: lowest index), 2 round robin (``k`` decode choices made so far)."""
+    D = len(batch)
+    if choice == 2:
+        return k % D
+    d = 0
+    for e in range(1, D):
+        if batch[e] + queued[e] + bound_n[e] < batch[d] + queued[d] + bound_n[d]:
+            d = e
+    return d
 
 
 # ---------------------------------------------------------------------------- decode instances
@@ -472,14 +538,20 @@ def _predicted_population(T, t_decode, a, db, need, inl, outl, decode_admit, rea
 
 # ---------------------------------------------------------------------------- student policies
 @njit(cache=True)
-def _fill_view(view, i, a, Lin, best, c, sc, prm, z_noise, pre, cond, links, net):
+def _fill_view(view, i, a, Lin, best, c, sc, prm, z_noise, pre, cond, links, net, ri, kv_cap):
     """The Conductor's view of request ``i`` arriving at ``a`` (s), per instance p: wait, local
     prefix and prefill, Algorithm 1's fetch decision, fetch (with ``links`` not None: + the wait
     for the links) and prefill after it, and the TTFT estimate with the same arithmetic (and noise) as
-    ``kvcentric``'s; the backlog of p's send and receive links."""
+    ``kvcentric``'s; the backlog of p's send and receive links; the loads of ``ri`` (the routers'
+    inputs, :func:`_advance_loads`) and ``kv_util`` = live KV / ``kv_cap`` tokens."""
     X = prm.cpp.group_size
     P = len(cond.local)
     for p in range(P):
+        view.pending_tokens[p] = ri.pending_tokens[p]
+        view.live_kv_tokens[p] = ri.live_kv_tokens[p]
+        view.kv_util[p] = ri.live_kv_tokens[p] / kv_cap
+        view.inflight[p] = ri.inflight[p]
+        view.queued_requests[p] = ri.queued[p]
         view.send_backlog_s[p] = 0.0
         view.recv_backlog_s[p] = 0.0
         if links is not None:
@@ -535,7 +607,8 @@ def _student_choice(policy_fn, view, i, a, Lin, out, u, best, src, block_tokens,
 
 
 @njit(cache=True, nogil=True)  # nogil: independent runs can go in parallel threads
-def _kernel(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, policy_fn=None, view=None):
+def _kernel(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, router, belief, policy_fn=None,
+            view=None):
     """Simulate the whole trace ``tr`` (:class:`~.state.TraceArrays`) on cost coefficients ``c`` with
     settings ``prm`` (:class:`~.state.Params`); fills ``out`` (:class:`~.state.Outputs`, pre-set to
     NaN / −1 / 0), ``max_kv`` (per decode instance, tokens) and ``diag``. ``cache``: the prefill
@@ -563,8 +636,20 @@ def _kernel(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, poli
     receive link, :mod:`.links`); ``out.fetch_wait`` / ``out.stream_wait``: the seconds each
     request's fetch / KV stream waited for them (0 without contention).
 
+    ``router``: None (the Conductor's policies: numba drops the code below, as for ``policy_fn``) or
+    the :class:`~.routers.RouterParams` of a router (``prm.policy`` ≥ 5) or, unused but for its
+    window, of a student policy. Then the kernel keeps what :class:`~.routers.RouterInputs` counts per
+    prefill instance (:class:`~.state.Dispatched`: pointers into per-instance FIFO lists, O(1)
+    amortised per arrival and instance) and shows the loads to a student policy (``view``). A router
+    sees them, with ``matched_blocks`` / ``tree_blocks`` from the true caches or from ``belief``
+    (:class:`~.state.RouterBelief`, touched after each dispatch), and :func:`.routers.route` picks the
+    instance; it never fetches a remote prefix (the prefill reuses the chosen instance's true cache);
+    ``kv_cap`` = the KV a node holds × the CPP group's nodes. The decode node then follows
+    ``router.decode_choice`` (least KV, fewest requests, round robin) where it is chosen.
+
     ``diag``: [0] events processed, [1] times an event ran earlier than the previous one (must be
-    0), [2] runs logged, [3] max decode batch; [4]–[6] for a student policy (:func:`_student_choice`).
+    0), [2] runs logged, [3] max decode batch; [4]–[6] for a student policy (:func:`_student_choice`);
+    [5] = 2, [6] = the value: a router returned no instance (its rule is not implemented).
 
     ``prm.output_unknown`` (``grow``): decode sees prompts only; KV grows a token per step, a node that
     would overflow preempts its newest-admitted request (``out.preemptions[i]`` counts them; rules
@@ -626,6 +711,22 @@ def _kernel(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, poli
     buf = Intervals(np.empty(B), np.empty(B), np.empty(B, dtype=np.int64), np.empty(B), np.empty(B, dtype=np.int64))
     t_last = -math.inf
     kvh = dq.held if grow else dq.reserved  # the decode nodes' KV: held now (refreshed by _kv_now), or reserved
+    dchoice = 0  # the decode node: 0 least KV (the Conductor's and a student's), else a router's decode_choice
+    kv_cap = decode_cap * X  # KV tokens a prefill instance holds (its nodes')
+    if router is not None:  # routers and student policies: the per-instance loads (RouterInputs)
+        fl = Dispatched(np.full(n, -1, dtype=i64), np.full(P, -1, dtype=i64), np.full(P, -1, dtype=i64),
+                        np.full(P, -1, dtype=i64), np.full(P, -1, dtype=i64), np.zeros(D, dtype=i64),
+                        np.zeros(2, dtype=i64))
+        ri = RouterInputs(np.zeros(P, dtype=i64), np.zeros(P, dtype=i64), np.zeros(P), np.zeros(P),
+                          np.zeros(P, dtype=i64), np.zeros(P, dtype=i64), np.zeros(P, dtype=i64), np.zeros(P))
+        if policy >= 5:
+            dchoice = router.decode_choice
+    else:
+        fl = Dispatched(np.full(0, -1, dtype=i64), np.full(0, -1, dtype=i64), np.full(0, -1, dtype=i64),
+                        np.full(0, -1, dtype=i64), np.full(0, -1, dtype=i64), np.zeros(D, dtype=i64),
+                        np.zeros(2, dtype=i64))
+        ri = RouterInputs(np.zeros(0, dtype=i64), np.zeros(0, dtype=i64), np.zeros(0), np.zeros(0),
+                          np.zeros(0, dtype=i64), np.zeros(0, dtype=i64), np.zeros(0, dtype=i64), np.zeros(0))
 
     for i in range(n + 1):
         # ---------------- advance the decode pool to this arrival (to the end after the last)
@@ -721,14 +822,20 @@ def _kernel(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, poli
                 if binding == 1:  # bound at arrival: its KV is no longer in flight
                     d = out.decode_inst[j]
                     dq.bound_kv[d] -= need
+                    if router is not None:
+                        fl.bound_n[d] -= 1
                     kv_d = _held_now(d, t, dec) if grow else dq.reserved[d]
                 else:  # late binding, Algorithm 1 line 24: least KV reserved (held) + KV queued (tokens)
                     if grow:  # KV held now: prompt + tokens so far of the running requests
                         _kv_now(t, dec, kvh)
-                    d = 0
-                    for e in range(1, D):
-                        if kvh[e] + dq.queued_kv[e] < kvh[d] + dq.queued_kv[d]:
-                            d = e
+                    if dchoice == 0:
+                        d = 0
+                        for e in range(1, D):
+                            if kvh[e] + dq.queued_kv[e] < kvh[d] + dq.queued_kv[d]:
+                                d = e
+                    else:  # a router's decode_choice
+                        d = _decode_by_choice(dchoice, dec.batch, dq.queued, fl.bound_n, fl.count[1])
+                        fl.count[1] += 1
                     out.decode_inst[j] = d
                     kv_d = kvh[d]
                 if admission == 1 and instance_decode_load(c, float(dec.batch[d] + dq.queued[d] + 1),
@@ -767,6 +874,9 @@ def _kernel(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, poli
             out.outcome[i] = 4
             continue
         blocks = tr.block_ids[tr.offsets[i]:tr.offsets[i + 1]]
+        if router is not None:  # the per-instance loads at a (routers, student policies)
+            _advance_loads(fl, ri, out.prefill_start, out.prefill_end, input_len, out.computed_tok, out.prefill_time,
+                           arrival, a, router.window_s)
         best = 0
         src = -1
         if policy >= 1:
@@ -803,11 +913,28 @@ def _kernel(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, poli
         elif policy == 4:  # a student's function: it may also veto / force the fetch (view.fetch)
             pi = -1
             if policy_fn is not None:
-                _fill_view(view, i, a, Lin, best, c, sc, prm, z_noise, pre, cond, links, net)
+                _fill_view(view, i, a, Lin, best, c, sc, prm, z_noise, pre, cond, links, net, ri, kv_cap)
                 pi = _student_choice(policy_fn, view, i, a, Lin, o_len, u_random[i], best, src, prm.block_tokens,
                                      diag)
             if pi < 0:
                 break  # a bad choice: the caller raises from diag[4:7]
+        elif policy >= 5:  # a router (sim/routers.py): it never fetches a remote prefix (use_remote stays False)
+            pi = -1
+            if router is not None:
+                for p in range(P):
+                    if router.belief:  # its own history of what it sent
+                        ri.matched_blocks[p] = belief_match(belief.last_use, belief.touched_at, p, blocks, a,
+                                                            router.belief_ttl)
+                        ri.tree_blocks[p] = belief.meta[p, 1]
+                    else:  # the true caches (cond.local: every policy >= 2 matched them above)
+                        ri.matched_blocks[p] = cond.local[p]
+                        ri.tree_blocks[p] = cache.meta[p, 1]
+                pi = route(router, ri, Lin, len(blocks), prm.block_tokens, u_random[i], fl.count[0], kv_cap)
+                fl.count[0] += 1
+            if pi < 0 or pi >= P:
+                diag[5] = 2
+                diag[6] = pi
+                break
         else:
             if prm.noise_sd > 0.0:
                 for p in range(P):
@@ -845,10 +972,14 @@ def _kernel(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, poli
         # ---------------- Algorithm 1 line 24: the decode instance, chosen now (binding 1)
         db = -1
         if binding == 1 and o_len > 1:  # least KV reserved (held) + queued + bound in flight (tokens)
-            db = 0
-            for e in range(1, D):
-                if kvh[e] + dq.queued_kv[e] + dq.bound_kv[e] < kvh[db] + dq.queued_kv[db] + dq.bound_kv[db]:
-                    db = e
+            if dchoice == 0:
+                db = 0
+                for e in range(1, D):
+                    if kvh[e] + dq.queued_kv[e] + dq.bound_kv[e] < kvh[db] + dq.queued_kv[db] + dq.bound_kv[db]:
+                        db = e
+            else:  # a router's decode_choice
+                db = _decode_by_choice(dchoice, dec.batch, dq.queued, fl.bound_n, fl.count[1])
+                fl.count[1] += 1
         x_s = 0.0
         b_s = 0.0
         if links is not None:
@@ -906,6 +1037,8 @@ def _kernel(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, poli
         if db >= 0:  # bound at arrival: its KV is in flight to db until its ready event
             out.decode_inst[i] = db
             dq.bound_kv[db] += cand
+            if router is not None:
+                fl.bound_n[db] += 1
         out.cached_tok[i] = cached
         out.computed_tok[i] = Lin - cached
         out.queue_wait[i] = start - a
@@ -914,6 +1047,12 @@ def _kernel(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, poli
         out.prefill_start[i] = start
         out.prefill_time[i] = pt
         out.prefill_end[i] = end
+        if router is not None:  # routers / student policies: i joins pi's dispatched requests
+            _dispatch(fl, ri, i, pi, Lin - cached, pt)
+            if policy >= 5:
+                if router.belief:  # the router remembers what it sent
+                    belief_insert(belief.last_use, belief.q_block, belief.q_stamp, belief.meta, belief.touched_at,
+                                  pi, blocks, a, router.belief_ttl)
         if o_len == 1:  # the prefill made the only output token: nothing to decode
             out.finish[i] = end
             out.outcome[i] = 1

@@ -27,11 +27,25 @@ Prefill (per instance: FIFO queue, prefix cache of 512-token blocks evicting by 
        prefix ``best`` beats the local one (``best/local ≥ threshold``, local 0 ⇒ ∞), queue +
        fetch(best − local tokens) + prefill with ``best`` cached. Estimates × (1 + noise·z).
        ``random`` draws the instance from a pre-drawn uniform. The minimum wins (ties: lowest).
+   2a. A router (``prefill_policy`` one of :data:`.routers.ROUTERS`) gets, per instance, the
+       :class:`~.routers.RouterInputs` at the arrival (an event at exactly then has happened),
+       counted over the requests dispatched to it: ``pending_tokens`` Σ (L − cached) of those whose
+       prefill has not ended, ``live_kv_tokens`` Σ L of those started and not ended, ``inflight``
+       / ``queued`` those not ended / not started, ``recent_requests`` those that arrived after
+       arrival − ``window_s`` and ``recent_prefill_s`` their prefill seconds (a running sum: + at
+       dispatch, − when one leaves the window, 0 when none is left); ``matched_blocks`` /
+       ``tree_blocks`` from the true caches or (``knowledge="belief"``) from its own history
+       (:class:`~.routers_reference.ReferenceBelief`, given every block of each request when it is
+       dispatched); ``rr`` = routing decisions so far; ``kv_cap`` = decode KV capacity × X. It
+       returns the instance (:func:`~.routers_reference.route_reference`) and never fetches: the
+       prefill reuses the chosen instance's true cache.
    2b. A student policy (``prefill_policy`` is a function, :mod:`.student_policy`) instead gets the
        request and the per-instance view of :mod:`.conductor_view` (queue, local prefix and
        prefill, ``kvcentric``'s fetch decision, fetch + prefill after it, TTFT estimate; noise as
        above) and returns the instance p; the best prefix is fetched to p iff ``view.fetch[p]``
        (pre-set by ``kvcentric``'s rule; the policy may change it) and the pool has more than p.
+       The view also holds rule 2a's loads (pending, live KV, its share of X × decode KV capacity,
+       in flight, queued).
     3. Cached tokens = min(512·blocks, L) but at most L − 1 (one token is always computed).
        start = max(arrival, busy_until); end = start + fetch + prefill; the instance's stages
        advance past the request (X = 1: busy_until = end).
@@ -56,7 +70,10 @@ Decode (per instance: continuous batching)
        + *bound in flight* (input + output tokens of every request already bound to it whose KV
        is not ready yet), ties lowest — and the request is bound to it (``decode_inst``) when
        admitted; at ``ready`` it leaves the in-flight set and joins that instance's queue. A
-       request with output 1 never reaches decode and is bound to none.
+       request with output 1 never reaches decode and is bound to none. A router's run chooses
+       by ``decode_choice`` instead (where rule 7 chooses): ``least_kv`` as above, ``least_requests``
+       the fewest running + queued + bound in flight (ties lowest), ``round_robin`` the k-th
+       choice (every one made, also of a request then rejected) → k mod D.
     8. An idle instance admits immediately. Otherwise admission happens at step boundaries: at a
        boundary, running requests that received their last token finish (freeing ``L + out``
        tokens of KV), then queued requests are admitted in FIFO order while
@@ -128,6 +145,8 @@ from ..roofline import cm_prefill_time
 from .conductor_view import Request, new_view
 from .links import LinkCalendar, fit_all
 from .cpp_group import group_fetch_time
+from .routers import ROUTERS, new_router_inputs
+from .routers_reference import ReferenceBelief, route_reference
 from .config import (ADMISSIONS, COMPLETED, REJECTED_AFTER_PREFILL, REJECTED_AT_ARRIVAL,
                      REJECTED_TOO_LARGE)
 
@@ -208,6 +227,7 @@ class _Decode:
         self.reserved = 0          # known output lengths: Σ L + out of the running
         self.waiting = 0
         self.bound = 0             # KV tokens of requests bound here at arrival, KV not ready yet
+        self.bound_n = 0           # and how many
         self.max_reserved = 0      # known: most KV reserved; unknown: largest step context
         self.stall = 0.0           # unknown: recompute time before the next step (s)
 
@@ -289,6 +309,44 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
     last_token = [0.0] * n
     intervals = [[] for _ in range(n)]
     clock = [-math.inf]
+    rp = resolved.router  # rule 2a
+    router = isinstance(policy_name, str) and policy_name in ROUTERS
+    track = router or student is not None  # the per-instance loads (routers, and a student's view)
+    sent = [[] for _ in range(P)]          # the requests dispatched to each prefill instance
+    recent = [deque() for _ in range(P)]   # (arrival, prefill s) of those inside the window
+    recent_s = [0.0] * P
+    belief = (ReferenceBelief(P, rp.belief_capacity or int(trace.n_blocks), rp.belief_ttl)
+              if router and rp.belief else None)
+    kv_cap = cap * X
+    dchoice = rp.decode_choice if router else 0  # rule 7: 0 least KV, 1 fewest requests, 2 round robin
+    count = [0, 0]                         # routing decisions, decode choices so far
+
+    def loads(a):
+        """Rule 2a's per-instance loads at ``a``."""
+        ri = new_router_inputs(P)
+        for p in range(P):
+            for j in sent[p]:
+                if out["prefill_end"][j] > a:
+                    ri.pending_tokens[p] += L_in[j] - out["cached_tok"][j]
+                    ri.inflight[p] += 1
+                    if out["prefill_start"][j] <= a:
+                        ri.live_kv_tokens[p] += L_in[j]
+                    else:
+                        ri.queued[p] += 1
+            while recent[p] and recent[p][0][0] <= a - rp.window_s:
+                recent_s[p] -= recent[p].popleft()[1]
+            if not recent[p]:
+                recent_s[p] = 0.0
+            ri.recent_requests[p] = len(recent[p])
+            ri.recent_prefill_s[p] = recent_s[p]
+        return ri
+
+    def decode_by_choice(extra):
+        """Rule 7 for a router whose ``decode_choice`` is not least KV."""
+        count[1] += 1
+        if dchoice == 2:
+            return (count[1] - 1) % D
+        return min(range(D), key=lambda e: (len(dec[e].running) + len(dec[e].queue) + extra(e), e))
 
     def tick(t):
         diag[0] += 1
@@ -370,6 +428,10 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
         if at_arrival:  # rule 7: bound at arrival
             d = int(out["decode_inst"][j])
             dec[d].bound -= need
+            dec[d].bound_n -= 1
+        elif dchoice:
+            d = decode_by_choice(lambda e: 0)
+            out["decode_inst"][j] = d
         else:
             d = min(range(D), key=lambda e: (held(e) + dec[e].waiting, e))
             out["decode_inst"][j] = d
@@ -405,6 +467,7 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
             out["outcome"][i] = REJECTED_TOO_LARGE
             continue
         blocks = trace.blocks_of(i).tolist()
+        ri = loads(a) if track else None
         local = [caches[p].match(blocks) for p in range(P)]
         best = max(local)
         src = local.index(best)
@@ -434,10 +497,21 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
                 view.fetch_prefill_s[p], view.ttft_s[p] = f_pre * k, t * k
                 view.prefix_tokens[p], view.fetch[p] = cl, remote_ok(p)
                 view.send_backlog_s[p], view.recv_backlog_s[p] = backlog(send, p, a), backlog(recv, p, a)
+                view.pending_tokens[p], view.live_kv_tokens[p] = ri.pending_tokens[p], ri.live_kv_tokens[p]
+                view.kv_util[p] = ri.live_kv_tokens[p] / kv_cap
+                view.inflight[p], view.queued_requests[p] = ri.inflight[p], ri.queued[p]
             diag[4] = i
             pi = student.choose(Request(i, a, L, o, _reusable_tokens(best, L, bt), src if best > 0 else -1,
                                         float(u_random[i])), view)
             student_fetch = bool(view.fetch[pi]) and best > local[pi]  # the policy may have changed it
+        elif router:  # rule 2a
+            for p in range(P):
+                ri.matched_blocks[p] = belief.match(p, blocks, a) if belief else local[p]
+                ri.tree_blocks[p] = belief.size(p) if belief else len(caches[p].entries)
+            pi = route_reference(rp, ri, L, len(blocks), bt, float(u_random[i]), count[0], kv_cap)
+            count[0] += 1
+            if not 0 <= pi < P:
+                raise RuntimeError(f"router {policy_name!r} chose instance {pi} of {P}")
         else:
             est = []
             for p in range(P):
@@ -474,7 +548,10 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
         cand = L + 1 if grow else L + o  # what this request counts / needs on decode (rule 8b)
         bind = None  # rule 7, "arrival": the decode instance chosen now
         if at_arrival and o > 1:
-            bind = min(range(D), key=lambda e: (held(e) + dec[e].waiting + dec[e].bound, e))
+            if dchoice:
+                bind = decode_by_choice(lambda e: dec[e].bound_n)
+            else:
+                bind = min(range(D), key=lambda e: (held(e) + dec[e].waiting + dec[e].bound, e))
         if contention and o > 1:  # rule 6b: the stream wants [r − x, r] on all pi's send links
             x = float(cm_kv_transfer_time(c, L))  # (+ the bound decode node's receive link)
             b_s = fit_all(send[pi] + ([] if bind is None else drecv[bind]), r_free - x, x)
@@ -533,6 +610,7 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
         if bind is not None:  # rule 7: bound now, its KV in flight to ``bind`` until it is ready
             out["decode_inst"][i] = bind
             dec[bind].bound += cand
+            dec[bind].bound_n += 1
         out["cached_tok"][i] = cached
         out["computed_tok"][i] = L - cached
         out["queue_wait"][i] = start - a
@@ -541,6 +619,12 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
         out["prefill_start"][i] = start
         out["prefill_time"][i] = pt
         out["prefill_end"][i] = end
+        if track:  # rule 2a: i is dispatched to pi
+            sent[pi].append(i)
+            recent[pi].append((a, pt))
+            recent_s[pi] += pt
+            if belief is not None:
+                belief.insert(pi, blocks, a)
         if o == 1:
             out["finish"][i] = end
             out["outcome"][i] = COMPLETED

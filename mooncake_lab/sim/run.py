@@ -5,7 +5,9 @@ import time
 
 import numpy as np
 
-from ..prefix_cache import check_touch_budget, pooled_cache_state
+from contextlib import contextmanager
+
+from ..prefix_cache import check_touch_budget, new_cache_state, pooled_cache_state
 from ..traces import Trace
 from ..validate import MEMORY_BUDGET_BYTES, InputError, choice
 from .config import ClusterConfig
@@ -14,7 +16,7 @@ from .coupled import _coupled_kernel, log_widths, tail_slots
 from .coupled_reference import run_coupled_reference
 from .kernel import _kernel
 from .reference import run_reference
-from .state import CppParams, Outputs, Params, TraceArrays
+from .state import CppParams, Outputs, Params, RouterBelief, TraceArrays
 from .result import SimResult
 from .student_policy import compile_policy, student_kernel
 
@@ -93,6 +95,15 @@ def memory_estimate(trace: Trace, config: ClusterConfig, rc=None) -> dict:
         parts["coupled logs"] = (8 * D * 2 * (2 * w_ev + 3 * w_run),
                                  f"{D:,} instances (n_coupled) × 2 × ({w_ev:,} events × 2 + {w_run:,} runs × 3; "
                                  f"from the longest output) × 8 B")
+    rp = rc.router
+    if rc.policy >= 5 and rp is not None and rp.belief:
+        cap_b = _belief_capacity(rp, nb)
+        ttl = rp.belief_ttl != float("inf")
+        qb = 2 * min(cap_b, nb) + 64
+        parts["router belief"] = (8 * P * (nb + 2 * qb + (nb if ttl else 0)),
+                                  f"{P:,} instances × ({nb:,} block ids of the trace + 2 × {qb:,} queue slots "
+                                  f"from the belief's capacity" + (f" + {nb:,} send times (belief_ttl_s)" if ttl else "")
+                                  + ") × 8 B (a router with knowledge='belief')")
     if config.network_contention and not config.coupled:
         parts["block availability"] = (8 * P * nb, f"{P:,} instances × {nb:,} block ids of the trace × 8 B "
                                                     f"(network_contention)")
@@ -103,6 +114,30 @@ def memory_estimate(trace: Trace, config: ClusterConfig, rc=None) -> dict:
                                    f"× {slots:,} reservation slots (one per request) × 2 × 8 B "
                                    f"(network_contention)")
     return parts
+
+
+def _belief_capacity(rp, n_blocks: int) -> int:
+    """Blocks per instance in a router's belief: its capacity, 0 = unbounded = every block of the trace."""
+    return int(rp.belief_capacity) if rp.belief_capacity > 0 else int(n_blocks)
+
+
+@contextmanager
+def _router_state(rc, n_route: int, n_blocks: int):
+    """``(router, belief)``, the kernel's last arguments: ``(None, None)`` for the Conductor's policies (numba
+    drops the router code); else the :class:`~.routers.RouterParams` (a student policy: for its loads) and a
+    :class:`~.state.RouterBelief` — pooled like the true caches when the router keeps one, else empty."""
+    rp = rc.router
+    if rc.policy < 4 or rp is None:
+        yield None, None
+    elif rc.policy >= 5 and rp.belief:
+        ttl = rp.belief_ttl != float("inf")
+        with pooled_cache_state(n_route, n_blocks, _belief_capacity(rp, n_blocks), "lru") as b:
+            # touched_at is read only where a block was sent (and so written): no fill needed
+            touched = np.empty((n_route, n_blocks if ttl else 1))
+            yield rp, RouterBelief(b.last_use, b.q_block, b.q_stamp, b.meta, touched)
+    else:
+        b = new_cache_state(n_route, 0, 0)
+        yield rp, RouterBelief(b.last_use, b.q_block, b.q_stamp, b.meta, np.zeros((n_route, 1)))
 
 
 def _size(b: float) -> str:
@@ -171,7 +206,7 @@ def _simulate(trace, config, engine, spare):
     if not isinstance(config, ClusterConfig):
         raise InputError(f"simulate.config: got {type(config).__name__}; allowed: a sim.ClusterConfig")
     choice(engine, "engine", ENGINES, "simulate")
-    if config.resolve().policy >= 5:  # sim/routers.py: the rules are being wired into the engines
+    if config.coupled and config.resolve().policy >= 5:  # sim/routers.py: being wired into the coupled engine
         raise InputError(f"simulate: prefill_policy={config.prefill_policy!r} is a router not yet in the engines")
     trace.validate()
     rc = config.resolve()
@@ -203,11 +238,12 @@ def _simulate(trace, config, engine, spare):
     elif config.coupled:
         run_coupled_reference(trace, config, rc, u, z, out, max_kv, diag)
     elif engine == "numba":
-        with pooled_cache_state(n_route, trace.n_blocks, rc.cache_capacity_blocks, config.cache_eviction) as st:
+        with pooled_cache_state(n_route, trace.n_blocks, rc.cache_capacity_blocks, config.cache_eviction) as st, \
+                _router_state(rc, n_route, trace.n_blocks) as (router, belief):
             args = (TraceArrays(trace.arrival_s, trace.input_len, trace.output_len, trace.block_offsets,
                                 trace.block_ids),
                     rc.cost, _params(trace, config, rc, n_route, spare), u, z, st, Outputs(**out), max_kv, diag,
-                    True if config.network_contention else None)
+                    True if config.network_contention else None, router, belief)
             if student is None:
                 _kernel(*args)
             else:
@@ -218,6 +254,10 @@ def _simulate(trace, config, engine, spare):
                     student.run_kernel(kernel, (*args, fn, view))  # Ctrl-C stops even a compiled loop
         if diag[7]:
             return None
+        if rc.policy >= 5 and diag[5] == 2:
+            raise NotImplementedError(f"simulate: router {config.prefill_policy!r} (code {rc.policy}) returned "
+                                      f"{int(diag[6])}: its rule is not in "
+                                      f"sim/routers.py::route yet")
     elif student is not None:
         with student.errors(diag, trace, new_view(n_route)):
             run_reference(trace, config, rc, u, z, out, max_kv, diag, student)

@@ -6,7 +6,9 @@ hottest helpers take small groups or single arrays, ``benchmarks/bench_sim.py``.
 :class:`Params` (with :class:`CppParams`), :class:`Outputs` (and :class:`mooncake_lab.prefix_cache.CacheState`, the prefill
 instances' prefix caches). Allocated by the kernel, one run long: :class:`Prefill`, :class:`Conductor`,
 :class:`Links`, :class:`DecodeNodes`, :class:`DecodeQueues`, :class:`DecodeRequests`, :class:`RunLog`, :class:`Stints`, :class:`Intervals`,
-:class:`ReadyHeap`. Units: seconds, tokens; "instance" = a prefill node or CPP group, or a decode node.
+:class:`ReadyHeap`; for a router or a student policy also :class:`Dispatched` (and a router's
+:class:`RouterBelief`, built by :func:`.run.simulate`). Units: seconds, tokens; "instance" = a prefill node or
+CPP group, or a decode node.
 """
 from __future__ import annotations
 
@@ -15,7 +17,8 @@ from typing import NamedTuple
 import numpy as np
 
 __all__ = ["TraceArrays", "CppParams", "Params", "Outputs", "Prefill", "Conductor", "Links", "DecodeNodes",
-           "DecodeQueues", "DecodeRequests", "RunLog", "Stints", "Intervals", "ReadyHeap"]
+           "DecodeQueues", "DecodeRequests", "RunLog", "Stints", "Intervals", "ReadyHeap", "Dispatched",
+           "RouterBelief"]
 
 
 class TraceArrays(NamedTuple):
@@ -186,3 +189,29 @@ class ReadyHeap(NamedTuple):
     a :mod:`.heaps` heap in row 0."""
     t: np.ndarray           # (1, n + 1) s
     i: np.ndarray           # (1, n + 1)
+
+
+class Dispatched(NamedTuple):
+    """Routers and student policies: the requests sent to each prefill instance p, a FIFO list in
+    dispatch (= arrival) order linked through ``nxt``. A prefill instance starts and ends its requests
+    in that order, so what :class:`~.routers.RouterInputs` counts (pending, live, in flight, queued,
+    recent) changes only at three pointers moving forward through the list (:func:`.kernel._advance_loads`)."""
+    nxt: np.ndarray         # (n,) the next request sent to the same instance (−1: none yet)
+    tail: np.ndarray        # (P,) the newest request sent to p (−1: none)
+    ended: np.ndarray       # (P,) the oldest whose prefill has not ended (−1: none)
+    started: np.ndarray     # (P,) the oldest that has not started (−1: none)
+    window: np.ndarray      # (P,) the oldest inside the recent window (−1: none)
+    bound_n: np.ndarray     # (D,) requests bound to decode node d at arrival whose KV is not ready yet
+    count: np.ndarray       # (2,) [0] routing decisions so far (``rr``), [1] decode choices so far (round robin)
+
+
+class RouterBelief(NamedTuple):
+    """A router's own history of what it sent (``RouterParams.belief``; :func:`.routers.belief_match`):
+    LRU prefix caches (:class:`mooncake_lab.prefix_cache.CacheState`'s arrays) and when each block was
+    last sent to each instance (s; (P, 1) unused when the TTL is infinite). A dummy of (P, 0) caches
+    when the router uses the true caches."""
+    last_use: np.ndarray
+    q_block: np.ndarray
+    q_stamp: np.ndarray
+    meta: np.ndarray
+    touched_at: np.ndarray

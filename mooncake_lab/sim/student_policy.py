@@ -25,7 +25,10 @@ decode instance is the least loaded one, and ``admission`` applies as usual. So
 ``"cache_aware"``. With ``network_contention`` the view also shows each instance's link backlog
 (``view.send_backlog_s``, ``view.recv_backlog_s``: seconds of transfers already reserved on its
 send / receive links, :mod:`.links`), and ``view.fetch_s`` includes the wait for those links, so a
-policy can steer away from a hot holder whose send link is congested.
+policy can steer away from a hot holder whose send link is congested. The load the routers of
+:mod:`.routers` see is there too (``view.pending_tokens``, ``live_kv_tokens``, ``kv_util``,
+``inflight``, ``queued_requests``), so e.g. ``np.argmin(view.inflight)`` is a least-requests gateway
+(without the fetch unless ``view.fetch[:] = False``).
 
 **Compiled when it can be.** The function is compiled with numba (``boundscheck=True``, 0.3–1 s
 once per function) when it only uses numbers, arrays and numpy, and the simulator calls it as a
