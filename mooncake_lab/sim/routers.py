@@ -51,7 +51,7 @@ import numpy as np
 
 from ..jit import helper_njit
 from ..prefix_cache import _touch_blocks
-from ..validate import choice, fail, integer, real
+from ..validate import choice, flag, integer, real
 
 __all__ = ["ROUTERS", "ROUTER_CODES", "DECODE_CHOICES", "KNOWLEDGE", "RouterConfig", "RouterParams",
            "RouterInputs", "new_router_inputs", "route", "SYSTEM_DEFAULTS", "belief_match", "belief_insert"]
@@ -190,8 +190,11 @@ class RouterConfig:
 
     def resolve(self, router: str, pd: bool, cache_capacity_blocks: int, block_tokens: int) -> RouterParams:
         """Kernel-ready :class:`RouterParams` for ``router`` (a :data:`ROUTERS` name) on this cluster."""
-        if router not in ROUTERS:
-            raise fail("router", router, ", ".join(map(repr, ROUTERS)), "RouterConfig.resolve")
+        w = "RouterConfig.resolve"
+        router = choice(router, "router", ROUTERS, w)
+        pd = flag(pd, "pd", w)
+        cache_capacity_blocks = integer(cache_capacity_blocks, "cache_capacity_blocks", lo=0, where=w)
+        block_tokens = integer(block_tokens, "block_tokens", lo=1, where=w)
         kn, cap, ttl, win, dc = SYSTEM_DEFAULTS[router]
         kn = self.knowledge if self.knowledge is not None else kn
         cap = self.belief_capacity_blocks if self.belief_capacity_blocks is not None else cap
