@@ -315,7 +315,7 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
     sent = [[] for _ in range(P)]          # the requests dispatched to each prefill instance
     recent = [deque() for _ in range(P)]   # (arrival, prefill s) of those inside the window
     recent_s = [0.0] * P
-    belief = (ReferenceBelief(P, rp.belief_capacity or int(trace.n_blocks), rp.belief_ttl)
+    belief = (ReferenceBelief(P, rp.belief_capacity, rp.belief_ttl)
               if router and rp.belief else None)
     kv_cap = cap * X
     dchoice = rp.decode_choice if router else 0  # rule 7: 0 least KV, 1 fewest requests, 2 round robin

@@ -1,6 +1,7 @@
 """``simulate(trace, config, engine)``: validate, pre-draw the random numbers, run an engine."""
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -96,14 +97,11 @@ def memory_estimate(trace: Trace, config: ClusterConfig, rc=None) -> dict:
                                  f"{D:,} instances (n_coupled) × 2 × ({w_ev:,} events × 2 + {w_run:,} runs × 3; "
                                  f"from the longest output) × 8 B")
     rp = rc.router
-    if rc.policy >= 5 and rp is not None and rp.belief:
-        cap_b = _belief_capacity(rp, nb)
-        ttl = rp.belief_ttl != float("inf")
-        qb = 2 * min(cap_b, nb) + 64
-        parts["router belief"] = (8 * P * (nb + 2 * qb + (nb if ttl else 0)),
-                                  f"{P:,} instances × ({nb:,} block ids of the trace + 2 × {qb:,} queue slots "
-                                  f"from the belief's capacity" + (f" + {nb:,} send times (belief_ttl_s)" if ttl else "")
-                                  + ") × 8 B (a router with knowledge='belief')")
+    if rc.policy >= 5 and rp.belief:  # a router's own history of what it sent (sim/routers.py)
+        bq, ttl = 2 * min(rp.belief_capacity or nb, nb) + 64, rp.belief_ttl < math.inf
+        parts["router belief"] = (8 * P * (nb * (2 if ttl else 1) + 2 * bq),
+                                  f"{P:,} instances × ({nb:,} block ids of the trace{' × 2 (a TTL: send times)' if ttl else ''}"
+                                  f" + 2 × {bq:,} queue slots from belief_capacity_blocks) × 8 B (knowledge='belief')")
     if config.network_contention and not config.coupled:
         parts["block availability"] = (8 * P * nb, f"{P:,} instances × {nb:,} block ids of the trace × 8 B "
                                                     f"(network_contention)")
@@ -116,11 +114,6 @@ def memory_estimate(trace: Trace, config: ClusterConfig, rc=None) -> dict:
     return parts
 
 
-def _belief_capacity(rp, n_blocks: int) -> int:
-    """Blocks per instance in a router's belief: its capacity, 0 = unbounded = every block of the trace."""
-    return int(rp.belief_capacity) if rp.belief_capacity > 0 else int(n_blocks)
-
-
 @contextmanager
 def _router_state(rc, n_route: int, n_blocks: int):
     """``(router, belief)``, the kernel's last arguments: ``(None, None)`` for the Conductor's policies (numba
@@ -130,8 +123,8 @@ def _router_state(rc, n_route: int, n_blocks: int):
     if rc.policy < 4 or rp is None:
         yield None, None
     elif rc.policy >= 5 and rp.belief:
-        ttl = rp.belief_ttl != float("inf")
-        with pooled_cache_state(n_route, n_blocks, _belief_capacity(rp, n_blocks), "lru") as b:
+        ttl = rp.belief_ttl < math.inf
+        with pooled_cache_state(n_route, n_blocks, rp.belief_capacity or n_blocks) as b:  # 0 = unbounded
             # touched_at is read only where a block was sent (and so written): no fill needed
             touched = np.empty((n_route, n_blocks if ttl else 1))
             yield rp, RouterBelief(b.last_use, b.q_block, b.q_stamp, b.meta, touched)
