@@ -92,6 +92,22 @@ def coupled_section(conv, repeat):
                       f"{med / len(tr) * 1e6:7.2f} {it:11,d} {med / base:9.2f}")
 
 
+def routers_section(conv, repeat):
+    """The routers of sim/routers.py in the disaggregated engine, conversation 8P+8D (their defaults:
+    knowledge, belief, decode choice), against kvcentric: CPU-time median / best, ratio of medians."""
+    from mooncake_lab.sim.routers import ROUTERS
+
+    print(f"\nrouters, {conv.name} ({len(conv):,} requests), 8P+8D, CPU-time median / best of {repeat}:")
+    print(f"{'policy':18s} {'median ms':>10s} {'best ms':>8s} {'vs kvcentric':>13s}")
+    t_kv = None
+    for name in ("kvcentric", *ROUTERS):
+        cfg = sim.ClusterConfig(n_prefill=8, n_decode=8, prefill_policy=name)
+        sim.simulate(conv.head(50), cfg)
+        med, best = cpu_median(lambda: sim.simulate(conv, cfg), repeat)
+        t_kv = med if t_kv is None else t_kv
+        print(f"{name:18s} {med * 1e3:10.1f} {best * 1e3:8.1f} {med / t_kv:13.2f}")
+
+
 def fresh_process_seconds() -> float:
     code = ("import time; t=time.perf_counter()\n"
             "from mooncake_lab import sim\nfrom mooncake_lab.traces import load_trace_or_synthetic\n"
@@ -106,7 +122,11 @@ def main(argv=None):
     ap.add_argument("--reference-n", type=int, default=300)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--coupled-only", action="store_true", help="only the coupled engine's section")
+    ap.add_argument("--routers-only", action="store_true", help="only the routers' section (disaggregated)")
     args = ap.parse_args(argv)
+    if args.routers_only:
+        routers_section(load_trace_or_synthetic("conversation", download=False), max(10, args.repeat))
+        return
     if args.coupled_only:
         conv = load_trace_or_synthetic("conversation", download=False)
         coupled_section(conv, max(10, args.repeat))
@@ -208,6 +228,7 @@ def main(argv=None):
             t_lru = best if t_lru is None else t_lru
             print(f"{label:38s} {pol:13s} {best * 1e3:9.1f} {best / t_lru:7.2f}")
     coupled_section(conv, max(10, args.repeat))
+    routers_section(conv, max(10, args.repeat))
     print(f"\n(reference engine timed on the first {args.reference_n} requests of each trace; "
           f"numba on the whole trace; times = best of {args.repeat}, whole simulate() call)")
     print(f"fresh process (import + load conversation + first simulation, warm numba cache): "
