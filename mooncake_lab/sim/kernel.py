@@ -10,6 +10,11 @@ One pass over the requests in arrival order:
   KV then reaches decode at ``ready`` (a heap of ready events, since prefill ends are not in
   arrival order). Its decode instance is chosen at ``ready`` (late binding) or, with
   ``decode_binding="arrival"``, here at the arrival (``dq.bound_kv``: each instance's KV in flight).
+* **routers** (``prefill_policy`` a :data:`.routers.ROUTERS` name): the prefill instance comes from
+  :func:`.routers.route` on per-instance loads kept as pointers into each instance's FIFO list of
+  dispatched requests (:class:`~.state.Dispatched`; also shown to student policies), matches from the
+  true caches or the router's belief; no remote prefix is fetched. The Conductor's policies pass
+  ``router=None`` and numba drops that code.
 * **network links** (``network_contention``, :mod:`.links`): per prefill node a send and a receive
   link, and per decode node a receive link (used when the decode instance is chosen at arrival),
   each a calendar of reserved intervals (:class:`~.state.Links`) that fetches and KV streams reserve
