@@ -654,7 +654,7 @@ def _kernel(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, rout
 
     ``diag``: [0] events processed, [1] times an event ran earlier than the previous one (must be
     0), [2] runs logged, [3] max decode batch; [4]–[6] for a student policy (:func:`_student_choice`);
-    [5] = 2, [6] = the value: a router returned no instance (its rule is not implemented).
+    [5] = 2, [6] = the value: a router chose no prefill instance (not 0 … P − 1; the caller raises).
 
     ``prm.output_unknown`` (``grow``): decode sees prompts only; KV grows a token per step, a node that
     would overflow preempts its newest-admitted request (``out.preemptions[i]`` counts them; rules

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import math
 import time
+from contextlib import contextmanager
 
 import numpy as np
-
-from contextlib import contextmanager
 
 from ..prefix_cache import check_touch_budget, new_cache_state, pooled_cache_state
 from ..traces import Trace
@@ -248,9 +247,8 @@ def _simulate(trace, config, engine, spare):
         if diag[7]:
             return None
         if rc.policy >= 5 and diag[5] == 2:
-            raise NotImplementedError(f"simulate: router {config.prefill_policy!r} (code {rc.policy}) returned "
-                                      f"{int(diag[6])}: its rule is not in "
-                                      f"sim/routers.py::route yet")
+            raise RuntimeError(f"simulate: router {config.prefill_policy!r} (code {rc.policy}) chose instance "
+                               f"{int(diag[6])}, not one of 0 … {n_route - 1} (sim/routers.py::route)")
     elif student is not None:
         with student.errors(diag, trace, new_view(n_route)):
             run_reference(trace, config, rc, u, z, out, max_kv, diag, student)
