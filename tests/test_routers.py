@@ -198,8 +198,11 @@ def test_aibrix_imbalanced_candidate_set():
 
 
 def test_aibrix_none_within_bound_and_load_order():
-    # n = [4, 0, 0, 0]: mean 1, σ = √3, bound 2.732; m = [3, 0, 0, 0]: 4 > bound → least requests → 1
-    assert pick(params("aibrix"), inputs(4, inflight=[4, 0, 0, 0], matched_blocks=[3, 0, 0, 0]), 4096) == 1
+    # n = [4, 0, 0, 0]: mean 1, σ = √3, bound 2.732; m = [3, 0, 0, 0]: 0 has 4 > bound → the unmatched
+    # candidates 1, 2, 3 (n 0, random order): u = 0 → 1; u = 0.5 (start 2) → 2 — AIBrix's random
+    # least-request fallback; only "no candidate matched" falls back to the lowest index
+    ri = inputs(4, inflight=[4, 0, 0, 0], matched_blocks=[3, 0, 0, 0])
+    assert pick(params("aibrix"), ri, 4096) == 1 and pick(params("aibrix"), ri, 4096, u=0.5) == 2
     # equal matches sort by n ascending: n = [3, 1, 2, 2], m = [2, 2, 2, 0] → 1 (whatever u)
     ri = inputs(4, inflight=[3, 1, 2, 2], matched_blocks=[2, 2, 2, 0])
     assert {pick(params("aibrix"), ri, 4096, u=u) for u in (0.0, 0.3, 0.6, 0.9)} == {1}

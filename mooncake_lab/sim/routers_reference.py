@@ -140,10 +140,11 @@ def _aibrix(rp, r, u):
         candidates = [i for i in range(n) if load[i] == min(load)]
     else:
         candidates = list(range(n))
-    matched = [i for i in candidates if r.matched_blocks[i] > 0]   # AIBrix sorts the matched pods only
+    if not any(r.matched_blocks[i] > 0 for i in candidates):
+        return _lowest_argmin(load)
     s = min(math.floor(u * n), n - 1)
-    matched.sort(key=lambda i: (-r.matched_blocks[i], load[i], (i - s) % n))
-    for i in matched:
+    candidates.sort(key=lambda i: (-r.matched_blocks[i], load[i], (i - s) % n))   # shuffle, then stable sort
+    for i in candidates:
         if load[i] <= mu + rp.aibrix_k * sd:
             return i
     return _lowest_argmin(load)
