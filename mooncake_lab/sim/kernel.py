@@ -718,6 +718,7 @@ def _kernel(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, rout
     kvh = dq.held if grow else dq.reserved  # the decode nodes' KV: held now (refreshed by _kv_now), or reserved
     dchoice = 0  # the decode node: 0 least KV (the Conductor's and a student's), else a router's decode_choice
     kv_cap = decode_cap * X  # KV tokens a prefill instance holds (its nodes')
+    true_match = policy >= 2  # every instance's true cache matched at each arrival (cond.local)
     if router is not None:  # routers and student policies: the per-instance loads (RouterInputs)
         fl = Dispatched(np.full(n, -1, dtype=i64), np.full(P, -1, dtype=i64), np.full(P, -1, dtype=i64),
                         np.full(P, -1, dtype=i64), np.full(P, -1, dtype=i64), np.zeros(D, dtype=i64),
@@ -726,6 +727,8 @@ def _kernel(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, rout
                           np.zeros(P, dtype=i64), np.zeros(P, dtype=i64), np.zeros(P, dtype=i64), np.zeros(P))
         if policy >= 5:
             dchoice = router.decode_choice
+            if router.belief:
+                true_match = False  # it matches its belief; only the chosen instance's true cache is read
     else:
         fl = Dispatched(np.full(0, -1, dtype=i64), np.full(0, -1, dtype=i64), np.full(0, -1, dtype=i64),
                         np.full(0, -1, dtype=i64), np.full(0, -1, dtype=i64), np.zeros(D, dtype=i64),
@@ -886,7 +889,7 @@ def _kernel(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, rout
         src = -1
         if policy >= 1:
             for p in range(P):
-                if policy >= 2:
+                if true_match:
                     cond.local[p] = _match_prefix(cache.last_use, p, blocks)
                     if cond.local[p] > best:
                         best = cond.local[p]
@@ -931,7 +934,7 @@ def _kernel(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, rout
                         ri.matched_blocks[p] = belief_match(belief.last_use, belief.touched_at, p, blocks, a,
                                                             router.belief_ttl)
                         ri.tree_blocks[p] = belief.meta[p, 1]
-                    else:  # the true caches (cond.local: every policy >= 2 matched them above)
+                    else:  # the true caches (cond.local: matched above)
                         ri.matched_blocks[p] = cond.local[p]
                         ri.tree_blocks[p] = cache.meta[p, 1]
                 pi = route(router, ri, Lin, len(blocks), prm.block_tokens, u_random[i], fl.count[0], kv_cap)
@@ -949,7 +952,7 @@ def _kernel(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, rout
                 if cond.est[p] < cond.est[pi]:
                     pi = p
         # ---------------- the prefill on pi, predicted (nothing is committed before admission)
-        n_local = cond.local[pi] if policy >= 2 else _match_prefix(cache.last_use, pi, blocks)
+        n_local = cond.local[pi] if true_match else _match_prefix(cache.last_use, pi, blocks)
         cl = _reusable_tokens(n_local, Lin, prm.block_tokens)
         use_remote = policy == 3 and _fetches(prm, n_local, best)
         if policy == 4:
