@@ -35,6 +35,13 @@ kernel call, 12 runs each, median / best: unchunked 124.5 / 105.1 → 100.8 / 83
 174.0 / 157.9 → 100.9 / 89.8 ms. Whole ``simulate()`` (``--coupled-only``, medians of 11–15, load
 average 1.5–4.7 on 2 cores), per request and vs 8P+8D: before 9.6 µs (1.16×) unchunked, 17.5 µs
 (2.12×) chunked; after 7.0 µs (1.23×), 7.9 µs (1.39×); at 2× speed chunked 2.83× → 1.71×.
+Measured for the routers in the disaggregated engine (sim/routers.py; conversation 8P+8D, thread CPU time of
+the whole ``simulate()``, load average ≈ 2 on 2 cores): kvcentric, kernel before / after in alternating
+processes, 8 rounds of 11 runs: median of the medians 95.0 → 93.6 ms, best 62.7 → 62.4 ms (numba drops the
+router code: ``router=None``). ``--routers-only``, 21 runs, medians of two runs: kvcentric 90.5–91.1 ms,
+dynamo 85.7–88.6, sglang 79.5–115.5, llmd 83.9–118.6, prodstack_rr 85.4–102.4, prodstack_prefix 75.3–93.2,
+prodstack_kv 88.6–106.7, aibrix 109.9–110.4 (a belief with a TTL), preble 83.8–101.6 (the machine's noise
+is most of each range).
 """
 from __future__ import annotations
 
