@@ -199,6 +199,25 @@ def test_student_view_shows_the_routers_loads(engine):
         np.testing.assert_allclose(u, np.array(live) / 100_000, rtol=1e-15)
 
 
+@pytest.mark.parametrize("engine", sim.ENGINES)
+def test_kv_util_of_a_cpp_group_counts_its_nodes(engine):
+    """kv_util = live KV / (X · decode_kv_capacity_tokens): a CPP group of X = 2 nodes holds twice a node's KV."""
+    tr, _, _ = hand_trace()
+    seen = []
+
+    def record(req, view):
+        seen.append((view.live_kv_tokens.copy(), view.kv_util.copy()))
+        return req.index % 2
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sim.PolicyCompileWarning)  # it keeps a list: plain Python
+        sim.simulate(tr, sim.ClusterConfig(**{**HAND, "n_prefill": 4}, cpp_group_size=2, prefill_policy=record),
+                     engine=engine)
+    assert len(seen) == 4 and any(live.max() > 0 for live, _ in seen)
+    for live, util in seen:
+        np.testing.assert_allclose(util, live / (2 * 100_000), rtol=1e-15)
+
+
 def test_compiled_student_sees_the_loads():
     """The same through a numba-compiled policy (no dict): it routes to the fewest in flight (ties:
     lowest) — the loads of HAND_LOADS decide: r0 → 0, r1 → 1, r2 → 0 ([1, 1]), r3 → 1 ([2, 1])."""
@@ -211,6 +230,26 @@ def test_compiled_student_sees_the_loads():
     assert sim.compile_policy(fewest_inflight).mode == "numba"
     assert res.requests.prefill_instance.tolist() == [0, 1, 0, 1]
     assert_same(res, sim.simulate(tr, sim.ClusterConfig(**HAND, prefill_policy=fewest_inflight), engine="reference"))
+
+
+def by_load(req, view):
+    """A compiled student policy deciding on the loads alone (and fetching only to an idle instance)."""
+    score = (view.pending_tokens + 1000.0 * view.kv_util + 100.0 * view.inflight + 10.0 * view.queued_requests
+             + 1e-3 * view.live_kv_tokens)
+    view.fetch[:] = view.fetch & (view.inflight == 0)
+    return int(np.argmin(score))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(trace=prefix_traces(max_gap_s=1.0), config=configs, x=st.sampled_from([1, 2]), groups=st.integers(1, 3),
+       contention=st.booleans(), binding=st.sampled_from(list(sim.DECODE_BINDINGS)))
+def test_student_on_the_loads_kernel_equals_reference(trace, config, x, groups, contention, binding):
+    config = config.replace(prefill_policy=by_load, n_prefill=x * groups, cpp_group_size=x, cpp_chunk=1000,
+                            network_contention=contention, decode_binding=binding)
+    a = sim.simulate(trace, config, engine="numba")
+    b = sim.simulate(trace, config, engine="reference")
+    assert_same(a, b)
+    assert_invariants(a)
 
 
 # ---------------------------------------------------------------- a stale belief
