@@ -327,3 +327,17 @@ def test_kernel_python_path_with_jit_disabled():
                                        rtol=1e-9, err_msg=name)
         print("ok")
     """))
+
+
+def test_leaderboard_ranks_routers_beside_the_conductor():
+    """sim.leaderboard takes router names as rows and baselines; their kind is "router"."""
+    from mooncake_lab.synthetic import synthetic_trace
+    tr = synthetic_trace("conversation-like", seed=3).head(300)
+    board = sim.leaderboard(tr, ["dynamo", "sglang"], baselines=("kvcentric", "prodstack_rr"))
+    assert set(board.index) == {"dynamo", "sglang", "kvcentric", "prodstack_rr"}
+    assert board.loc["kvcentric", "kind"] == "built-in"
+    assert (board.loc[["dynamo", "sglang", "prodstack_rr"], "kind"] == "router").all()
+    one = sim.simulate(tr, sim.ClusterConfig(prefill_policy="sglang")).summary()
+    assert board.loc["sglang", "slo_attainment"] == one["slo_attainment"]
+    with pytest.raises(ValueError, match="baselines"):
+        sim.leaderboard(tr, ["dynamo"], baselines=("sglang_v2",))

@@ -478,7 +478,9 @@ def student_kernel(args: tuple, view):
 def _entries(policies, baselines) -> dict:
     """``{row name: (policy or built-in name, kind)}`` from ``leaderboard``'s arguments, checked."""
     from .config import PREFILL_POLICIES
+    from .routers import ROUTERS
 
+    builtin = {**PREFILL_POLICIES, **ROUTERS}
     w = "leaderboard"
     allowed = ("a function policy(req, view) -> int, a built-in policy name, a list of them or a dict "
                "name → function")
@@ -509,11 +511,11 @@ def _entries(policies, baselines) -> dict:
         baselines = (baselines,)  # one name
     elif not isinstance(baselines, (list, tuple)):
         raise fail("baselines", baselines, "a built-in policy name or a list of them: " + ", ".join(map(repr, BASELINES)), w)
-    base = list(dict.fromkeys(choice(b, "baselines", PREFILL_POLICIES, w) for b in baselines))
+    base = list(dict.fromkeys(choice(b, "baselines", builtin, w) for b in baselines))
     entries = {}
     for k, p in items:
         if isinstance(p, str):
-            entries[k] = (choice(p, f"policies[{k!r}]", PREFILL_POLICIES, w), "built-in")
+            entries[k] = (choice(p, f"policies[{k!r}]", builtin, w), "router" if p in ROUTERS else "built-in")
         elif callable(p):
             if k in base:
                 raise InputError(f"leaderboard.policies: your policy is named {k!r}, the name of a built-in "
@@ -524,7 +526,7 @@ def _entries(policies, baselines) -> dict:
         else:
             raise fail(f"policies[{k!r}]", p, "a function policy(req, view) -> int or a built-in policy name", w)
     for b in base:
-        entries.setdefault(b, (b, "built-in"))
+        entries.setdefault(b, (b, "router" if b in ROUTERS else "built-in"))
     return entries
 
 
@@ -542,8 +544,8 @@ def leaderboard(trace, policies, config=None, baselines=BASELINES, sort_by: str 
                 engine: str = "numba") -> pd.DataFrame:
     """Rank policies on one trace and cluster: one row per policy, best first.
 
-    ``policies``: a function, a built-in policy name, a list of them, or a dict row name → function
-    (or built-in name); a list names rows by the functions' ``__name__`` (two equal names are refused:
+    ``policies``: a function, a built-in policy name (the Conductor's or a router's,
+    :data:`.routers.ROUTERS`), a list of them, or a dict row name → function (or built-in name); a list names rows by the functions' ``__name__`` (two equal names are refused:
     use a dict). ``baselines``: built-in policy names added as rows (default all four; one name as a
     string; ``()`` none). A function may not take a built-in row's name (refused: rename it or drop
     that baseline). ``config``: the cluster (default :class:`ClusterConfig`); its ``prefill_policy``
@@ -553,7 +555,7 @@ def leaderboard(trace, policies, config=None, baselines=BASELINES, sort_by: str 
     :data:`LEADERBOARD_SORT_BY`, SLO attainment, higher first; lower first for the TTFT columns), then
     by mean TTFT (lower first); NaN last. ``rank``: rows equal in both share the smallest rank
     (1, 1, 3, …). Columns: the :data:`LEADERBOARD_METRICS` of :meth:`SimResult.summary` (TTFT in s,
-    attainment and cache ratios as fractions), ``kind`` (yours / built-in), ``mode`` (numba / python
+    attainment and cache ratios as fractions), ``kind`` (yours / built-in / router), ``mode`` (numba / python
     / built-in), ``wall_s``.
     """
     from .config import ClusterConfig
