@@ -254,16 +254,209 @@ def _tie_start(u, n):
 
 
 @helper_njit
+def _hit(m, bt, L):
+    """Hit tokens of a match of ``m`` blocks: min(m · bt, L)."""
+    h = m * bt
+    return h if h < L else L
+
+
+@helper_njit
+def _argmin_lowest(x):
+    """Index of the smallest ``x[i]`` (the lowest index among ties)."""
+    b = 0
+    for i in range(1, len(x)):
+        if x[i] < x[b]:
+            b = i
+    return b
+
+
+@helper_njit
+def _argmax_lowest(x):
+    """Index of the largest ``x[i]`` (the lowest index among ties)."""
+    b = 0
+    for i in range(1, len(x)):
+        if x[i] > x[b]:
+            b = i
+    return b
+
+
+@helper_njit
 def _round_robin(rr, n):
     """production-stack ``roundrobin``: ``sorted(urls)[idx++ % n]``."""
     return rr % n
 
 
 @helper_njit
+def _dynamo_cost(rp, ri, i, L, bt):
+    """Dynamo's cost of instance ``i`` in blocks: (s · prefill + decode) / bt + ρ · n_i."""
+    prefill = ri.pending_tokens[i] + L - rp.dynamo_credit * _hit(ri.matched_blocks[i], bt, L)
+    if prefill < 0.0:
+        prefill = 0.0
+    decode = 0.0 if rp.pd else ri.live_kv_tokens[i] + L
+    return (rp.dynamo_scale * prefill + decode) / bt + rp.dynamo_request_weight * ri.inflight[i]
+
+
+@helper_njit
+def _dynamo(rp, ri, L, bt, u):
+    """Dynamo: argmin cost (ties: smaller tree, then random), or softmax sampling at T > 0."""
+    n = len(ri.inflight)
+    if rp.dynamo_temperature == 0.0:
+        s = _tie_start(u, n)
+        best, best_c, best_t = -1, 0.0, 0
+        for j in range(n):
+            i = (s + j) % n
+            c, t = _dynamo_cost(rp, ri, i, L, bt), ri.tree_blocks[i]
+            if best < 0 or c < best_c or (c == best_c and t < best_t):
+                best, best_c, best_t = i, c, t
+        return best
+    lo = hi = _dynamo_cost(rp, ri, 0, L, bt)
+    for i in range(1, n):
+        c = _dynamo_cost(rp, ri, i, L, bt)
+        lo, hi = min(lo, c), max(hi, c)
+    total = 0.0
+    for i in range(n):
+        z = (_dynamo_cost(rp, ri, i, L, bt) - lo) / (hi - lo) if hi > lo else 0.0
+        total += math.exp(-z / rp.dynamo_temperature)
+    target, acc = u * total, 0.0
+    for i in range(n):
+        z = (_dynamo_cost(rp, ri, i, L, bt) - lo) / (hi - lo) if hi > lo else 0.0
+        acc += math.exp(-z / rp.dynamo_temperature)
+        if acc > target:
+            return i
+    return n - 1
+
+
+@helper_njit
+def _sglang(rp, ri, L, bt):
+    """SGLang cache_aware: least load if imbalanced, else the deepest match if its rate > threshold."""
+    load = ri.inflight
+    lo, hi = load[_argmin_lowest(load)], load[_argmax_lowest(load)]
+    least = _argmin_lowest(load)
+    if hi - lo > rp.sglang_abs and hi > rp.sglang_rel * lo:
+        return least
+    b = _argmax_lowest(ri.matched_blocks)
+    rate = _hit(ri.matched_blocks[b], bt, L) / L if L > 0 else 0.0
+    return b if rate > rp.sglang_threshold else least
+
+
+@helper_njit
+def _llmd_score(rp, ri, i, M, qlo, qhi, kv_cap):
+    """llm-d's weighted score of instance ``i`` (prefix, queue, KV utilisation scorers)."""
+    m = ri.matched_blocks[i]
+    pm = (m if m < M else M) / M if M > 0 else 0.0
+    qs = (qhi - ri.queued[i]) / (qhi - qlo) if qhi > qlo else 1.0
+    ku = 1.0 - min(1.0, ri.live_kv_tokens[i] / kv_cap) if kv_cap > 0 else 0.0
+    return rp.llmd_w_prefix * pm + rp.llmd_w_queue * qs + rp.llmd_w_kv * ku
+
+
+@helper_njit
+def _llmd(rp, ri, n_blocks, u, kv_cap):
+    """llm-d: argmax of the weighted scores; random tie-break (max-score-picker's shuffle)."""
+    n = len(ri.queued)
+    M = n_blocks if n_blocks < rp.llmd_max_blocks else rp.llmd_max_blocks
+    qlo, qhi = ri.queued[_argmin_lowest(ri.queued)], ri.queued[_argmax_lowest(ri.queued)]
+    s = _tie_start(u, n)
+    best, best_sc = -1, 0.0
+    for j in range(n):
+        i = (s + j) % n
+        sc = _llmd_score(rp, ri, i, M, qlo, qhi, kv_cap)
+        if best < 0 or sc > best_sc:
+            best, best_sc = i, sc
+    return best
+
+
+@helper_njit
+def _prodstack_prefix(ri, u):
+    """production-stack prefixaware: random choice among the longest matches."""
+    n = len(ri.matched_blocks)
+    k = ri.matched_blocks[_argmax_lowest(ri.matched_blocks)]
+    s = _tie_start(u, n)
+    for j in range(n):
+        i = (s + j) % n
+        if ri.matched_blocks[i] == k:
+            return i
+    return s
+
+
+@helper_njit
+def _prodstack_kv(rp, ri, L, bt):
+    """production-stack kvaware: the longest match unless > threshold tokens miss; else lowest QPS."""
+    b = _argmax_lowest(ri.matched_blocks)
+    k = ri.matched_blocks[b]
+    if k == 0 or _hit(k, bt, L) < L - rp.prodstack_threshold:
+        return _argmin_lowest(ri.recent_requests)
+    return b
+
+
+@helper_njit
+def _aibrix(rp, ri, u):
+    """AIBrix routeOriginal: the best match (m desc, n asc, random) within mean + kσ, else least requests."""
+    load = ri.inflight
+    n = len(load)
+    lo, hi = load[_argmin_lowest(load)], load[_argmax_lowest(load)]
+    total = 0
+    for i in range(n):
+        total += load[i]
+    mu = total / n
+    var = 0.0
+    for i in range(n):
+        d = load[i] - mu
+        var += d * d
+    bound = mu + rp.aibrix_k * math.sqrt(var / n)
+    restrict = hi - lo > rp.aibrix_abs
+    s = _tie_start(u, n)
+    best = -1
+    for j in range(n):
+        i = (s + j) % n
+        m = ri.matched_blocks[i]
+        if (restrict and load[i] != lo) or m <= 0 or load[i] > bound:
+            continue
+        if best < 0 or m > ri.matched_blocks[best] or (m == ri.matched_blocks[best] and load[i] < load[best]):
+            best = i
+    return best if best >= 0 else _argmin_lowest(load)
+
+
+@helper_njit
+def _preble_cost(rp, ri, i):
+    """Preble's windowed cost of instance ``i``, s: prefill seconds (+ decode n · len · TPOT if coupled)."""
+    return ri.recent_prefill_s[i] + (0.0 if rp.pd else ri.inflight[i] * rp.preble_decode_len * rp.preble_tpot)
+
+
+@helper_njit
+def _preble(rp, ri, L, bt):
+    """Preble E2: exploit (the deepest-match instances) if more is cached than new, else explore (all)."""
+    n = len(ri.matched_blocks)
+    k = ri.matched_blocks[_argmax_lowest(ri.matched_blocks)]
+    cached = _hit(k, bt, L)
+    exploit = k > 0 and L - cached < cached
+    best, best_c = -1, 0.0
+    for i in range(n):
+        if exploit and ri.matched_blocks[i] != k:
+            continue
+        c = _preble_cost(rp, ri, i)
+        if best < 0 or c < best_c:
+            best, best_c = i, c
+    return best
+
+
+@helper_njit
 def route(rp, ri, L, n_blocks, bt, u, rr, kv_cap):
     """The instance router ``rp.code`` sends the request to (rules: module docstring); −1 if unknown."""
-    n = len(ri.inflight)
     code = rp.code
+    if code == 5:
+        return _dynamo(rp, ri, L, bt, u)
+    if code == 6:
+        return _sglang(rp, ri, L, bt)
+    if code == 7:
+        return _llmd(rp, ri, n_blocks, u, kv_cap)
     if code == 8:
-        return _round_robin(rr, n)
+        return _round_robin(rr, len(ri.inflight))
+    if code == 9:
+        return _prodstack_prefix(ri, u)
+    if code == 10:
+        return _prodstack_kv(rp, ri, L, bt)
+    if code == 11:
+        return _aibrix(rp, ri, u)
+    if code == 12:
+        return _preble(rp, ri, L, bt)
     return -1

@@ -15,10 +15,13 @@ __all__ = ["route_reference", "ReferenceBelief"]
 
 
 class ReferenceBelief:
-    """Per instance: an LRU of the blocks the router sent there and when it last sent each (s)."""
+    """Per instance: an LRU of the blocks the router sent there and when it last sent each (s).
+
+    ``capacity_blocks`` 0 = unbounded (as ``RouterParams.belief_capacity``); ``ttl_s`` inf = none."""
 
     def __init__(self, n_instances: int, capacity_blocks: int, ttl_s: float):
-        self.caches = [ReferenceCache(capacity_blocks, "lru") for _ in range(n_instances)]
+        cap = capacity_blocks if capacity_blocks > 0 else math.inf
+        self.caches = [ReferenceCache(cap, "lru") for _ in range(n_instances)]
         self.sent_at = [{} for _ in range(n_instances)]
         self.ttl = ttl_s
 
@@ -42,9 +45,143 @@ class ReferenceBelief:
         return len(self.caches[inst].entries)
 
 
+# ------------------------------------------------------------------ helpers of the rules
+def _hit(m: int, bt: int, L: int) -> int:
+    """Hit tokens of a match of ``m`` blocks."""
+    return min(m * bt, L)
+
+
+def _lowest_argmin(x) -> int:
+    return min(range(len(x)), key=lambda i: x[i])   # min() keeps the first of equal keys
+
+
+def _lowest_argmax(x) -> int:
+    return max(range(len(x)), key=lambda i: x[i])   # max() keeps the first of equal keys
+
+
+def _random_tie_break(tied, u: float, n: int) -> int:
+    """Among the ``tied`` instances, the first at or after floor(u · n), going cyclically."""
+    s = min(math.floor(u * n), n - 1)
+    return next(i for i in list(range(s, n)) + list(range(s)) if i in tied)
+
+
+def _total(xs) -> float:
+    """Σ xs added left to right (as the kernel does; ``sum`` is the same on Python 3.11)."""
+    t = 0.0
+    for x in xs:
+        t += x
+    return t
+
+
+# ------------------------------------------------------------------ the rules
+def _dynamo(rp, r, L, bt, u):
+    n = len(r.inflight)
+    cost = []
+    for i in range(n):
+        prefill = max(0.0, r.pending_tokens[i] + L - rp.dynamo_credit * _hit(r.matched_blocks[i], bt, L))
+        decode = 0.0 if rp.pd else r.live_kv_tokens[i] + L   # P/D prefill router: track_active_blocks=false
+        cost.append((rp.dynamo_scale * prefill + decode) / bt + rp.dynamo_request_weight * r.inflight[i])
+    if rp.dynamo_temperature == 0.0:
+        cheapest = [i for i in range(n) if cost[i] == min(cost)]
+        smallest_tree = min(r.tree_blocks[i] for i in cheapest)
+        return _random_tie_break({i for i in cheapest if r.tree_blocks[i] == smallest_tree}, u, n)
+    lo, hi = min(cost), max(cost)
+    z = [(c - lo) / (hi - lo) if hi > lo else 0.0 for c in cost]
+    w = [math.exp(-zi / rp.dynamo_temperature) for zi in z]
+    target, acc = u * _total(w), 0.0
+    for i in range(n):
+        acc += w[i]
+        if acc > target:
+            return i
+    return n - 1
+
+
+def _sglang(rp, r, L, bt):
+    load = r.inflight
+    least = _lowest_argmin(load)
+    if max(load) - min(load) > rp.sglang_abs and max(load) > rp.sglang_rel * min(load):
+        return least
+    b = _lowest_argmax(r.matched_blocks)
+    rate = _hit(r.matched_blocks[b], bt, L) / L if L > 0 else 0.0
+    return b if rate > rp.sglang_threshold else least
+
+
+def _llmd(rp, r, n_blocks, u, kv_cap):
+    n = len(r.queued)
+    M = min(n_blocks, rp.llmd_max_blocks)
+    qmax, qmin = max(r.queued), min(r.queued)
+    score = []
+    for i in range(n):
+        prefix = min(r.matched_blocks[i], M) / M if M > 0 else 0.0
+        queue = (qmax - r.queued[i]) / (qmax - qmin) if qmax > qmin else 1.0
+        kv = 1.0 - min(1.0, r.live_kv_tokens[i] / kv_cap) if kv_cap > 0 else 0.0
+        score.append(rp.llmd_w_prefix * prefix + rp.llmd_w_queue * queue + rp.llmd_w_kv * kv)
+    return _random_tie_break({i for i in range(n) if score[i] == max(score)}, u, n)
+
+
+def _prodstack_prefix(r, u):
+    k = max(r.matched_blocks)
+    return _random_tie_break({i for i, m in enumerate(r.matched_blocks) if m == k}, u, len(r.matched_blocks))
+
+
+def _prodstack_kv(rp, r, L, bt):
+    k = max(r.matched_blocks)
+    b = r.matched_blocks.index(k)
+    if k == 0 or _hit(k, bt, L) < L - rp.prodstack_threshold:
+        return _lowest_argmin(r.recent_requests)   # session routing without session ids: lowest QPS
+    return b
+
+
+def _aibrix(rp, r, u):
+    load, n = r.inflight, len(r.inflight)
+    mu = sum(load) / n
+    sd = math.sqrt(_total((x - mu) * (x - mu) for x in load) / n)   # population std over all pods
+    if max(load) - min(load) > rp.aibrix_abs:
+        candidates = [i for i in range(n) if load[i] == min(load)]
+    else:
+        candidates = list(range(n))
+    matched = [i for i in candidates if r.matched_blocks[i] > 0]   # AIBrix sorts the matched pods only
+    s = min(math.floor(u * n), n - 1)
+    matched.sort(key=lambda i: (-r.matched_blocks[i], load[i], (i - s) % n))
+    for i in matched:
+        if load[i] <= mu + rp.aibrix_k * sd:
+            return i
+    return _lowest_argmin(load)
+
+
+def _preble(rp, r, L, bt):
+    n = len(r.matched_blocks)
+    k = max(r.matched_blocks)
+    cached = _hit(k, bt, L)
+    new = L - cached
+    group = [i for i in range(n) if r.matched_blocks[i] == k] if (k > 0 and new < cached) else list(range(n))
+    cost = {i: r.recent_prefill_s[i] + (0.0 if rp.pd else r.inflight[i] * rp.preble_decode_len * rp.preble_tpot)
+            for i in group}
+    return min(group, key=lambda i: cost[i])
+
+
+def _as_lists(ri):
+    """The inputs as Python lists of Python numbers (ri may hold lists or numpy arrays)."""
+    return type(ri)(*([x.item() if hasattr(x, "item") else x for x in field] for field in ri))
+
+
 def route_reference(rp, ri, L, n_blocks, bt, u, rr, kv_cap) -> int:
     """The instance the router ``rp.code`` sends the request to (see :mod:`.routers`)."""
-    n = len(ri.inflight)
+    r, L, n_blocks, bt, rr = _as_lists(ri), int(L), int(n_blocks), int(bt), int(rr)
+    if rp.code == 5:
+        return _dynamo(rp, r, L, bt, u)
+    if rp.code == 6:
+        return _sglang(rp, r, L, bt)
+    if rp.code == 7:
+        return _llmd(rp, r, n_blocks, u, kv_cap)
     if rp.code == 8:  # production-stack roundrobin: sorted(urls)[idx++ % n]
-        return rr % n
+        return rr % len(r.inflight)
+    if rp.code == 9:
+        return _prodstack_prefix(r, u)
+    if rp.code == 10:
+        return _prodstack_kv(rp, r, L, bt)
+    if rp.code == 11:
+        return _aibrix(rp, r, u)
+    if rp.code == 12:
+        return _preble(rp, r, L, bt)
     raise NotImplementedError(f"router code {rp.code}")
