@@ -211,8 +211,9 @@ def _coupled_kernel(arrival, input_len, output_len, offsets, block_ids, block_to
     ``policy``: 0 random, 1 load (least queued prefill work), 2/3 cache-aware (queued work + own
     prefill with the local prefix), ≥ 5 a router: ``rp`` its :class:`~.routers.RouterParams`, ``ri``
     zeroed :class:`~.routers.RouterInputs`, ``b_*`` the belief's cache arrays and ``touched_at``
-    (:func:`~.routers.belief_match`; dummies unless ``rp.belief``); all ``None`` for policies < 5. ``diag``: [0] iterations ended (a jumped segment counts each of
-    its steps), [1] time reversals (must be 0), [2] prefill iterations, [3] max decode batch.
+    (:func:`~.routers.belief_match`; dummies unless ``rp.belief``); all ``None`` for policies < 5.
+    ``diag``: [0] iterations ended (a jumped segment counts each of its steps), [1] time reversals
+    (must be 0), [2] prefill iterations, [3] max decode batch.
     ``hoff``: :func:`tail_slots`; ``w_ev``, ``w_run``: :func:`log_widths`.
     """
     n = len(arrival)
