@@ -195,7 +195,8 @@ def _simulate(trace, config, engine, spare):
         raise InputError(f"simulate.config: got {type(config).__name__}; allowed: a sim.ClusterConfig")
     choice(engine, "engine", ENGINES, "simulate")
     if config.resolve().policy >= 5 and not config.coupled:  # sim/routers.py: being wired into the engines
-        raise InputError(f"simulate: prefill_policy={config.prefill_policy!r} is a router not yet in the engines")
+        raise InputError(f"simulate: prefill_policy={config.prefill_policy!r} is a router, not yet in the "
+                         f"disaggregated engine (engine_mode='coupled' runs the routers)")
     trace.validate()
     rc = config.resolve()
     _check_memory(trace, config, rc)
