@@ -14,7 +14,7 @@ sglang 146.2 (1.17) / 174.1 (1.16); llmd 126.0 (1.01) / 172.1 (1.14); prodstack_
 aibrix 156.9 (1.25) / 188.8 (1.26); preble 117.7 (0.94) / 179.0 (1.19). A router also changes the
 run (batches, iterations), not only the routing cost. The other policies: the coupled kernel is
 called with the router arguments ``None`` and numba prunes the router code — its native function
-(8,895 instructions, compiled without cache, ``inspect_asm``) is the same instruction for instruction
+(≈ 4,060 lines of assembly, compiled without cache, ``inspect_asm``) is the same instruction for instruction
 as before the routers, only the Python wrapper unboxes 7 more arguments; the whole-``simulate()``
 medians of ``bench_sim.py --coupled-only`` moved within the shared machine's noise (±30 % between
 rounds), and benchmarks/check_coupled_identical.py found 0 of 240 arrays different.
