@@ -40,6 +40,69 @@ Dynamo's last resort): among tied instances, the first at or after the start ind
 The rules (codes :data:`ROUTERS`; parameters :class:`RouterConfig`, defaults from the reference)
 ----------------------------------------------------------------------------------------------
 Written out in :mod:`.routers_reference` (plain Python) and compiled in :func:`route` (numba).
+Per instance i: m_i matched blocks, h_i = min(m_i · bt, L) hit tokens, P_i pending, D_i live KV
+tokens, n_i in flight, q_i queued. "Lowest index": plain argmin/argmax; "random": the tie-break above.
+Everywhere left out: the gateways' char- or 16-token hashing (the traces give 512-token blocks, so
+matches are whole 512-token blocks), tokenisers, health checks, LoRA / model identity in the hashes.
+
+**dynamo** (5) — ai-dynamo/dynamo, classic ``lib/llm/src/kv_router/scheduler.rs``@db19bd2a, which is
+the current ``lib/kv-router/src/scheduling/selector/default.rs``@07a6c9ce with κ = 1 and no lower
+tiers; defaults ``config.rs``@07a6c9ce (κ = s = 1, ρ = 0, T = 0).
+    cost_i = (s · max(0, P_i + L − κ · h_i) + [D_i + L, 0 if P/D]) / bt + ρ · n_i
+    T = 0: argmin cost, ties → smaller ``tree_blocks``, then random; T > 0: sample
+    w_i = exp(−((cost_i − min)/(max − min))/T) by the cumulative sum crossing u · Σw.
+    The P/D prefill router runs with ``track_active_blocks=false`` (no decode term). Left out: host /
+    disk / shared-cache credits, credit decay δ (0 by default), ``router_queue_threshold`` and the busy
+    filters, KV-reuse deduplication of D_i (r's own blocks count as L), the ``lmetric`` policy,
+    conditional disaggregation. Knowledge "true" = KV events (the default); "belief" = the
+    ``--no-router-kv-events`` prediction with ``router_ttl_secs`` = 120 s.
+
+**sglang** (6) — sgl-project/sglang ``sgl-model-gateway/src/policies/cache_aware.rs``@b93974f1
+(miss → least load); defaults ``sgl-router/py_src/sglang_router/router_args.py``@e46dcd87.
+    imbalanced = max n − min n > abs (64) ∧ max n > rel (1.5) · min n → argmin n;
+    else b = argmax m (lowest index): h_b / L > threshold (0.3) → b, else argmin n (lowest index).
+    The router-side tree is the belief, capacity max_tree_size 2^26 chars ≈ 32,768 blocks at 4 chars
+    per token. Left out: the eviction every 120 s (modelled as LRU at insert), the tie-break by
+    processed count, SMG's token-usage imbalance terms (off by default), the event-driven mode.
+
+**llmd** (7) — llm-d/llm-d-router@ebab6879: default profile ``pkg/epp/config/loader/defaults.go``
+(prefix 3, queue 2, KV utilisation 2); P/D prefill profile ``deploy/config/pd-epp-config.yaml``
+(prefix 2, queue 1).
+    score_i = w_p · min(m_i, M)/M + w_q · (max q − q_i)/(max q − min q) [1 if all equal]
+              + w_kv · (1 − min(1, D_i / kv_cap)),  M = min(n_blocks, 131,072 tokens / bt); argmax, random ties.
+    The approx-prefix producer's per-pod LRU is the belief (capacity = the instance's cache). Left
+    out: the prefill decider (``nonCachedTokens`` 0 = off in code), the other scorers and filters,
+    the weighted-random picker, chars/4 token estimates.
+
+**prodstack_rr / prodstack_prefix / prodstack_kv** (8, 9, 10) — vllm-project/production-stack@a6c01db0
+``src/vllm_router/routers/routing_logic.py``, ``prefix/hashtrie.py``.
+    rr: rr mod N.  prefix: random among argmax m (the HashTrie, no eviction, no load term;
+    ``prefix_min_match_length`` 0 never falls back).  kv: b = argmax m (lowest index); k = 0 or
+    h_b < L − 2000 (``kv_aware_threshold``) → lowest QPS (argmin ``recent_requests``, lowest index,
+    window 60 s: ``--request-stats-window``) else b.
+    Left out: session routing (needs session ids the traces lack; without one it is the lowest-QPS
+    fallback used here), the 128-character trie chunks, the LMCache controller's own lookup.
+
+**aibrix** (11) — vllm-project/aibrix@e3e10f9e ``pkg/plugins/gateway/algorithms/prefix_cache.go``
+``routeOriginal`` (code defaults: IMBALANCE_ABS 8, k_σ 1; the README's 16 / 2 are not the code's).
+    C = {n_i = min n} if max n − min n > 8 else all; no m_i > 0 in C → argmin n (lowest index);
+    else C ordered by (m desc, n asc, random), the first with n_i ≤ mean n + k_σ · σ(n) (population,
+    all pods); none → argmin n (lowest index). (AIBrix orders the matched pods only and falls back
+    to a random least-request pod: the same choice, since an unmatched pod reached in the order has
+    the least n; ties in the no-match fallback go to the lowest index here, randomly in AIBrix.)
+    The hash store is the belief: 200,000 blocks of 4 chars ≈ 390 blocks of 512, TTL 20 min. Left
+    out: that store is global (one LRU over all pods), modelled per instance; the 1 s TTL sweep
+    (expiry is checked at match); the KV-event-synced variant; the PD router.
+
+**preble** (12) — WukLab/preble ``multi_node/global_scheduler_with_time.py``@0c962c4c (E2), with
+AIBrix's port's constants (decode length 45, TPOT 0.15 s, window 3 min).
+    k = max m, cached = min(k · bt, L); G = {m_i = k} if k > 0 and L − cached < cached (exploit)
+    else all (explore); argmin over G (lowest index) of cost_i = windowed prefill s
+    (``recent_prefill_s``) + [n_i · 45 · 0.15 s, 0 if P/D].
+    Not copied: the subset-index bug (argmin over G returned as a GPU id). Left out: the rebalancing
+    and TTFT-doubling overload detection (their call is commented out in the code), the eviction
+    cost, per-node miss-rate weighting (the windowed sum stands for it), the radix tree's token
+    granularity.
 """
 from __future__ import annotations
 
@@ -51,7 +114,7 @@ import numpy as np
 
 from ..jit import helper_njit
 from ..prefix_cache import _touch_blocks
-from ..validate import choice, fail, integer, real
+from ..validate import choice, flag, integer, real
 
 __all__ = ["ROUTERS", "ROUTER_CODES", "DECODE_CHOICES", "KNOWLEDGE", "RouterConfig", "RouterParams",
            "RouterInputs", "new_router_inputs", "route", "SYSTEM_DEFAULTS", "belief_match", "belief_insert"]
@@ -70,6 +133,10 @@ KNOWLEDGE = {"true": 0, "belief": 1}
 
 # Per router: (knowledge, belief capacity in 512-token blocks (None = the instance's own cache
 # capacity, 0 = unbounded), belief TTL s (inf = none), QPS/statistics window s, decode choice in P/D).
+# Decode choice: Dynamo's decode router is load-only on KV blocks (least_kv); production-stack's
+# orchestrated P/D is round robin; SGLang's old pair selection and AIBrix's decode fast path take the
+# least-loaded pod (least_requests; llm-d's decode profile, prefix + queue scorers, is approximated
+# so); Preble has no P/D (least_kv).
 SYSTEM_DEFAULTS = {
     # Dynamo: KV events on by default (true state); --no-router-kv-events predicts with router_ttl_secs=120.
     "dynamo": ("true", 0, 120.0, 60.0, "least_kv"),
@@ -77,7 +144,8 @@ SYSTEM_DEFAULTS = {
     "sglang": ("belief", 2 ** 26 // 4 // 512, math.inf, 60.0, "least_requests"),
     # llm-d approx-prefix producer: per-pod LRU, capacity = the pod's CacheNumBlocks (autoTune=true).
     "llmd": ("belief", None, math.inf, 60.0, "least_requests"),
-    # production-stack: round robin needs no cache; --request-stats-window default 60 s.
+    # production-stack: round robin needs no cache; --request-stats-window default 60 s
+    # (src/vllm_router/parsers/parser.py, checked at 008a23bd; routers.md does not give it).
     "prodstack_rr": ("true", 0, math.inf, 60.0, "round_robin"),
     # prefixaware HashTrie: "assume that there is no eviction".
     "prodstack_prefix": ("belief", 0, math.inf, 60.0, "round_robin"),
@@ -190,8 +258,11 @@ class RouterConfig:
 
     def resolve(self, router: str, pd: bool, cache_capacity_blocks: int, block_tokens: int) -> RouterParams:
         """Kernel-ready :class:`RouterParams` for ``router`` (a :data:`ROUTERS` name) on this cluster."""
-        if router not in ROUTERS:
-            raise fail("router", router, ", ".join(map(repr, ROUTERS)), "RouterConfig.resolve")
+        w = "RouterConfig.resolve"
+        router = choice(router, "router", ROUTERS, w)
+        pd = flag(pd, "pd", w)
+        cache_capacity_blocks = integer(cache_capacity_blocks, "cache_capacity_blocks", lo=0, where=w)
+        block_tokens = integer(block_tokens, "block_tokens", lo=1, where=w)
         kn, cap, ttl, win, dc = SYSTEM_DEFAULTS[router]
         kn = self.knowledge if self.knowledge is not None else kn
         cap = self.belief_capacity_blocks if self.belief_capacity_blocks is not None else cap
@@ -404,12 +475,18 @@ def _aibrix(rp, ri, u):
         var += d * d
     bound = mu + rp.aibrix_k * math.sqrt(var / n)
     restrict = hi - lo > rp.aibrix_abs
+    matched = False
+    for i in range(n):
+        if ri.matched_blocks[i] > 0 and not (restrict and load[i] != lo):
+            matched = True
+    if not matched:
+        return _argmin_lowest(load)
     s = _tie_start(u, n)
     best = -1
     for j in range(n):
         i = (s + j) % n
         m = ri.matched_blocks[i]
-        if (restrict and load[i] != lo) or m <= 0 or load[i] > bound:
+        if (restrict and load[i] != lo) or load[i] > bound:
             continue
         if best < 0 or m > ri.matched_blocks[best] or (m == ri.matched_blocks[best] and load[i] < load[best]):
             best = i

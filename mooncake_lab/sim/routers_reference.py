@@ -75,6 +75,7 @@ def _total(xs) -> float:
 
 # ------------------------------------------------------------------ the rules
 def _dynamo(rp, r, L, bt, u):
+    """Dynamo: cost = (s·max(0, P + L − κ·hit) + decode)/bt + ρ·n; argmin (tree, random) or softmax at T > 0."""
     n = len(r.inflight)
     cost = []
     for i in range(n):
@@ -97,6 +98,7 @@ def _dynamo(rp, r, L, bt, u):
 
 
 def _sglang(rp, r, L, bt):
+    """SGLang cache_aware: imbalanced → least load; else the deepest match if its rate > threshold, else least."""
     load = r.inflight
     least = _lowest_argmin(load)
     if max(load) - min(load) > rp.sglang_abs and max(load) > rp.sglang_rel * min(load):
@@ -107,6 +109,7 @@ def _sglang(rp, r, L, bt):
 
 
 def _llmd(rp, r, n_blocks, u, kv_cap):
+    """llm-d: argmax of w_prefix·match/M + w_queue·queue score + w_kv·(1 − utilisation); random ties."""
     n = len(r.queued)
     M = min(n_blocks, rp.llmd_max_blocks)
     qmax, qmin = max(r.queued), min(r.queued)
@@ -120,11 +123,13 @@ def _llmd(rp, r, n_blocks, u, kv_cap):
 
 
 def _prodstack_prefix(r, u):
+    """production-stack prefixaware: random.choice among the longest matches (no load term)."""
     k = max(r.matched_blocks)
     return _random_tie_break({i for i, m in enumerate(r.matched_blocks) if m == k}, u, len(r.matched_blocks))
 
 
 def _prodstack_kv(rp, r, L, bt):
+    """production-stack kvaware: the longest match unless it misses > threshold tokens; else the lowest QPS."""
     k = max(r.matched_blocks)
     b = r.matched_blocks.index(k)
     if k == 0 or _hit(k, bt, L) < L - rp.prodstack_threshold:
@@ -133,6 +138,7 @@ def _prodstack_kv(rp, r, L, bt):
 
 
 def _aibrix(rp, r, u):
+    """AIBrix routeOriginal: the best match within mean + k·σ among the candidates, else least requests."""
     load, n = r.inflight, len(r.inflight)
     mu = sum(load) / n
     sd = math.sqrt(_total((x - mu) * (x - mu) for x in load) / n)   # population std over all pods
@@ -140,16 +146,18 @@ def _aibrix(rp, r, u):
         candidates = [i for i in range(n) if load[i] == min(load)]
     else:
         candidates = list(range(n))
-    matched = [i for i in candidates if r.matched_blocks[i] > 0]   # AIBrix sorts the matched pods only
+    if not any(r.matched_blocks[i] > 0 for i in candidates):
+        return _lowest_argmin(load)
     s = min(math.floor(u * n), n - 1)
-    matched.sort(key=lambda i: (-r.matched_blocks[i], load[i], (i - s) % n))
-    for i in matched:
+    candidates.sort(key=lambda i: (-r.matched_blocks[i], load[i], (i - s) % n))   # shuffle, then stable sort
+    for i in candidates:
         if load[i] <= mu + rp.aibrix_k * sd:
             return i
     return _lowest_argmin(load)
 
 
 def _preble(rp, r, L, bt):
+    """Preble E2: exploit (the deepest-match instances) if more is cached than new, else explore; argmin cost."""
     n = len(r.matched_blocks)
     k = max(r.matched_blocks)
     cached = _hit(k, bt, L)
