@@ -7,11 +7,11 @@ Conversation trace, 16 coupled nodes, default preset, each router with its syste
 ``simulate()`` (``bench_sim.cpu_median``), µs per request and the ratio to the Conductor's
 ``kvcentric`` on the same cluster (the routers' code is compiled separately; kvcentric's is unchanged).
 
-Measured when the routers entered the coupled engine (load average ≈ 3 on 2 cores; median ms, ratio
-to kvcentric), unchunked / chunked 512: kvcentric 125.3 / 150.3; dynamo 129.7 (1.03) / 155.9 (1.04);
-sglang 146.2 (1.17) / 174.1 (1.16); llmd 126.0 (1.01) / 172.1 (1.14); prodstack_rr 125.7 (1.00) /
-155.0 (1.03); prodstack_prefix 124.8 (1.00) / 157.3 (1.05); prodstack_kv 100.0 (0.80) / 142.5 (0.95);
-aibrix 156.9 (1.25) / 188.8 (1.26); preble 117.7 (0.94) / 179.0 (1.19). A router also changes the
+Measured when the routers entered the coupled engine (load average ≈ 1–2 on 2 cores; median ms, ratio
+to kvcentric), unchunked / chunked 512: kvcentric 116.1 / 128.9; dynamo 119.5 (1.03) / 141.6 (1.10);
+sglang 138.7 (1.19) / 163.3 (1.27); llmd 114.8 (0.99) / 164.4 (1.28); prodstack_rr 113.1 (0.97) /
+143.1 (1.11); prodstack_prefix 113.8 (0.98) / 147.6 (1.14); prodstack_kv 93.1 (0.80) / 143.4 (1.11);
+aibrix 152.8 (1.32) / 172.7 (1.34); preble 117.0 (1.01) / 177.3 (1.38). A router also changes the
 run (batches, iterations), not only the routing cost. The other policies: the coupled kernel is
 called with the router arguments ``None`` and numba prunes the router code — its native function
 (≈ 4,060 lines of assembly, compiled without cache, ``inspect_asm``) is the same instruction for instruction
