@@ -42,6 +42,19 @@ depend on the order of offering.
 Each log is a row per instance of fixed width (:func:`log_widths`), slid when full: a request's
 entries lie within its last ``output − 1`` events, so a row keeps the newest of them. (Speed: rows
 allocated once — a row reassigned in the loop makes numba count references at every use.)
+
+Routers (``prefill_policy`` a name of :data:`.routers.ROUTERS`, codes ≥ 5): at each arrival, after
+every event up to it, the kernel fills a :class:`~.routers.RouterInputs` per instance and calls
+:func:`~.routers.route`. Kept as counters, O(1) per event: ``pending_tokens`` (+ prompt − cached at
+dispatch, − at the iteration that computes its last prompt token), ``inflight`` (− at completion),
+``queued`` (− at the start of its first prefill iteration), ``recent_*`` (a running count and sum,
++ at dispatch, − when the request's arrival leaves the window, in arrival order; the sum is reset to
+0 when the count is). Read at the arrival, O(1) per instance (plus the prefix match):
+``matched_blocks`` / ``tree_blocks`` (the true cache, or the router's belief), and
+``live_kv_tokens`` = KV *held*, not reserved: the batch's context (prompt + tokens so far; inside
+a jumped segment, the steps whose boundary is ≤ the arrival counted) + the whole prompt of the
+request being prefilled (the head of the prefill queue). The router arguments are ``None`` for the
+other policies: numba prunes that code, their results and speed are unchanged.
 """
 from __future__ import annotations
 
@@ -53,9 +66,10 @@ from numba import njit
 from ..jit import helper_njit
 from ..prefix_cache import _match_prefix, _touch_blocks
 from ..roofline import cm_decode_step_time, cm_prefill_time
-from .decode_math import cut_segment, segment_pieces, time_after, top_k_sum
+from .decode_math import cut_segment, segment_pieces, steps_until_after, time_after, top_k_sum
 from .heaps import heap_pop, heap_push
 from .kernel import _reusable_tokens
+from .routers import belief_insert, belief_match, route
 
 __all__ = ["tail_slots", "log_widths"]
 
@@ -149,18 +163,57 @@ def _tail_mean(e, kk, first, ev_v, lo, hi, heap, r0, r1, log_a, log_d, log_m, bu
     return top_k_sum(buf_a, buf_d, buf_m, nr, kk, hkey, hidx) / kk
 
 
+@helper_njit
+def _read_router_inputs(rp, ri, a, blocks, input_len, last_use, meta, b_last_use, b_meta, b_touched,
+                        dctx, run_cnt, seg_n, seg_t0, pa, pd, pm, pn, phead):
+    """The :class:`~.routers.RouterInputs` read at arrival ``a`` (s) rather than kept as counters: the
+    prefix match and cache size (true caches, or the belief) and the KV each instance holds."""
+    for f in range(len(dctx)):
+        if rp.belief:
+            ri.matched_blocks[f] = belief_match(b_last_use, b_touched, f, blocks, a, rp.belief_ttl)
+            ri.tree_blocks[f] = b_meta[f, 1]
+        else:
+            ri.matched_blocks[f] = _match_prefix(last_use, f, blocks)
+            ri.tree_blocks[f] = meta[f, 1]
+        kv = dctx[f]
+        if seg_n[f] > 0:  # a jumped decode-only segment: its steps ending at or before a are done
+            kv += run_cnt[f] * (steps_until_after(seg_t0[f], a, pa[f], pd[f], pm[f], pn[f]) - 1)
+        if phead[f] >= 0:  # the prompt being prefilled
+            kv += input_len[phead[f]]
+        ri.live_kv_tokens[f] = kv
+
+
+@helper_njit
+def _leave_window(ri, arrival, prefill_inst, full_pt, lo, i, lim):
+    """Requests ``lo`` … ``i − 1`` that arrived at or before ``lim`` (s) leave the routers' window;
+    returns the first one still in it."""
+    while lo < i and arrival[lo] <= lim:
+        f = prefill_inst[lo]
+        if f >= 0:
+            ri.recent_requests[f] -= 1
+            ri.recent_prefill_s[f] -= full_pt[lo]
+            if ri.recent_requests[f] == 0:
+                ri.recent_prefill_s[f] = 0.0  # no rounding residue
+        lo += 1
+    return lo
+
+
 @njit(cache=True, nogil=True)  # nogil: independent runs can go in parallel threads
 def _coupled_kernel(arrival, input_len, output_len, offsets, block_ids, block_tokens,
                     c, E, policy, noise_sd, u_random, z_noise, decode_cap, chunked, chunk,
                     last_use, q_block, q_stamp, meta, hoff, w_ev, w_run,
                     prefill_inst, decode_inst, outcome, cached_tok, fetched_tok, computed_tok,
                     queue_wait, fetch_time, prefill_start, prefill_time, prefill_end,
-                    ready, decode_admit, finish, tbt_mean, tbt_tail, max_kv, diag):
+                    ready, decode_admit, finish, tbt_mean, tbt_tail, max_kv, diag,
+                    rp, ri, b_last_use, b_q_block, b_q_stamp, b_meta, b_touched):
     """Simulate the trace on ``E`` coupled instances (outputs pre-set to NaN / −1 / 0).
 
     ``policy``: 0 random, 1 load (least queued prefill work), 2/3 cache-aware (queued work + own
-    prefill with the local prefix). ``diag``: [0] iterations ended (a jumped segment counts each of
-    its steps), [1] time reversals (must be 0), [2] prefill iterations, [3] max decode batch.
+    prefill with the local prefix), ≥ 5 a router: ``rp`` its :class:`~.routers.RouterParams`, ``ri``
+    zeroed :class:`~.routers.RouterInputs`, ``b_*`` the belief's cache arrays and ``touched_at``
+    (:func:`~.routers.belief_match`; dummies unless ``rp.belief``); all ``None`` for policies < 5.
+    ``diag``: [0] iterations ended (a jumped segment counts each of its steps), [1] time reversals
+    (must be 0), [2] prefill iterations, [3] max decode batch.
     ``hoff``: :func:`tail_slots`; ``w_ev``, ``w_run``: :func:`log_widths`.
     """
     n = len(arrival)
@@ -222,6 +275,8 @@ def _coupled_kernel(arrival, input_len, output_len, offsets, block_ids, block_to
     hkey = np.empty_like(buf_a)
     hidx = np.empty_like(buf_m)
     heap = np.empty(kmax)  # the largest intervals of a completing request (min-heap)
+    rr = 0        # routing decisions so far (routers)
+    win_lo = 0    # first request still in the routers' statistics window
 
     for i in range(n + 1):
         t_now = arrival[i] if i < n else math.inf
@@ -288,6 +343,8 @@ def _coupled_kernel(arrival, input_len, output_len, offsets, block_ids, block_to
                         outcome[j] = 1
                         reserved[e] -= input_len[j] + output_len[j]
                         dctx[e] -= input_len[j] + output_len[j]
+                        if rp is not None:
+                            ri.inflight[e] -= 1
                         tbt_mean[j] = (t - prefill_end[j]) / (output_len[j] - 1)
                         r = mark[j] - ev_base[e]
                         tbt_tail[j] = _tail_mean(e, hoff[j + 1] - hoff[j], ev_t1[e, r] - prefill_end[j], ev_v,
@@ -305,6 +362,8 @@ def _coupled_kernel(arrival, input_len, output_len, offsets, block_ids, block_to
                         if phead[e] < 0:
                             ptail[e] = -1
                         pend[e] -= full_pt[j]
+                        if rp is not None:
+                            ri.pending_tokens[e] -= computed_tok[j]
                         prefill_end[j] = t
                         ready[j] = t
                         decode_admit[j] = t
@@ -312,6 +371,8 @@ def _coupled_kernel(arrival, input_len, output_len, offsets, block_ids, block_to
                             finish[j] = t
                             outcome[j] = 1
                             reserved[e] -= input_len[j] + output_len[j]
+                            if rp is not None:
+                                ri.inflight[e] -= 1
                         else:  # one token out, output − 1 steps to go
                             mark[j] = ev_n[e]
                             run_mark[j] = log_n[e]
@@ -347,6 +408,8 @@ def _coupled_kernel(arrival, input_len, output_len, offsets, block_ids, block_to
                     if math.isnan(prefill_start[j]):
                         prefill_start[j] = t
                         queue_wait[j] = t - arrival[j]
+                        if rp is not None:
+                            ri.queued[e] -= 1
                     k = computed_tok[j] - done_pref[j]
                     if chunked and k > chunk:
                         k = chunk
@@ -377,7 +440,15 @@ def _coupled_kernel(arrival, input_len, output_len, offsets, block_ids, block_to
             outcome[i] = 4
             continue
         blocks = block_ids[offsets[i]:offsets[i + 1]]
-        if policy == 0:
+        if rp is not None:  # a router (policy ≥ 5)
+            win_lo = _leave_window(ri, arrival, prefill_inst, full_pt, win_lo, i, a - rp.window_s)
+            _read_router_inputs(rp, ri, a, blocks, input_len, last_use, meta, b_last_use, b_meta, b_touched,
+                                dctx, run_cnt, seg_n, seg_t0, pa, pd, pm, pn, phead)
+            ei = route(rp, ri, Lin, len(blocks), block_tokens, u_random[i], rr, decode_cap)
+            rr += 1
+            if ei < 0 or ei >= E:
+                raise ValueError("sim/routers.py: route() gave no instance for this router code")
+        elif policy == 0:
             ei = min(int(u_random[i] * E), E - 1)
         else:
             for f in range(E):
@@ -404,6 +475,14 @@ def _coupled_kernel(arrival, input_len, output_len, offsets, block_ids, block_to
         prefill_time[i] = 0.0
         full_pt[i] = cm_prefill_time(c, Lin - cached, cached)
         pend[ei] += full_pt[i]
+        if rp is not None:
+            ri.pending_tokens[ei] += Lin - cached
+            ri.inflight[ei] += 1
+            ri.queued[ei] += 1
+            ri.recent_requests[ei] += 1
+            ri.recent_prefill_s[ei] += full_pt[i]
+            if rp.belief:
+                belief_insert(b_last_use, b_q_block, b_q_stamp, b_meta, b_touched, ei, blocks, a, rp.belief_ttl)
         was_empty = qhead[ei] < 0
         if was_empty:
             qhead[ei] = i

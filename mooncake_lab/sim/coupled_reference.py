@@ -16,7 +16,24 @@ isolates prefill/decode interference, not caching).
     ``load`` picks the least *queued prefill work* = Σ prefill time of its requests whose prefill
     has not ended (each counted in full until it ends); ``cache_aware`` and ``kvcentric`` add the
     request's own prefill time with that instance's local prefix (no global pool: nothing is
-    fetched). Estimates × (1 + noise·z); ties go to the lowest index.
+    fetched). Estimates × (1 + noise·z); ties go to the lowest index. A *router* (a name of
+    :data:`.routers.ROUTERS`) picks by its rule from what it sees of each instance at the arrival,
+    after every event up to it (:class:`~.routers.RouterInputs`):
+
+    * ``matched_blocks`` / ``tree_blocks``: the instance's true cache (``knowledge="true"``) or the
+      router's belief (``"belief"``: what it sent there, LRU of ``belief_capacity`` blocks, 0 =
+      unbounded, entries older than the TTL absent; updated after each dispatch);
+    * ``pending_tokens``: Σ (L − cached) of its requests whose last prompt token is not computed yet;
+    * ``live_kv_tokens``: KV it *holds* (not the reservations of rule 4): the decode batch's prompts
+      + tokens so far, + the whole prompt of the request being prefilled (the prefill queue's head);
+    * ``inflight``: its requests not completed; ``queued``: its requests whose prefill has not started;
+    * ``recent_requests`` / ``recent_prefill_s``: its requests that arrived within the last
+      ``window_s`` (arrival > now − window) and the sum of their prefill estimates (rule 3's
+      ``prefill_time(L − cached, cached)``), a running sum (+ at dispatch, − when the request leaves
+      the window, in arrival order; 0 when the window is empty), as the kernel keeps it.
+
+    ``rr`` = requests routed so far; ``u`` = the request's uniform draw (random tie-breaks). The
+    prefill reuses the chosen instance's *true* cache whatever the router believed.
  3. At routing the local prefix is matched (cached = min(512·blocks, L − 1)), all the request's
     blocks are touched in that instance's cache, and the request joins the waiting queue.
  4. Waiting requests move to the prefill queue in FIFO order while reserved + (L + out) ≤ capacity
@@ -51,6 +68,8 @@ from collections import deque
 from ..roofline import cm_decode_step_time, cm_prefill_time
 from .config import COMPLETED, REJECTED_TOO_LARGE
 from .reference import _LRU, _reusable_tokens
+from .routers import RouterInputs
+from .routers_reference import ReferenceBelief, route_reference
 
 
 class _Instance:
@@ -85,6 +104,13 @@ def run_coupled_reference(trace, config, resolved, u_random, z_noise, out: dict,
     gen, last_tok, done_pref, full_pt = [0] * n, [0.0] * n, [0] * n, [0.0] * n
     intervals = [[] for _ in range(n)]
     clock = [-math.inf]
+    rp = resolved.router if resolved.policy >= 5 else None  # a router (sim/routers.py)
+    if rp is not None:
+        belief = (ReferenceBelief(E, rp.belief_capacity or trace.n_blocks, rp.belief_ttl) if rp.belief
+                  else None)
+        window = deque()             # (arrival, instance, prefill estimate s) of the routed requests in it
+        recent_n, recent_s = [0] * E, [0.0] * E
+        rr = 0
 
     def context(x):
         return sum(L_in[j] + gen[j] for j in x.batch)
@@ -170,6 +196,32 @@ def run_coupled_reference(trace, config, resolved, u_random, z_noise, out: dict,
         admit(e)
         start(e, t)
 
+    def router_inputs(i, a, blocks):
+        """What the router sees of each instance at arrival ``a`` of request ``i`` (rule 2)."""
+        while window and window[0][0] <= a - rp.window_s:
+            _, f, pt = window.popleft()
+            recent_n[f] -= 1
+            recent_s[f] = recent_s[f] - pt if recent_n[f] else 0.0
+        if belief is None:
+            matched = [caches[f].match(blocks) for f in range(E)]
+            tree = [len(caches[f].entries) for f in range(E)]
+        else:
+            matched = [belief.match(f, blocks, a) for f in range(E)]
+            tree = [belief.size(f) for f in range(E)]
+        pending, inflight, queued = [0.0] * E, [0] * E, [0] * E
+        for j in range(i):
+            f = int(out["prefill_inst"][j])
+            if f < 0:  # rejected at arrival
+                continue
+            if math.isnan(out["prefill_end"][j]):    # its last prompt token is not computed yet
+                pending[f] += float(out["computed_tok"][j])
+            if math.isnan(out["finish"][j]):         # not completed
+                inflight[f] += 1
+            if math.isnan(out["prefill_start"][j]):  # no prefill iteration has started on it
+                queued[f] += 1
+        live = [float(context(x) + (L_in[x.prefill[0]] if x.prefill else 0)) for x in inst]
+        return RouterInputs(matched, tree, pending, live, inflight, queued, list(recent_n), list(recent_s))
+
     def advance(t_now):
         while True:
             e = min(range(E), key=lambda f: (inst[f].end, f))
@@ -185,7 +237,10 @@ def run_coupled_reference(trace, config, resolved, u_random, z_noise, out: dict,
             out["outcome"][i] = REJECTED_TOO_LARGE
             continue
         blocks = trace.blocks_of(i).tolist()
-        if policy == "random":
+        if rp is not None:
+            ei = route_reference(rp, router_inputs(i, a, blocks), L, len(blocks), bt, float(u_random[i]), rr, cap)
+            rr += 1
+        elif policy == "random":
             ei = min(int(u_random[i] * E), E - 1)
         else:
             est = []
@@ -209,6 +264,12 @@ def run_coupled_reference(trace, config, resolved, u_random, z_noise, out: dict,
         full_pt[i] = float(cm_prefill_time(c, L - cached, cached))
         x = inst[ei]
         x.pend += full_pt[i]
+        if rp is not None:
+            window.append((a, ei, full_pt[i]))
+            recent_n[ei] += 1
+            recent_s[ei] += full_pt[i]
+            if belief is not None:
+                belief.insert(ei, blocks, a)
         x.waiting.append(i)
         if x.end == math.inf:
             admit(ei)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 
 import numpy as np
 
@@ -18,6 +18,7 @@ from .kernel import _kernel
 from .reference import run_reference
 from .state import CppParams, Outputs, Params, RouterBelief, TraceArrays
 from .result import SimResult
+from .routers import new_router_inputs
 from .student_policy import compile_policy, student_kernel
 
 __all__ = ["simulate", "ENGINES", "memory_estimate", "MEMORY_BUDGET_BYTES"]
@@ -189,6 +190,20 @@ def simulate(trace: Trace, config: ClusterConfig | None = None, engine: str = "n
         spare = _more_room(trace, config, config.resolve(), spare)
 
 
+def _coupled_router_args(trace, config, rc, stack: ExitStack) -> tuple:
+    """The coupled kernel's router arguments (:func:`.coupled._coupled_kernel`): ``None`` × 7 unless
+    ``prefill_policy`` is a router; the belief's arrays are allocated only with ``knowledge="belief"``."""
+    if rc.policy < 5:
+        return (None,) * 7
+    rp, E, nb = rc.router, int(config.n_coupled), int(trace.n_blocks)
+    if rp.belief:  # capacity 0 = unbounded: every block id of the trace fits
+        b = stack.enter_context(pooled_cache_state(E, nb, rp.belief_capacity or nb))
+        touched = np.zeros((E, nb) if rp.belief_ttl < math.inf else (E, 1))
+        return rp, new_router_inputs(E), b.last_use, b.q_block, b.q_stamp, b.meta, touched
+    none = np.zeros((E, 1), dtype=np.int64)  # not read
+    return rp, new_router_inputs(E), none, none, none, np.zeros((E, 6), dtype=np.int64), np.zeros((E, 1))
+
+
 def _simulate(trace, config, engine, spare):
     """One run of :func:`simulate`; None if the kernel needed room for more than ``spare`` preemptions."""
     if not isinstance(trace, Trace):
@@ -198,8 +213,6 @@ def _simulate(trace, config, engine, spare):
     if not isinstance(config, ClusterConfig):
         raise InputError(f"simulate.config: got {type(config).__name__}; allowed: a sim.ClusterConfig")
     choice(engine, "engine", ENGINES, "simulate")
-    if config.coupled and config.resolve().policy >= 5:  # sim/routers.py: being wired into the coupled engine
-        raise InputError(f"simulate: prefill_policy={config.prefill_policy!r} is a router not yet in the engines")
     trace.validate()
     rc = config.resolve()
     _check_memory(trace, config, rc)
@@ -215,7 +228,7 @@ def _simulate(trace, config, engine, spare):
     t0 = time.perf_counter()
     if config.coupled and engine == "numba":
         with pooled_cache_state(config.n_coupled, trace.n_blocks, rc.cache_capacity_blocks,
-                                config.cache_eviction) as st:
+                                config.cache_eviction) as st, ExitStack() as stack:
             _coupled_kernel(trace.arrival_s, trace.input_len, trace.output_len, trace.block_offsets, trace.block_ids,
                             int(trace.block_tokens), rc.cost, int(config.n_coupled), int(rc.policy),
                             float(config.estimator_noise), u, z, float(rc.decode_kv_capacity),
@@ -226,7 +239,8 @@ def _simulate(trace, config, engine, spare):
                             out["prefill_inst"], out["decode_inst"], out["outcome"], out["cached_tok"],
                             out["fetched_tok"], out["computed_tok"], out["queue_wait"], out["fetch_time"],
                             out["prefill_start"], out["prefill_time"], out["prefill_end"], out["ready"],
-                            out["decode_admit"], out["finish"], out["tbt_mean"], out["tbt_tail"], max_kv, diag)
+                            out["decode_admit"], out["finish"], out["tbt_mean"], out["tbt_tail"], max_kv, diag,
+                            *_coupled_router_args(trace, config, rc, stack))
     elif config.coupled:
         run_coupled_reference(trace, config, rc, u, z, out, max_kv, diag)
     elif engine == "numba":
