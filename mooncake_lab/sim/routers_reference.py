@@ -2,6 +2,7 @@
 
 :func:`route_reference` takes the same :class:`~.routers.RouterParams` and per-instance inputs as
 the numba :func:`~.routers.route` (lists or arrays) and must return the same instance;
+:func:`rule_scores` gives the per-instance numbers each rule compares (the functions the rules use);
 :class:`ReferenceBelief` is the router-side history (:func:`~.routers.belief_match` /
 :func:`~.routers.belief_insert`) over :class:`~mooncake_lab.prefix_cache.ReferenceCache` s.
 """
@@ -11,7 +12,8 @@ import math
 
 from ..prefix_cache import ReferenceCache
 
-__all__ = ["route_reference", "ReferenceBelief"]
+__all__ = ["route_reference", "rule_scores", "ReferenceBelief", "dynamo_cost", "match_rate", "sglang_imbalanced",
+           "llmd_score", "prodstack_kv_uses_cache", "aibrix_bound", "preble_cost", "preble_exploits"]
 
 
 class ReferenceBelief:
@@ -74,14 +76,22 @@ def _total(xs) -> float:
 
 
 # ------------------------------------------------------------------ the rules
-def _dynamo(rp, r, L, bt, u):
-    """Dynamo: cost = (s·max(0, P + L − κ·hit) + decode)/bt + ρ·n; argmin (tree, random) or softmax at T > 0."""
-    n = len(r.inflight)
+# Each rule's per-instance numbers are one function (``*_cost`` / ``*_score`` ...), which the rule's
+# choice below uses and :func:`rule_scores` shows (lecture 09's worked request): one place per formula.
+def dynamo_cost(rp, r, L, bt) -> list:
+    """Dynamo cost_i in blocks = (s·max(0, P_i + L − κ·h_i) + [D_i + L, 0 if P/D]) / bt + ρ·n_i (lower wins)."""
     cost = []
-    for i in range(n):
+    for i in range(len(r.inflight)):
         prefill = max(0.0, r.pending_tokens[i] + L - rp.dynamo_credit * _hit(r.matched_blocks[i], bt, L))
         decode = 0.0 if rp.pd else r.live_kv_tokens[i] + L   # P/D prefill router: track_active_blocks=false
         cost.append((rp.dynamo_scale * prefill + decode) / bt + rp.dynamo_request_weight * r.inflight[i])
+    return cost
+
+
+def _dynamo(rp, r, L, bt, u):
+    """Dynamo: argmin cost (ties: smaller tree, then random) or softmax over range-normalised costs at T > 0."""
+    n = len(r.inflight)
+    cost = dynamo_cost(rp, r, L, bt)
     if rp.dynamo_temperature == 0.0:
         cheapest = [i for i in range(n) if cost[i] == min(cost)]
         smallest_tree = min(r.tree_blocks[i] for i in cheapest)
@@ -97,28 +107,43 @@ def _dynamo(rp, r, L, bt, u):
     return n - 1
 
 
+def match_rate(r, L, bt) -> list:
+    """h_i / L: the share of the prompt each instance is believed to hold (SGLang's match rate)."""
+    return [_hit(m, bt, L) / L if L > 0 else 0.0 for m in r.matched_blocks]
+
+
+def sglang_imbalanced(rp, load) -> bool:
+    """SGLang's two-threshold test: max n − min n > abs and max n > rel · min n."""
+    return max(load) - min(load) > rp.sglang_abs and max(load) > rp.sglang_rel * min(load)
+
+
 def _sglang(rp, r, L, bt):
     """SGLang cache_aware: imbalanced → least load; else the deepest match if its rate > threshold, else least."""
     load = r.inflight
     least = _lowest_argmin(load)
-    if max(load) - min(load) > rp.sglang_abs and max(load) > rp.sglang_rel * min(load):
+    if sglang_imbalanced(rp, load):
         return least
     b = _lowest_argmax(r.matched_blocks)
-    rate = _hit(r.matched_blocks[b], bt, L) / L if L > 0 else 0.0
-    return b if rate > rp.sglang_threshold else least
+    return b if match_rate(r, L, bt)[b] > rp.sglang_threshold else least
 
 
-def _llmd(rp, r, n_blocks, u, kv_cap):
-    """llm-d: argmax of w_prefix·match/M + w_queue·queue score + w_kv·(1 − utilisation); random ties."""
-    n = len(r.queued)
+def llmd_score(rp, r, n_blocks, kv_cap) -> list:
+    """llm-d S_i = w_prefix·min(m_i, M)/M + w_queue·queue score + w_kv·(1 − utilisation) (higher wins)."""
     M = min(n_blocks, rp.llmd_max_blocks)
     qmax, qmin = max(r.queued), min(r.queued)
     score = []
-    for i in range(n):
+    for i in range(len(r.queued)):
         prefix = min(r.matched_blocks[i], M) / M if M > 0 else 0.0
         queue = (qmax - r.queued[i]) / (qmax - qmin) if qmax > qmin else 1.0
         kv = 1.0 - min(1.0, r.live_kv_tokens[i] / kv_cap) if kv_cap > 0 else 0.0
         score.append(rp.llmd_w_prefix * prefix + rp.llmd_w_queue * queue + rp.llmd_w_kv * kv)
+    return score
+
+
+def _llmd(rp, r, n_blocks, u, kv_cap):
+    """llm-d: argmax of :func:`llmd_score`; random ties."""
+    score = llmd_score(rp, r, n_blocks, kv_cap)
+    n = len(score)
     return _random_tie_break({i for i in range(n) if score[i] == max(score)}, u, n)
 
 
@@ -128,20 +153,30 @@ def _prodstack_prefix(r, u):
     return _random_tie_break({i for i, m in enumerate(r.matched_blocks) if m == k}, u, len(r.matched_blocks))
 
 
+def prodstack_kv_uses_cache(rp, r, L, bt) -> bool:
+    """production-stack kvaware routes by cache iff some match exists and it misses ≤ threshold tokens."""
+    k = max(r.matched_blocks)
+    return not (k == 0 or _hit(k, bt, L) < L - rp.prodstack_threshold)
+
+
 def _prodstack_kv(rp, r, L, bt):
     """production-stack kvaware: the longest match unless it misses > threshold tokens; else the lowest QPS."""
-    k = max(r.matched_blocks)
-    b = r.matched_blocks.index(k)
-    if k == 0 or _hit(k, bt, L) < L - rp.prodstack_threshold:
+    if not prodstack_kv_uses_cache(rp, r, L, bt):
         return _lowest_argmin(r.recent_requests)   # session routing without session ids: lowest QPS
-    return b
+    return r.matched_blocks.index(max(r.matched_blocks))
+
+
+def aibrix_bound(rp, load) -> float:
+    """AIBrix's load bound mean(n) + k_σ · σ(n) (population std over all pods), requests."""
+    n = len(load)
+    mu = sum(load) / n
+    return mu + rp.aibrix_k * math.sqrt(_total((x - mu) * (x - mu) for x in load) / n)
 
 
 def _aibrix(rp, r, u):
     """AIBrix routeOriginal: the best match within mean + k·σ among the candidates, else least requests."""
     load, n = r.inflight, len(r.inflight)
-    mu = sum(load) / n
-    sd = math.sqrt(_total((x - mu) * (x - mu) for x in load) / n)   # population std over all pods
+    bound = aibrix_bound(rp, load)
     if max(load) - min(load) > rp.aibrix_abs:
         candidates = [i for i in range(n) if load[i] == min(load)]
     else:
@@ -151,26 +186,64 @@ def _aibrix(rp, r, u):
     s = min(math.floor(u * n), n - 1)
     candidates.sort(key=lambda i: (-r.matched_blocks[i], load[i], (i - s) % n))   # shuffle, then stable sort
     for i in candidates:
-        if load[i] <= mu + rp.aibrix_k * sd:
+        if load[i] <= bound:
             return i
     return _lowest_argmin(load)
+
+
+def preble_cost(rp, r) -> list:
+    """Preble cost_i = windowed prefill s + [n_i · decode length · TPOT, 0 if P/D], s (lower wins)."""
+    return [r.recent_prefill_s[i] + (0.0 if rp.pd else r.inflight[i] * rp.preble_decode_len * rp.preble_tpot)
+            for i in range(len(r.inflight))]
+
+
+def preble_exploits(r, L, bt) -> bool:
+    """Preble exploits (the deepest-match group) iff something matches and the cached part exceeds the new."""
+    k = max(r.matched_blocks)
+    cached = _hit(k, bt, L)
+    return k > 0 and L - cached < cached
 
 
 def _preble(rp, r, L, bt):
     """Preble E2: exploit (the deepest-match instances) if more is cached than new, else explore; argmin cost."""
     n = len(r.matched_blocks)
     k = max(r.matched_blocks)
-    cached = _hit(k, bt, L)
-    new = L - cached
-    group = [i for i in range(n) if r.matched_blocks[i] == k] if (k > 0 and new < cached) else list(range(n))
-    cost = {i: r.recent_prefill_s[i] + (0.0 if rp.pd else r.inflight[i] * rp.preble_decode_len * rp.preble_tpot)
-            for i in group}
+    group = [i for i in range(n) if r.matched_blocks[i] == k] if preble_exploits(r, L, bt) else list(range(n))
+    cost = preble_cost(rp, r)
     return min(group, key=lambda i: cost[i])
 
 
 def _as_lists(ri):
     """The inputs as Python lists of Python numbers (ri may hold lists or numpy arrays)."""
     return type(ri)(*([x.item() if hasattr(x, "item") else x for x in field] for field in ri))
+
+
+def rule_scores(rp, ri, L, n_blocks, bt, kv_cap) -> dict:
+    """The per-instance numbers the router ``rp.code`` compares, by the functions its rule uses:
+    name → list (one entry per instance). Dynamo: ``cost_blocks`` (lower wins); SGLang: ``match_rate``
+    and ``inflight``; llm-d: ``score`` (higher wins); production-stack: ``matched_blocks`` (prefix, kv)
+    and ``recent_requests`` (kv); AIBrix: ``matched_blocks``, ``inflight`` and ``bound`` (mean + k_σ·σ);
+    Preble: ``matched_blocks`` and ``cost_s`` (lower wins)."""
+    r, L, n_blocks, bt = _as_lists(ri), int(L), int(n_blocks), int(bt)
+    n = len(r.inflight)
+    if rp.code == 5:
+        return {"cost_blocks": dynamo_cost(rp, r, L, bt)}
+    if rp.code == 6:
+        return {"match_rate": match_rate(r, L, bt), "inflight": list(r.inflight)}
+    if rp.code == 7:
+        return {"score": llmd_score(rp, r, n_blocks, kv_cap)}
+    if rp.code == 8:
+        return {}
+    if rp.code == 9:
+        return {"matched_blocks": list(r.matched_blocks)}
+    if rp.code == 10:
+        return {"matched_blocks": list(r.matched_blocks), "recent_requests": list(r.recent_requests)}
+    if rp.code == 11:
+        return {"matched_blocks": list(r.matched_blocks), "inflight": list(r.inflight),
+                "bound": [aibrix_bound(rp, r.inflight)] * n}
+    if rp.code == 12:
+        return {"matched_blocks": list(r.matched_blocks), "cost_s": preble_cost(rp, r)}
+    raise NotImplementedError(f"router code {rp.code}")
 
 
 def route_reference(rp, ri, L, n_blocks, bt, u, rr, kv_cap) -> int:
