@@ -29,7 +29,7 @@ __all__ = ["Claim", "claim", "claims", "numbers_in", "number_spans", "unclaimed"
            "restate", "markdown_of", "solutions_of", "exercise_text", "LECTURES", "NOT_CLAIMS"]
 
 #: Lectures whose tables exist (``claims/lectureNN.py``), in course order.
-LECTURES = ("00", "01", "02", "03", "04", "05", "06", "07", "08")
+LECTURES = ("00", "01", "02", "03", "04", "05", "06", "07", "08", "09")
 
 TRACES = (None, "released", "stand-in")
 

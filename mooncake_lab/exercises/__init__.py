@@ -61,7 +61,7 @@ class Verdict:
 
 
 _REGISTRY: dict[str, Exercise] = {}
-_LECTURES = ["lecture00", "lecture01", "lecture02", "lecture03", "lecture04", "lecture05", "lecture06", "lecture07", "lecture08",
+_LECTURES = ["lecture00", "lecture01", "lecture02", "lecture03", "lecture04", "lecture05", "lecture06", "lecture07", "lecture08", "lecture09",
              "lab_store"]
 
 

@@ -19,6 +19,7 @@ LECTURE_MODULES = [
     "l06_goodput",
     "l07_overload",
     "l08_capstone",
+    "l09_routers",
 ]
 
 for _name in LECTURE_MODULES:

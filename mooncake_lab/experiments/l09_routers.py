@@ -7,7 +7,12 @@
   on the calibrated preset, lecture 07's 2× decode-bound overload), memoised.
 * :func:`leaderboard`: every router and the Conductor's policies side by side — mean and p99 TTFT,
   SLO attainment, hit ratio, fetched tokens, load imbalance.
-* :func:`knowledge_cost`: each router with the true caches and with its own history (belief).
+* :func:`knowledge_cost`: each router with the true caches and with its own history (belief);
+  :func:`belief_sweep` / :func:`belief_audit`: one router's belief capacity against the true cache, and
+  the requests a stale belief sent to blocks the instance no longer (or never) held.
+* :func:`worked_request`: one request, four hand-set instances, each rule's per-instance numbers.
+* :func:`dynamo_weight_sweep`, :func:`default_variants`, :func:`docs_box`: what the docs claim vs what we measure.
+* :data:`HISTORY`: the dated facts of ``reference/routers.md``.
 """
 from __future__ import annotations
 
@@ -22,8 +27,11 @@ from . import l04_scheduling as l04
 from . import l07_overload as l07
 from .common import as_trace as _trace, simulate_all
 
-__all__ = ["ROUTER_INFO", "ARCHITECTURES", "STRESS", "CONDUCTOR", "cluster", "run", "leaderboard",
-           "knowledge_cost", "load_imbalance", "router_table"]
+__all__ = ["ROUTER_INFO", "ARCHITECTURES", "STRESS", "CONDUCTOR", "TRACES", "cluster", "run", "leaderboard",
+           "leaderboards", "describe_leaderboards", "knowledge_cost", "load_imbalance", "router_table",
+           "WORKED_STATE", "WORKED_REQUEST", "worked_inputs", "worked_request", "describe_worked", "belief_audit",
+           "BELIEF_CAPACITIES", "belief_sweep", "hot_first_block", "DYNAMO_WEIGHTS", "dynamo_weight_config",
+           "dynamo_weight_sweep", "DEFAULT_VARIANTS", "default_variants", "docs_box", "HISTORY", "history"]
 
 #: Router → (system, what it implements, source file @ commit — reference/routers.md).
 ROUTER_INFO = {
@@ -147,3 +155,354 @@ def router_table() -> pd.DataFrame:
                      "belief_blocks": "the instance's cache" if cap is None else ("unbounded" if cap == 0 else cap),
                      "belief_ttl_s": ttl, "decode_choice": dc})
     return pd.DataFrame(rows).set_index("router")
+
+
+# ------------------------------------------------------------------ the worked request
+#: One request and four coupled instances, set by hand so the rules disagree (tokens, requests, s).
+#: The instances' fields are :class:`~mooncake_lab.sim.routers.RouterInputs`'; L = 4,096 tokens = 8 blocks.
+WORKED_STATE = {
+    "matched_blocks": (6, 2, 0, 6), "tree_blocks": (900, 400, 100, 1200),
+    "pending_tokens": (6000.0, 1000.0, 0.0, 30000.0), "live_kv_tokens": (150_000.0, 60_000.0, 20_000.0, 200_000.0),
+    "inflight": (10, 3, 1, 14), "queued": (4, 0, 0, 6), "recent_requests": (30, 12, 5, 8),
+    "recent_prefill_s": (12.0, 3.0, 1.0, 20.0)}
+#: The request and the router's scalars: prompt tokens, blocks, its U[0, 1) draw, decisions so far,
+#: an instance's KV tokens (utilisation).
+WORKED_REQUEST = {"L": 4096, "n_blocks": 8, "u": 0.3, "rr": 5, "kv_cap": 250_000.0}
+_BT = 512   # tokens per block (the traces' block size)
+
+
+def worked_inputs(state: dict | None = None) -> "RouterInputs":
+    """:data:`WORKED_STATE` (or ``state``, the same keys) as the kernel's :class:`RouterInputs`."""
+    from ..sim.routers import RouterInputs
+
+    state = WORKED_STATE if state is None else state
+    if not isinstance(state, dict) or set(state) != set(RouterInputs._fields):
+        raise fail("state", state, f"a dict with exactly the keys {', '.join(RouterInputs._fields)}",
+                   "l09.worked_inputs")
+    n = {len(v) for v in state.values()}
+    if len(n) != 1 or n == {0}:
+        raise fail("state", {k: len(v) for k, v in state.items()}, "one value per instance, the same number (≥ 1) "
+                   "in every field", "l09.worked_inputs")
+    ints = {"matched_blocks", "tree_blocks", "inflight", "queued", "recent_requests"}
+    from ..validate import int_array, real_array
+    return RouterInputs(*(int_array(state[f], f, lo=0, where="l09.worked_inputs") if f in ints else
+                          real_array(state[f], f, lo=0.0, where="l09.worked_inputs").astype(np.float64)
+                          for f in RouterInputs._fields))
+
+
+def worked_request(state: dict | None = None, request: dict | None = None) -> pd.DataFrame:
+    """Each router on one request (:data:`WORKED_REQUEST`) and a hand-set state (:data:`WORKED_STATE`):
+    per instance the numbers its rule compares (:func:`~mooncake_lab.sim.routers_reference.rule_scores`,
+    the functions the rules use), its choice by the plain-Python rule and by the compiled ``route``
+    (they must agree). Coupled engine (``pd=False``), system defaults."""
+    from ..sim.routers import route
+    from ..sim.routers_reference import route_reference, rule_scores
+
+    ri = worked_inputs(state)
+    q = dict(WORKED_REQUEST if request is None else request)
+    if set(q) != set(WORKED_REQUEST):
+        raise fail("request", q, f"a dict with the keys {', '.join(WORKED_REQUEST)}", "l09.worked_request")
+    from ..validate import integer, real
+    L = integer(q["L"], "L", lo=1, hi=10 ** 7, where="l09.worked_request")
+    nb = integer(q["n_blocks"], "n_blocks", lo=-(-L // _BT), hi=-(-L // _BT), where="l09.worked_request")
+    u = real(q["u"], "u", lo=0.0, hi=1.0, hi_open=True, where="l09.worked_request")
+    rr = integer(q["rr"], "rr", lo=0, where="l09.worked_request")
+    kv = real(q["kv_cap"], "kv_cap", lo=0.0, lo_open=True, where="l09.worked_request")
+    n = len(ri.inflight)
+    rows = []
+    for name in ROUTERS:
+        rp = RouterConfig().resolve(name, False, 10 ** 6, _BT)
+        ref = route_reference(rp, ri, L, nb, _BT, u, rr, kv)
+        jit = int(route(rp, ri, L, nb, _BT, u, rr, kv))
+        if ref != jit:
+            raise RuntimeError(f"l09.worked_request: {name}: route {jit} != route_reference {ref}")
+        sc = rule_scores(rp, ri, L, nb, _BT, kv)
+        row = {"router": name, "compares": ", ".join(sc) if sc else "rr mod N"}
+        for i in range(n):
+            row[f"i{i}"] = " / ".join(f"{v[i]:.3g}" if isinstance(v[i], float) else f"{v[i]}" for v in sc.values()) \
+                if sc else ("←" if i == rr % n else "")
+        rows.append({**row, "choice": ref, "route (numba)": jit})
+    return pd.DataFrame(rows).set_index("router")
+
+
+def describe_worked(table: pd.DataFrame) -> str:
+    """Markdown: which instance each router picks in :func:`worked_request` and the groups that agree."""
+    groups = {}
+    for r, c in table["choice"].items():
+        groups.setdefault(int(c), []).append(r)
+    parts = [f"instance {i}: {', '.join(f'`{r}`' for r in rs)}" for i, rs in sorted(groups.items())]
+    same = bool((table["choice"] == table["route (numba)"]).all())
+    return (f"The eight routers pick {len(groups)} different instances for the same request — " + "; ".join(parts)
+            + f". The compiled `route` {'agrees with' if same else 'DISAGREES with'} the plain-Python rule on every router.")
+
+
+# ------------------------------------------------------------------ what a stale belief costs
+def belief_audit(res: sim.SimResult) -> dict:
+    """Replay a run's routing decisions through the router's belief (what it sent where, with the run's
+    capacity and TTL: :class:`~mooncake_lab.sim.routers_reference.ReferenceBelief`) and compare, per
+    request, the blocks the router believed its chosen instance held with what that instance's cache
+    really gave. Keys: ``stale_share`` (requests whose believed prefix exceeded the true one: sent to
+    evicted or never-held blocks), ``under_share`` (believed less than the instance held: a belief that
+    forgot), ``missed_tokens_share`` (believed-but-recomputed tokens / prompt tokens),
+    ``believed_hit_ratio`` and ``true_hit_ratio`` (fractions of prompt tokens)."""
+    from ..sim.reference import _reusable_tokens   # the engines' rule: at least one token is computed
+    from ..sim.routers_reference import ReferenceBelief
+
+    if not isinstance(res, sim.SimResult):
+        raise fail("res", type(res).__name__, "a SimResult", "l09.belief_audit")
+    rp = res.config.resolve().router
+    tr, a = res.trace, res.arrays
+    n = res.config.n_prefill_instances
+    belief = ReferenceBelief(n, rp.belief_capacity or tr.n_blocks, rp.belief_ttl)
+    off, ids = tr.block_offsets, tr.block_ids
+    believed = np.zeros(len(tr))
+    for j in np.argsort(tr.arrival_s, kind="stable"):
+        f = int(a["prefill_inst"][j])
+        if f < 0:
+            continue
+        blocks = ids[off[j]:off[j + 1]].tolist()
+        t = float(tr.arrival_s[j])
+        believed[j] = _reusable_tokens(belief.match(f, blocks, t), int(tr.input_len[j]), _BT)
+        belief.insert(f, blocks, t)
+    ok = a["prefill_inst"] >= 0
+    true = a["cached_tok"].astype(float)
+    total = float(tr.input_len[ok].sum())
+    return {"stale_share": float((believed[ok] > true[ok]).mean()),
+            "under_share": float((believed[ok] < true[ok]).mean()),
+            "missed_tokens_share": float(np.maximum(believed[ok] - true[ok], 0).sum() / total),
+            "believed_hit_ratio": float(believed[ok].sum() / total), "true_hit_ratio": float(true[ok].sum() / total)}
+
+
+#: Belief capacities of the sweep (512-token blocks per instance; 0 = unbounded) — SGLang's default
+#: max_tree_size is 2^26 chars ≈ 32,768 blocks (SYSTEM_DEFAULTS).
+BELIEF_CAPACITIES = (64, 256, 1024, 4096, 32768, 0)
+
+
+def belief_sweep(router: str = "sglang", capacities=BELIEF_CAPACITIES, trace: Trace | str = "conversation",
+                 arch: str = "coupled", stress: str = "lecture 04") -> pd.DataFrame:
+    """``router`` with its belief capped at each of ``capacities`` (blocks per instance; 0 = unbounded),
+    and with the true caches: SLO attainment, mean TTFT, hit ratio, and :func:`belief_audit`'s stale
+    share. Row ``"true"``: KV events (knowledge = true). ``cache_blocks``: the instance's true cache."""
+    _check(arch, stress, "l09.belief_sweep")
+    choice(router, "router", [r for r in ROUTERS if r != "prodstack_rr"], "l09.belief_sweep")
+    from ..validate import int_array
+    caps = [int(c) for c in int_array(capacities, "capacities", lo=0, hi=2 ** 40, where="l09.belief_sweep")]
+    if not caps:
+        raise fail("capacities", capacities, "at least one capacity (blocks, 0 = unbounded)", "l09.belief_sweep")
+    tr, speed = _trace(trace), _speed(trace, stress, None)
+    cfgs = [cluster(router, arch, stress, RouterConfig(knowledge="belief", belief_capacity_blocks=c)) for c in caps]
+    cfgs.append(cluster(router, arch, stress, RouterConfig(knowledge="true")))
+    runs = simulate_all([(tr, speed, c) for c in cfgs])
+    cache = cfgs[0].resolve().cache_capacity_blocks
+    rows = []
+    for c, r in zip([*caps, "true"], runs):
+        s = r.summary()
+        audit = belief_audit(r) if c != "true" else {"stale_share": 0.0, "missed_tokens_share": 0.0}
+        rows.append({"belief_blocks": c, "slo_attainment": s["slo_attainment"], "ttft_mean_s": s["ttft_mean_s"],
+                     "hit_ratio": s["hit_ratio"], "stale_share": audit["stale_share"],
+                     "missed_tokens_share": audit["missed_tokens_share"], "cache_blocks": cache})
+    return pd.DataFrame(rows).set_index("belief_blocks")
+
+
+# ------------------------------------------------------------------ all leaderboards at once
+#: The lecture's traces (lecture 04's: the released conversation trace and the toolagent-like stand-in).
+TRACES = tuple(l04.TRACES)
+
+
+def leaderboards(traces=TRACES, archs=tuple(ARCHITECTURES), stresses=tuple(STRESS)) -> dict:
+    """``{(trace, arch, stress): leaderboard}`` for every combination; all runs go in one parallel batch."""
+    combos = [(t, a, s) for s in stresses for a in archs for t in traces]
+    for t, a, s in combos:
+        _check(a, s, "l09.leaderboards")
+    names = list(ROUTERS) + list(CONDUCTOR)
+    simulate_all([(_trace(t), _speed(t, s, None), cluster(p, a, s)) for t, a, s in combos for p in names])
+    return {k: leaderboard(*k) for k in combos}
+
+
+def _best(df: pd.DataFrame) -> str:
+    return f"`{df.index[0]}` ({df.slo_attainment.iloc[0]:.3f})"
+
+
+def describe_leaderboards(boards: dict) -> str:
+    """Markdown: per board the winner, the best router, the Conductor's kvcentric, and the most uneven policy."""
+    lines = []
+    for (t, a, s), df in boards.items():
+        routers = df[df.kind == "router"]
+        worst = df.load_imbalance.idxmax()
+        lines.append(f"* **{_trace(t).name}, {a}, {s} stress:** first {_best(df)}; best router {_best(routers)}; "
+                     f"`kvcentric` {df.loc['kvcentric', 'slo_attainment']:.3f}, `cache_aware` "
+                     f"{df.loc['cache_aware', 'slo_attainment']:.3f}; most uneven `{worst}` (load imbalance "
+                     f"{df.loc[worst, 'load_imbalance']:.2f}, SLO attainment {df.loc[worst, 'slo_attainment']:.3f}).")
+        if df.slo_attainment.max() < 0.1:
+            lines[-1] += (f" No policy keeps even a tenth of the requests within the SLOs (best "
+                          f"{df.slo_attainment.max():.3f}): decode is the bottleneck here, which no prefill-side "
+                          "router can fix — lecture 07's admission control does; the order of this board is noise.")
+        if a == "coupled" and df.loc["kvcentric"].equals(df.loc["cache_aware"].replace("Conductor", "Conductor")):
+            lines[-1] += " (Coupled nodes have no pool to fetch from: `kvcentric` routes as `cache_aware`.)"
+    return "SLO attainment (share of requests with TTFT and TBT within their SLOs):\n\n" + "\n".join(lines)
+
+
+def hot_first_block(trace: Trace | str = "conversation") -> dict:
+    """How many of the trace's prompts start with its most common first block (why "longest match, no
+    load term" can send everything to one instance)."""
+    tr = _trace(trace)
+    first = tr.block_ids[tr.block_offsets[:-1]]
+    vals, counts = np.unique(first, return_counts=True)
+    return {"requests": len(tr), "sharing_first_block": int(counts.max()), "share": float(counts.max() / len(tr))}
+
+
+# ------------------------------------------------------------------ what the docs say / what we measure
+#: Dynamo's overlap_score_weight values of the sweep (the deprecated knob: s = w, and κ = 0 if w = 0).
+DYNAMO_WEIGHTS = (0.0, 0.5, 1.0, 2.0, 4.0)
+
+
+def dynamo_weight_config(w: float) -> RouterConfig:
+    """Dynamo with the deprecated ``overlap_score_weight = w`` (config.rs@07a6c9ce maps it to s = w, κ = 0 if w = 0)."""
+    from ..validate import real
+    w = real(w, "overlap_score_weight", lo=0.0, hi=1e6, where="l09.dynamo_weight_config")
+    return RouterConfig(dynamo_prefill_scale=w, dynamo_overlap_credit=0.0 if w == 0 else 1.0)
+
+
+def dynamo_weight_sweep(weights=DYNAMO_WEIGHTS, trace: Trace | str = "conversation", arch: str = "coupled",
+                        stress: str = "lecture 04") -> pd.DataFrame:
+    """Dynamo's docs: weight 0 = "pure load balancing"; higher improves TTFT and costs ITL (TBT). Per
+    weight: mean and p99 TTFT (s), mean TBT and mean of each request's slowest-decile TBT (ms), hit ratio."""
+    _check(arch, stress, "l09.dynamo_weight_sweep")
+    cfgs = [dynamo_weight_config(w) for w in weights]
+    if not cfgs:
+        raise fail("weights", weights, "at least one weight ≥ 0", "l09.dynamo_weight_sweep")
+    tr, speed = _trace(trace), _speed(trace, stress, None)
+    runs = simulate_all([(tr, speed, cluster("dynamo", arch, stress, c)) for c in cfgs])
+    rows = []
+    for w, r in zip(weights, runs):
+        s = r.summary()
+        rows.append({"overlap_score_weight": float(w), "ttft_mean_s": s["ttft_mean_s"], "ttft_p99_s": s["ttft_p99_s"],
+                     "tbt_mean_ms": 1e3 * s["tbt_mean_s"], "tbt_tail_mean_ms": 1e3 * s["tbt_tail_mean_s"],
+                     "hit_ratio": s["hit_ratio"], "slo_attainment": s["slo_attainment"]})
+    return pd.DataFrame(rows).set_index("overlap_score_weight")
+
+
+#: Documented vs code defaults (reference/routers.md §2, §5): AIBrix's README (block 128, imbalance 16,
+#: σ factor 2) vs its code (4, 8, 1); SGLang's CacheAwareConfig::default() (threshold 0.5, abs 32, rel 1.1,
+#: max tree 10,000 chars) vs the CLI (0.3, 64, 1.5, 2^26 chars). Tree/store sizes in 512-token blocks at
+#: 4 chars per token; SGLang's eviction interval (30 s vs 120 s) is not modelled (LRU at insert).
+DEFAULT_VARIANTS = {
+    ("aibrix", "code"): RouterConfig(),
+    ("aibrix", "README"): RouterConfig(aibrix_imbalance_abs=16, aibrix_std_factor=2.0,
+                                       belief_capacity_blocks=200_000 * 128 // 4 // 512),
+    ("sglang", "CLI"): RouterConfig(),
+    ("sglang", "CacheAwareConfig::default"): RouterConfig(sglang_cache_threshold=0.5, sglang_balance_abs=32,
+                                                          sglang_balance_rel=1.1,
+                                                          belief_capacity_blocks=max(1, 10_000 // 4 // 512)),
+}
+
+
+def default_variants(trace: Trace | str = "conversation", arch: str = "coupled", stress: str = "lecture 04") -> pd.DataFrame:
+    """Each :data:`DEFAULT_VARIANTS` run: SLO attainment, mean TTFT, hit ratio, load imbalance."""
+    _check(arch, stress, "l09.default_variants")
+    tr, speed = _trace(trace), _speed(trace, stress, None)
+    runs = simulate_all([(tr, speed, cluster(r, arch, stress, c)) for (r, _), c in DEFAULT_VARIANTS.items()])
+    rows = [{"router": r, "defaults": v, **{k: _row(res)[k] for k in ("slo_attainment", "ttft_mean_s", "hit_ratio",
+                                                                         "load_imbalance")}}
+            for (r, v), res in zip(DEFAULT_VARIANTS, runs)]
+    return pd.DataFrame(rows).set_index(["router", "defaults"])
+
+
+def docs_box(sweep: pd.DataFrame, variants: pd.DataFrame, boards: dict | None = None) -> str:
+    """Markdown table: what each system's docs (or code) claim, what we measure, why."""
+    w0, w1, wmax = sweep.index[0], 1.0 if 1.0 in sweep.index else sweep.index[-1], sweep.index[-1]
+    s = sweep
+    ttft_down = s.ttft_mean_s.iloc[-1] < s.ttft_mean_s.iloc[0]
+    tbt_up = s.tbt_mean_ms.iloc[-1] > s.tbt_mean_ms.iloc[0]
+    a, g = variants.loc["aibrix"], variants.loc["sglang"]
+    rows = [
+        ("Dynamo docs: `overlap_score_weight` 0 = \"pure load balancing\"; higher improves TTFT and costs ITL",
+         f"coupled, conversation: weight {w0:g} → {wmax:g}: mean TTFT {s.ttft_mean_s.loc[w0]:.2f} → "
+         f"{s.ttft_mean_s.loc[wmax]:.2f} s, mean TBT {s.tbt_mean_ms.loc[w0]:.1f} → {s.tbt_mean_ms.loc[wmax]:.1f} ms, "
+         f"hit ratio {s.hit_ratio.loc[w0]:.3f} → {s.hit_ratio.loc[wmax]:.3f} (default {w1:g}: "
+         f"{s.ttft_mean_s.loc[w1]:.2f} s, {s.tbt_mean_ms.loc[w1]:.1f} ms)",
+         ("TTFT " + ("falls" if ttft_down else "does not fall") + ", TBT " + ("rises" if tbt_up else "does not rise")
+          + ": the weight trades prefill work saved (cache) against decode load spread (the D term)")),
+        ("AIBrix README: block 128, imbalance 16, σ factor 2 (the code: 4, 8, 1)",
+         f"code defaults {a.loc['code', 'slo_attainment']:.3f} SLO attainment, hit ratio {a.loc['code', 'hit_ratio']:.3f}; "
+         f"README {a.loc['README', 'slo_attainment']:.3f}, {a.loc['README', 'hit_ratio']:.3f}",
+         "the README's store holds 32× more tokens (block 128) and its bound lets more requests stay on their match"),
+        ("SGLang `CacheAwareConfig::default()`: 0.5 / 32 / 1.1 / 10,000 chars (the CLI: 0.3 / 64 / 1.5 / 2^26)",
+         f"CLI {g.loc['CLI', 'slo_attainment']:.3f} SLO attainment, hit ratio {g.loc['CLI', 'hit_ratio']:.3f}; struct "
+         f"defaults {g.loc['CacheAwareConfig::default', 'slo_attainment']:.3f}, "
+         f"{g.loc['CacheAwareConfig::default', 'hit_ratio']:.3f}",
+         "a 10,000-character tree holds a few blocks per worker: the router forgets almost at once"),
+    ]
+    if boards is not None and ("conversation", "disaggregated", "lecture 04") in boards:
+        df = boards["conversation", "disaggregated", "lecture 04"]
+        rows.append(("production-stack `prefixaware`: the code \"assume[s] that there is no eviction\"; no load term",
+                     f"disaggregated, conversation: load imbalance {df.loc['prodstack_prefix', 'load_imbalance']:.2f}, "
+                     f"SLO attainment {df.loc['prodstack_prefix', 'slo_attainment']:.3f}",
+                     "every prompt shares the hot first block, so the longest match is always the first instance "
+                     "that got it"))
+    head = "| system: docs or code say | what we measure | why |\n|---|---|---|\n"
+    return head + "\n".join(f"| {x} | {y} | {z} |" for x, y, z in rows)
+
+
+# ------------------------------------------------------------------ history (dates: reference/routers.md)
+#: (system, what, when, where) — only dates the reference gives; "date not in our reference" otherwise.
+HISTORY = (
+    ("Mooncake", "paper with the Conductor (Algorithm 1); no open-source Conductor found",
+     "arXiv 2407.00079 (the id: July 2024)", "reference/routers.md, header"),
+    ("NVIDIA Dynamo", "early rule: maximise 2·overlap − usage − waiting", "date not in our reference",
+     "lib/llm/src/kv_router/scheduler.rs @ 00564be8"),
+    ("NVIDIA Dynamo", "classic rule: w·prefill blocks + decode blocks, argmin", "date not in our reference",
+     "lib/llm/src/kv_router/scheduler.rs @ db19bd2a"),
+    ("NVIDIA Dynamo", "credit/scale rule (κ, s, ρ), the one implemented", "v1.4-era; date not in our reference",
+     "lib/kv-router/src/scheduling/selector/default.rs @ 07a6c9ce"),
+    ("SGLang router", "cache_aware, miss → smallest tree", "date not in our reference",
+     "sgl-router/src/policies/cache_aware.rs @ 026f853b"),
+    ("SGLang model gateway", "cache_aware, miss → least load (implemented)", "date not in our reference",
+     "sgl-model-gateway/src/policies/cache_aware.rs @ b93974f1"),
+    ("SMG (lightseekorg/smg)", "later home of the gateway; token-usage imbalance terms", "2026-08-07",
+     "lightseekorg/smg @ 73da68ca"),
+    ("llm-d inference scheduler", "weighted scorers, match cap 256 blocks", "2026-05-17",
+     "llm-d/llm-d-inference-scheduler @ 520af478"),
+    ("GIE EPP", "the same default profile 2/2/3 in its Helm config", "tag v1.3.0; date not in our reference",
+     "kubernetes-sigs/gateway-api-inference-extension @ a93ccb58"),
+    ("llm-d router", "renamed scheduler, match cap 131,072 tokens (implemented)", "2026-08-21",
+     "llm-d/llm-d-router @ ebab6879"),
+    ("vLLM production-stack", "roundrobin, prefixaware, kvaware (implemented)", "2026-08-05",
+     "vllm-project/production-stack @ a6c01db0"),
+    ("AIBrix", "prefix-cache router, Preble port (implemented)", "2026-08-23", "vllm-project/aibrix @ e3e10f9e"),
+    ("Preble", "E2 exploit/explore scheduler (implemented)", "date not in our reference",
+     "WukLab/preble multi_node/global_scheduler_with_time.py @ 0c962c4c"),
+)
+
+
+def history() -> pd.DataFrame:
+    """:data:`HISTORY` as a table (dates as the reference gives them: the commits we read, not releases)."""
+    return pd.DataFrame(HISTORY, columns=["system", "what", "when", "source"])
+
+
+# ------------------------------------------------------------------ reproduce: metrics and figures
+from ..reproduce import Metric, figure_group, metric_group  # noqa: E402
+
+
+@metric_group("routers")
+def _metrics() -> list:
+    out = []
+    src = "ours: l09.leaderboard({t!r}, {a!r}, {s!r}); routers as in reference/routers.md"
+    for (t, a, s), df in leaderboards().items():
+        key = f"{_trace(t).name}.{a}.{s.replace(' ', '')}"
+        for p in df.index:
+            out.append(Metric(f"routers.slo_attainment.{key}.{p}", float(df.loc[p, "slo_attainment"]), "fraction",
+                              None, src.format(t=t, a=a, s=s)))
+            out.append(Metric(f"routers.ttft_mean_s.{key}.{p}", float(df.loc[p, "ttft_mean_s"]), "s",
+                              None, src.format(t=t, a=a, s=s)))
+    return out
+
+
+@figure_group("routers")
+def _figures() -> dict:
+    from ..plots import routers as plots
+
+    boards = leaderboards()
+    return {"l09_leaderboard": plots.leaderboard_bars({k: v for k, v in boards.items() if k[2] == "lecture 04"}),
+            "l09_belief_sweep": plots.belief_sweep(belief_sweep()),
+            "l09_dynamo_weight": plots.dynamo_weight(dynamo_weight_sweep())}

@@ -1,0 +1,42 @@
+"""Claims of lecture 09: every number its markdown and exercise strings state (see :mod:`mooncake_lab.claims`).
+
+Results of the simulations (leaderboards, the belief sweep, the docs box) are computed in the notebook
+(``l09.describe_*``, ``l09.docs_box``); the claims here are the lecture's set-up: block size, the
+architectures, and the hand-set worked request.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import claim
+
+
+def _l09():
+    from ..experiments import l09_routers as l09
+    return l09
+
+
+def _bt() -> int:
+    from ..traces import BLOCK_TOKENS
+    return BLOCK_TOKENS
+
+
+def _worked_roles():
+    """Indices of the worked state's instances as the text names them: the two holding the deepest
+    prefix, the busiest, the one holding a little, the nearly idle one."""
+    st = _l09().WORKED_STATE
+    m, n = np.array(st["matched_blocks"]), np.array(st["inflight"])
+    deep = np.flatnonzero(m == m.max())
+    little = np.flatnonzero((m > 0) & (m < m.max()))
+    return (*deep, int(np.argmax(n)), *little, int(np.argmin(n)))
+
+
+claim("09.block", "in 512-token blocks", _bt)
+claim("09.worked_request", "One request of 4,096 tokens (8 blocks)",
+      lambda: (_l09().WORKED_REQUEST["L"], _l09().WORKED_REQUEST["n_blocks"]))
+claim("09.worked_roles", "instance 0 and 3 hold most of its prefix, but 3 is the busiest; 1 holds a little; 2 is",
+      _worked_roles)
+claim("09.block_box", "give 512-token blocks", _bt)
+claim("09.nodes", "on the same 16 nodes", lambda: _l09().ARCHITECTURES["coupled"]["n_coupled"])
+claim("09.dynamo_docs", "`overlap_score_weight` 0 is", lambda: _l09().DYNAMO_WEIGHTS[0],
+      source="ai-dynamo/dynamo docs/router/kv_cache_routing.md@391befc4 (reference/routers.md §1a)")
