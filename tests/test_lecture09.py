@@ -110,12 +110,19 @@ def test_unbounded_belief_never_believes_less_than_the_cache():
     assert a["believed_hit_ratio"] >= a["true_hit_ratio"] == pytest.approx(res.summary()["hit_ratio"])
 
 
-def test_belief_sweep_small_belief_forgets():
-    sweep = l09.belief_sweep("sglang", (16, 0))
-    assert list(sweep.index) == [16, 0, "true"]
+def test_belief_sweep_stale_only_above_the_cache_and_exact_mirror_is_the_cache():
+    cb = l09.SWEEP_CACHE_BLOCKS
+    sweep = l09.belief_sweep("sglang", (16, cb, 0), cache_blocks=cb)
+    assert list(sweep.index) == [16, cb, 0, "true"] and (sweep.cache_blocks == cb).all()
+    assert sweep.loc[16, "stale_share"] == 0.0 and sweep.loc[cb, "stale_share"] == 0.0
+    assert sweep.loc[0, "stale_share"] > 0 and sweep.loc[0, "missed_tokens_share"] > 0   # evicted prefixes
     assert sweep.loc["true", "stale_share"] == 0.0
     assert sweep.loc[0, "hit_ratio"] > sweep.loc[16, "hit_ratio"]
-    assert (sweep.cache_blocks == sweep.cache_blocks.iloc[0]).all()
+    # coupled: the belief touches its LRU when the engine touches its cache, so the same size is the same cache
+    cols = ["slo_attainment", "ttft_mean_s", "hit_ratio"]
+    assert sweep.loc[cb, cols].astype(float).tolist() == pytest.approx(sweep.loc["true", cols].astype(float).tolist())
+    text = l09.describe_belief_sweep(sweep)
+    assert "matches the true-cache run" in text and f"{100 * sweep.loc[0, 'stale_share']:.1f} %" in text
 
 
 def test_knowledge_cost_rows():
@@ -164,6 +171,7 @@ BAD = [
     (lambda: l09.belief_sweep("prodstack_rr"), "router"),
     (lambda: l09.belief_sweep("sglang", ()), "capacities"),
     (lambda: l09.belief_sweep("sglang", (-1,)), "capacities"),
+    (lambda: l09.belief_sweep("sglang", cache_blocks=0), "cache_blocks"),
     (lambda: l09.dynamo_weight_config(-1.0), "overlap_score_weight"),
     (lambda: l09.dynamo_weight_sweep(()), "weights"),
     (lambda: l09.belief_audit("not a run"), "res"),
@@ -181,7 +189,8 @@ def test_bad_inputs_name_what_is_wrong(call, named):
 def _labelled(fig: Figure):
     assert isinstance(fig, Figure)
     assert any(ax.get_title() for ax in fig.axes) or fig._suptitle is not None
-    assert all(ax.get_xlabel() for ax in fig.axes if ax.get_visible())
+    assert all(any(a.get_xlabel() for a in ax.get_shared_x_axes().get_siblings(ax))   # a twin shares its x label
+               for ax in fig.axes if ax.get_visible())
 
 
 def test_figures_have_titles_and_axes(board):

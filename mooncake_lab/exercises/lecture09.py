@@ -28,7 +28,7 @@ def _best_coupled_router() -> str:
 
 def _stale_percent() -> float:
     l09 = _l09()
-    sweep = l09.belief_sweep("sglang", (l09.SYSTEM_DEFAULTS["sglang"][1],))
+    sweep = l09.belief_sweep("sglang", (l09.SYSTEM_DEFAULTS["sglang"][1],), cache_blocks=l09.SWEEP_CACHE_BLOCKS)
     return 100.0 * float(sweep.stale_share.iloc[0])
 
 
@@ -65,10 +65,11 @@ exercise(Exercise(
 
 exercise(Exercise(
     "09.stale_percent",
-    "Question 4 [cost of belief]: with SGLang's default router tree (coupled, conversation, lecture 04's "
-    "stress), what percentage of requests go to an instance the router believes holds more of their prefix "
-    "than it really does?",
+    "Question 4 [cost of belief]: with SGLang's default router tree and instances that cache "
+    "`l09.SWEEP_CACHE_BLOCKS` blocks each (coupled, conversation, lecture 04's stress), what percentage of "
+    "requests go to an instance the router believes holds more of their prefix than it really does?",
     answer=_stale_percent, unit="%", rel_tol=0.05,
-    hint="`l09.belief_sweep('sglang', (l09.SYSTEM_DEFAULTS['sglang'][1],)).stale_share` (a fraction).",
+    hint="`l09.belief_sweep('sglang', cache_blocks=l09.SWEEP_CACHE_BLOCKS)`, the row of SGLang's default "
+         "capacity (`l09.SYSTEM_DEFAULTS['sglang'][1]`), column `stale_share` (a fraction).",
     why="the tree remembers what the router sent, not what the engine kept: the instance's LRU evicts blocks "
         "the tree still lists, and the prefill recomputes them."))

@@ -16,6 +16,8 @@
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
@@ -30,7 +32,7 @@ from .common import as_trace as _trace, simulate_all
 __all__ = ["ROUTER_INFO", "ARCHITECTURES", "STRESS", "CONDUCTOR", "TRACES", "cluster", "run", "leaderboard",
            "leaderboards", "describe_leaderboards", "knowledge_cost", "load_imbalance", "router_table",
            "WORKED_STATE", "WORKED_REQUEST", "worked_inputs", "worked_request", "describe_worked", "belief_audit",
-           "BELIEF_CAPACITIES", "belief_sweep", "hot_first_block", "DYNAMO_WEIGHTS", "dynamo_weight_config",
+           "BELIEF_CAPACITIES", "SWEEP_CACHE_BLOCKS", "belief_sweep", "describe_belief_sweep", "hot_first_block", "DYNAMO_WEIGHTS", "dynamo_weight_config",
            "dynamo_weight_sweep", "DEFAULT_VARIANTS", "default_variants", "docs_box", "HISTORY", "history"]
 
 #: Router → (system, what it implements, source file @ commit — reference/routers.md).
@@ -239,31 +241,35 @@ def describe_worked(table: pd.DataFrame) -> str:
 # ------------------------------------------------------------------ what a stale belief costs
 def belief_audit(res: sim.SimResult) -> dict:
     """Replay a run's routing decisions through the router's belief (what it sent where, with the run's
-    capacity and TTL: :class:`~mooncake_lab.sim.routers_reference.ReferenceBelief`) and compare, per
-    request, the blocks the router believed its chosen instance held with what that instance's cache
-    really gave. Keys: ``stale_share`` (requests whose believed prefix exceeded the true one: sent to
-    evicted or never-held blocks), ``under_share`` (believed less than the instance held: a belief that
-    forgot), ``missed_tokens_share`` (believed-but-recomputed tokens / prompt tokens),
-    ``believed_hit_ratio`` and ``true_hit_ratio`` (fractions of prompt tokens)."""
-    from ..sim.reference import _reusable_tokens   # the engines' rule: at least one token is computed
-    from ..sim.routers_reference import ReferenceBelief
+    capacity and TTL, by the kernel's own :func:`~mooncake_lab.sim.routers.belief_match` /
+    :func:`~mooncake_lab.sim.routers.belief_insert`) and compare, per request, the blocks the router
+    believed its chosen instance held with what that instance's cache really gave. Keys: ``stale_share``
+    (requests whose believed prefix exceeded the true one: sent to evicted or never-held blocks),
+    ``under_share`` (believed less than the instance held: a belief that forgot), ``missed_tokens_share``
+    (believed-but-recomputed tokens / prompt tokens), ``believed_hit_ratio`` and ``true_hit_ratio``
+    (fractions of prompt tokens). Reused tokens follow the engines' rule (at least one token is computed)."""
+    from ..prefix_cache import new_cache_state
+    from ..sim.reference import _reusable_tokens
+    from ..sim.routers import belief_insert, belief_match
 
     if not isinstance(res, sim.SimResult):
         raise fail("res", type(res).__name__, "a SimResult", "l09.belief_audit")
     rp = res.config.resolve().router
     tr, a = res.trace, res.arrays
     n = res.config.n_prefill_instances
-    belief = ReferenceBelief(n, rp.belief_capacity or tr.n_blocks, rp.belief_ttl)
+    st = new_cache_state(n, tr.n_blocks, rp.belief_capacity or tr.n_blocks)   # 0 = unbounded
+    ttl = float(rp.belief_ttl)
+    touched = np.zeros((n, tr.n_blocks if ttl < math.inf else 1))
     off, ids = tr.block_offsets, tr.block_ids
     believed = np.zeros(len(tr))
     for j in np.argsort(tr.arrival_s, kind="stable"):
         f = int(a["prefill_inst"][j])
         if f < 0:
             continue
-        blocks = ids[off[j]:off[j + 1]].tolist()
-        t = float(tr.arrival_s[j])
-        believed[j] = _reusable_tokens(belief.match(f, blocks, t), int(tr.input_len[j]), _BT)
-        belief.insert(f, blocks, t)
+        blocks, t = ids[off[j]:off[j + 1]], float(tr.arrival_s[j])
+        believed[j] = _reusable_tokens(int(belief_match(st.last_use, touched, f, blocks, t, ttl)),
+                                       int(tr.input_len[j]), _BT)
+        belief_insert(st.last_use, st.q_block, st.q_stamp, st.meta, touched, f, blocks, t, ttl)
     ok = a["prefill_inst"] >= 0
     true = a["cached_tok"].astype(float)
     total = float(tr.input_len[ok].sum())
@@ -275,23 +281,33 @@ def belief_audit(res: sim.SimResult) -> dict:
 
 #: Belief capacities of the sweep (512-token blocks per instance; 0 = unbounded) — SGLang's default
 #: max_tree_size is 2^26 chars ≈ 32,768 blocks (SYSTEM_DEFAULTS).
-BELIEF_CAPACITIES = (64, 256, 1024, 4096, 32768, 0)
+BELIEF_CAPACITIES = (64, 256, 1024, 4096, 32768, 0)   # includes SWEEP_CACHE_BLOCKS
+
+
+#: The true cache of the belief sweep (512-token blocks per instance): small enough that the instances
+#: evict on the conversation trace (the node's default DRAM cache holds about all an instance is sent),
+#: so a belief larger than it goes stale.
+SWEEP_CACHE_BLOCKS = 1024
 
 
 def belief_sweep(router: str = "sglang", capacities=BELIEF_CAPACITIES, trace: Trace | str = "conversation",
-                 arch: str = "coupled", stress: str = "lecture 04") -> pd.DataFrame:
+                 arch: str = "coupled", stress: str = "lecture 04", cache_blocks: int | None = None) -> pd.DataFrame:
     """``router`` with its belief capped at each of ``capacities`` (blocks per instance; 0 = unbounded),
     and with the true caches: SLO attainment, mean TTFT, hit ratio, and :func:`belief_audit`'s stale
-    share. Row ``"true"``: KV events (knowledge = true). ``cache_blocks``: the instance's true cache."""
+    share. Row ``"true"``: KV events (knowledge = true). ``cache_blocks``: the instances' true cache
+    (blocks; ``None`` = the node's default)."""
     _check(arch, stress, "l09.belief_sweep")
     choice(router, "router", [r for r in ROUTERS if r != "prodstack_rr"], "l09.belief_sweep")
-    from ..validate import int_array
+    from ..validate import int_array, integer
     caps = [int(c) for c in int_array(capacities, "capacities", lo=0, hi=2 ** 40, where="l09.belief_sweep")]
     if not caps:
         raise fail("capacities", capacities, "at least one capacity (blocks, 0 = unbounded)", "l09.belief_sweep")
+    over = {} if cache_blocks is None else {
+        "cache_capacity_blocks": integer(cache_blocks, "cache_blocks", lo=1, hi=2 ** 40, where="l09.belief_sweep")}
     tr, speed = _trace(trace), _speed(trace, stress, None)
-    cfgs = [cluster(router, arch, stress, RouterConfig(knowledge="belief", belief_capacity_blocks=c)) for c in caps]
-    cfgs.append(cluster(router, arch, stress, RouterConfig(knowledge="true")))
+    cfgs = [cluster(router, arch, stress, RouterConfig(knowledge="belief", belief_capacity_blocks=c), **over)
+            for c in caps]
+    cfgs.append(cluster(router, arch, stress, RouterConfig(knowledge="true"), **over))
     runs = simulate_all([(tr, speed, c) for c in cfgs])
     cache = cfgs[0].resolve().cache_capacity_blocks
     rows = []
@@ -302,6 +318,34 @@ def belief_sweep(router: str = "sglang", capacities=BELIEF_CAPACITIES, trace: Tr
                      "hit_ratio": s["hit_ratio"], "stale_share": audit["stale_share"],
                      "missed_tokens_share": audit["missed_tokens_share"], "cache_blocks": cache})
     return pd.DataFrame(rows).set_index("belief_blocks")
+
+
+def describe_belief_sweep(sweep: pd.DataFrame) -> str:
+    """Markdown: what :func:`belief_sweep` shows — stale share above the cache size, hit ratio below it,
+    and whether the belief of exactly the cache's size matched the true-cache run."""
+    caps = [c for c in sweep.index if c != "true"]
+    cache = int(sweep.cache_blocks.iloc[0])
+    big = [c for c in caps if c == 0 or c > cache]
+    small = [c for c in caps if 0 < c < cache]
+    out = []
+    if small:
+        c = min(small)
+        out.append(f"a belief of {c:,} blocks (the smallest) reaches a hit ratio of {sweep.loc[c, 'hit_ratio']:.3f} "
+                   f"against {sweep.loc['true', 'hit_ratio']:.3f} with the true cache, and sends no request to an "
+                   f"evicted prefix ({100 * sweep.loc[c, 'stale_share']:.1f} %)")
+    if big:
+        c = big[-1]
+        out.append(f"a belief {'without a bound' if c == 0 else f'of {c:,} blocks'} sends "
+                   f"{100 * sweep.loc[c, 'stale_share']:.1f} % of the requests to an instance that evicted part of "
+                   f"the prefix it believed there ({100 * sweep.loc[c, 'missed_tokens_share']:.1f} % of all prompt "
+                   f"tokens believed cached and recomputed); mean TTFT {sweep.loc[c, 'ttft_mean_s']:.2f} s against "
+                   f"{sweep.loc['true', 'ttft_mean_s']:.2f} s")
+    if cache in caps:
+        same = bool(np.isclose(sweep.loc[cache, ["slo_attainment", "ttft_mean_s", "hit_ratio"]].astype(float),
+                               sweep.loc["true", ["slo_attainment", "ttft_mean_s", "hit_ratio"]].astype(float)).all())
+        out.append(f"a belief of exactly the cache's {cache:,} blocks {'matches' if same else 'does not match'} the "
+                   "true-cache run")
+    return f"With instances caching {cache:,} blocks each: " + "; ".join(out) + "."
 
 
 # ------------------------------------------------------------------ all leaderboards at once
@@ -422,16 +466,21 @@ def docs_box(sweep: pd.DataFrame, variants: pd.DataFrame, boards: dict | None = 
          f"hit ratio {s.hit_ratio.loc[w0]:.3f} → {s.hit_ratio.loc[wmax]:.3f} (default {w1:g}: "
          f"{s.ttft_mean_s.loc[w1]:.2f} s, {s.tbt_mean_ms.loc[w1]:.1f} ms)",
          ("TTFT " + ("falls" if ttft_down else "does not fall") + ", TBT " + ("rises" if tbt_up else "does not rise")
-          + ": the weight trades prefill work saved (cache) against decode load spread (the D term)")),
+          + (": the weight trades the prefill a cache hit saves against spreading decode (the D term)" if tbt_up else
+             ": in a chunked coupled engine the prefill chunks a cache hit saves are the ones that stall the decode "
+             "batch, so TBT falls too; the D term keeps decode spread whatever the weight"))),
         ("AIBrix README: block 128, imbalance 16, σ factor 2 (the code: 4, 8, 1)",
          f"code defaults {a.loc['code', 'slo_attainment']:.3f} SLO attainment, hit ratio {a.loc['code', 'hit_ratio']:.3f}; "
          f"README {a.loc['README', 'slo_attainment']:.3f}, {a.loc['README', 'hit_ratio']:.3f}",
-         "the README's store holds 32× more tokens (block 128) and its bound lets more requests stay on their match"),
+         (f"the README's store (block 128 characters, not 4) holds {128 // 4}× more of the prompts, and its wider "
+          "bound (imbalance 16, 2σ) lets more requests stay on their match"
+          + ("" if a.loc["README", "hit_ratio"] > a.loc["code", "hit_ratio"] else " — yet here it does not help"))),
         ("SGLang `CacheAwareConfig::default()`: 0.5 / 32 / 1.1 / 10,000 chars (the CLI: 0.3 / 64 / 1.5 / 2^26)",
          f"CLI {g.loc['CLI', 'slo_attainment']:.3f} SLO attainment, hit ratio {g.loc['CLI', 'hit_ratio']:.3f}; struct "
          f"defaults {g.loc['CacheAwareConfig::default', 'slo_attainment']:.3f}, "
          f"{g.loc['CacheAwareConfig::default', 'hit_ratio']:.3f}",
-         "a 10,000-character tree holds a few blocks per worker: the router forgets almost at once"),
+         (f"a 10,000-character tree holds {max(1, 10_000 // 4 // 512)} blocks of 512 tokens per worker: the router "
+          "forgets almost at once, and the higher threshold and tighter balance send more requests by load")),
     ]
     if boards is not None and ("conversation", "disaggregated", "lecture 04") in boards:
         df = boards["conversation", "disaggregated", "lecture 04"]
@@ -504,5 +553,5 @@ def _figures() -> dict:
 
     boards = leaderboards()
     return {"l09_leaderboard": plots.leaderboard_bars({k: v for k, v in boards.items() if k[2] == "lecture 04"}),
-            "l09_belief_sweep": plots.belief_sweep(belief_sweep()),
+            "l09_belief_sweep": plots.belief_sweep(belief_sweep(cache_blocks=SWEEP_CACHE_BLOCKS)),
             "l09_dynamo_weight": plots.dynamo_weight(dynamo_weight_sweep())}

@@ -66,8 +66,8 @@ def belief_sweep(df, title: str = "SGLang's router tree vs the true cache (coupl
     a2.set_ylabel("% of requests / % of prompt tokens")
     a1.set_title("What the router achieves")
     a2.set_title("Where its belief is stale")
-    a1.legend(loc="lower right")
-    a2.legend(loc="upper right")
+    a1.legend(loc="upper left", ncols=2)
+    a2.legend(loc="center right")
     fig.suptitle(title)
     return fig
 
