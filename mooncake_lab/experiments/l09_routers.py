@@ -484,11 +484,12 @@ def docs_box(sweep: pd.DataFrame, variants: pd.DataFrame, boards: dict | None = 
     ]
     if boards is not None and ("conversation", "disaggregated", "lecture 04") in boards:
         df = boards["conversation", "disaggregated", "lecture 04"]
+        hot = hot_first_block("conversation")
         rows.append(("production-stack `prefixaware`: the code \"assume[s] that there is no eviction\"; no load term",
                      f"disaggregated, conversation: load imbalance {df.loc['prodstack_prefix', 'load_imbalance']:.2f}, "
                      f"SLO attainment {df.loc['prodstack_prefix', 'slo_attainment']:.3f}",
-                     "every prompt shares the hot first block, so the longest match is always the first instance "
-                     "that got it"))
+                     f"{100 * hot['share']:.1f} % of the prompts start with the same block, so the longest match "
+                     "keeps naming the instance that first got it, and nothing counts its load"))
     head = "| system: docs or code say | what we measure | why |\n|---|---|---|\n"
     return head + "\n".join(f"| {x} | {y} | {z} |" for x, y, z in rows)
 
