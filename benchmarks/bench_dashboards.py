@@ -27,7 +27,7 @@ DASHBOARDS = [
     ("prefill", "GanttDashboard"), ("prefill", "SchemesDashboard"),
     ("goodput", "GoodputDashboard"), ("goodput", "BatchingDashboard"), ("goodput", "PDAssumptionsDashboard"),
     ("overload", "OverloadDashboard"), ("overload", "PolicyComparisonDashboard"),
-    ("capstone", "MechanismDashboard"),
+    ("capstone", "MechanismDashboard"), ("routers", "RouterDashboard"),
     ("store_lab", "EvictionDashboard"), ("store_lab", "FailureDashboard"),
 ]
 
