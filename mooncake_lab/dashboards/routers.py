@@ -163,6 +163,8 @@ class RouterDashboard(Dashboard):
 
     # -- figure ------------------------------------------------------------------------------
     def _setup(self):
+        from matplotlib.ticker import MaxNLocator
+
         from ..plots import PALETTE, SLO_COLOR, new_figure
 
         fig, (a1, a2) = new_figure(1, 2, width=10.0, height=3.6)
@@ -185,7 +187,9 @@ class RouterDashboard(Dashboard):
         a2.set_title("prompt tokens per instance")
         a2.legend(loc="upper right", fontsize=8)
         self.caption = a1.text(0.98, 0.04, "", transform=a1.transAxes, ha="right", va="bottom", fontsize=9)
-        self.dynamic(self.cdf, self.mean_line, self.caption, *self.computed, *self.cached)
+        # 8 or 16 instances: the instance axis is drawn per move (few ticks), not a new background
+        a2.xaxis.set_major_locator(MaxNLocator(8, integer=True))
+        self.dynamic(self.cdf, self.mean_line, self.caption, a2.xaxis, *self.computed, *self.cached)
         self._limits = {"ttft": None, "tokens": None}
         return fig
 
