@@ -178,7 +178,7 @@ class RouterDashboard(Dashboard):
         a1.set_ylim(0, 1.02)
         a1.set_xlabel("TTFT (s, log scale)")
         a1.set_ylabel("fraction of requests")
-        a1.set_title("TTFT CDF (dash-dot: mean; dashed: 30 s SLO)")
+        a1.set_title(f"TTFT CDF (dash-dot: mean; dashed: {self.slo_s:g} s SLO)")
         x = np.arange(_MAX_INSTANCES)
         self.computed = a2.bar(x, np.zeros(_MAX_INSTANCES), color=PALETTE[3], label="computed")
         self.cached = a2.bar(x, np.zeros(_MAX_INSTANCES), color=PALETTE[2], label="reused from cache")
