@@ -26,7 +26,8 @@ def _steps():
     tr = synthetic_trace("toolagent-like", n_requests=60, seed=1)
     small = dict(n_prefill=4, n_decode=2)
     return [
-        ("cluster simulator (lectures 04, 06, 07)", lambda: sim.simulate(tr, sim.ClusterConfig(**small))),
+        ("cluster simulator (lectures 04, 06, 07)",   # links shared (the default) or not (lecture 07)
+         lambda: [sim.simulate(tr, sim.ClusterConfig(**small, **kw)) for kw in ({}, sim.SIMPLE_SEMANTICS)]),
         ("coupled engine (lectures 06, 08)",
          lambda: sim.simulate(tr, sim.ClusterConfig(engine_mode="coupled", chunked_prefill=True))),
         ("student policies (lecture 08)",

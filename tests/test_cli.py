@@ -158,7 +158,7 @@ def test_warmup_compiles_the_router_variants_of_both_engines():
     warm_up(verbose=False)
     before = {k: len(k.signatures) for k in (_kernel, _coupled_kernel)}
     tr = synthetic_trace("conversation-like", n_requests=40, seed=3)
-    for r in ("dynamo", "llmd", "prodstack_rr", "aibrix", "preble"):
+    for r in ("dynamo", "llmd", "prodstack_rr", "aibrix", "preble", "kvcentric"):
         sim.simulate(tr, sim.ClusterConfig(prefill_policy=r, n_prefill=3, n_decode=2))
         sim.simulate(tr, sim.ClusterConfig(prefill_policy=r, n_prefill=3, n_decode=2, **sim.SIMPLE_SEMANTICS))
         sim.simulate(tr, sim.ClusterConfig(prefill_policy=r, engine_mode="coupled", n_coupled=3, chunked_prefill=True))
