@@ -148,3 +148,15 @@ def test_runs_ahead_make_each_knob_move_simulation_free(monkeypatch):
         assert len(ran) == before, f"{ctl} = {value!r} simulated in the foreground"
         assert d.background_is_current()
     d.prefetch.cancel()
+
+
+@pytest.mark.parametrize("trace_setup", ["released", "no-traces"], indirect=True)
+def test_without_the_traces_it_runs_on_the_stand_ins_and_fetches_nothing_ahead(trace_setup, monkeypatch):
+    from mooncake_lab.dashboards import on_this_machine
+
+    monkeypatch.setenv("MOONCAKE_LAB_PREFETCH", "0")
+    d = _build(router="sglang", trace="toolagent-like")
+    jobs = d._prefetch_jobs({k: w.value for k, w in d.controls.items()})
+    assert ("conversation" in {j[0] for j in jobs}) == on_this_machine("conversation") == (trace_setup == "released")
+    d.controls["trace"].value = "conversation"     # the labelled stand-in when the trace is not here
+    assert ("synthetic" in d.readout.value) == (trace_setup == "no-traces") and d.background_is_current()

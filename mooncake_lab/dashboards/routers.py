@@ -21,7 +21,7 @@ import numpy as np
 from .. import sim
 from ..experiments import l09_routers as l09
 from ..sim.routers import ROUTERS, SYSTEM_DEFAULTS, RouterConfig
-from . import Dashboard, sticky_decades, sticky_limit
+from . import Dashboard, on_this_machine, sticky_decades, sticky_limit
 
 __all__ = ["RouterDashboard", "KNOBS", "POLICIES", "SPEEDS", "TRACES", "knob_overrides"]
 
@@ -140,7 +140,8 @@ class RouterDashboard(Dashboard):
 
     def _prefetch_jobs(self, v: dict) -> list:
         """Every stop of the chosen router's slider (nearest first), the other speeds (nearest first),
-        knowledge values, architecture and trace, then the other routers at their sliders' values."""
+        knowledge values, architecture and trace (if on this machine: nothing is downloaded ahead),
+        then the other routers at their sliders' values."""
         p = v["router"]
         jobs = []
         if p in KNOBS:
@@ -151,7 +152,7 @@ class RouterDashboard(Dashboard):
         if p not in _NO_CACHE:
             jobs += [self._job(v, knowledge=k) for _, k in KNOWLEDGE]
         jobs += [self._job(v, arch=a) for a in l09.ARCHITECTURES]
-        jobs += [self._job(v, trace=t) for t in TRACES]
+        jobs += [self._job(v, trace=t) for t in TRACES if t == v["trace"] or on_this_machine(t)]   # no download
         jobs += [self._job(v, router=r) for r in POLICIES]
         seen, out = set(), []
         for j in jobs:   # the current state first in some of them: drop repeats
@@ -187,9 +188,12 @@ class RouterDashboard(Dashboard):
         a2.set_title("prompt tokens per instance")
         a2.legend(loc="upper right", fontsize=8)
         self.caption = a1.text(0.98, 0.04, "", transform=a1.transAxes, ha="right", va="bottom", fontsize=9)
-        # 8 or 16 instances: the instance axis is drawn per move (few ticks), not a new background
+        # 8 or 16 instances, and a token scale that jumps when a knob piles the work on a few: both axes
+        # of the bars are drawn per move (few ticks, under the bars), not a new background
         a2.xaxis.set_major_locator(MaxNLocator(8, integer=True))
-        self.dynamic(self.cdf, self.mean_line, self.caption, a2.xaxis, *self.computed, *self.cached)
+        a2.yaxis.set_major_locator(MaxNLocator(5))
+        a2.set_axisbelow(True)
+        self.dynamic(self.cdf, self.mean_line, self.caption, a2.xaxis, a2.yaxis, *self.computed, *self.cached)
         self._limits = {"ttft": None, "tokens": None}
         return fig
 
