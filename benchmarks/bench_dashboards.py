@@ -27,10 +27,20 @@ DASHBOARDS = [
     ("prefill", "GanttDashboard"), ("prefill", "SchemesDashboard"),
     ("goodput", "GoodputDashboard"), ("goodput", "BatchingDashboard"), ("goodput", "PDAssumptionsDashboard"),
     ("overload", "OverloadDashboard"), ("overload", "PolicyComparisonDashboard"),
-    ("capstone", "MechanismDashboard"),
+    ("capstone", "MechanismDashboard"), ("routers", "RouterDashboard"),
     ("store_lab", "EvictionDashboard"), ("store_lab", "FailureDashboard"),
 ]
 
+
+def _router_of_knob(name: str) -> dict:
+    """RouterDashboard: a router's slider is timed with that router chosen (else it changes nothing)."""
+    from mooncake_lab.dashboards.routers import KNOBS
+
+    return {"router": r for r, k in KNOBS.items() if k[0] == name}
+
+
+#: Dashboard → (control name → controls set, untimed, before that control's moves; put back after).
+SETUP = {"RouterDashboard": _router_of_knob}
 
 #: Seconds between moves (env ``BENCH_PAUSE_S``), as a student looks at each picture.
 PAUSE_S = float(os.environ.get("BENCH_PAUSE_S", "0"))
@@ -91,6 +101,11 @@ def main(only=()) -> None:
         # each control from the dashboard's defaults (put back, untimed, after its moves); the trace
         # switch last
         for name, w in sorted(dash.controls.items(), key=lambda kv: kv[0] == "trace"):
+            setup = SETUP.get(cls_name, lambda _: {})(name)
+            saved = {k: dash.controls[k].value for k in setup}
+            with contextlib.redirect_stdout(io.StringIO()):
+                for k, x in setup.items():
+                    dash.controls[k].value = x
             times, full0, start = [], dash.n_full_draws, w.value
             for v in _other_values(w):
                 if dash.prefetch is not None:
@@ -104,6 +119,8 @@ def main(only=()) -> None:
             if name != "trace":
                 with contextlib.redirect_stdout(io.StringIO()):
                     w.value = start
+                    for k, x in saved.items():
+                        dash.controls[k].value = x
             if times:
                 med = statistics.median(times)
                 print(f"{cls_name:<34}{name:<22}{med:>10.0f}{max(times):>10.0f}{full:>14}")

@@ -26,11 +26,20 @@ def _steps():
     tr = synthetic_trace("toolagent-like", n_requests=60, seed=1)
     small = dict(n_prefill=4, n_decode=2)
     return [
-        ("cluster simulator (lectures 04, 06, 07)", lambda: sim.simulate(tr, sim.ClusterConfig(**small))),
+        ("cluster simulator (lectures 04, 06, 07)",   # links shared (the default) or not (lecture 07)
+         lambda: [sim.simulate(tr, sim.ClusterConfig(**small, **kw)) for kw in ({}, sim.SIMPLE_SEMANTICS)]),
         ("coupled engine (lectures 06, 08)",
          lambda: sim.simulate(tr, sim.ClusterConfig(engine_mode="coupled", chunked_prefill=True))),
         ("student policies (lecture 08)",
          lambda: sim.simulate(tr, sim.ClusterConfig(prefill_policy=_least_ttft, **small))),
+        # routers (sim/routers.py): the kernels take a RouterParams and the belief's arrays — other
+        # numba types than a Conductor policy's None, so each engine compiles once more
+        ("routers, disaggregated (lecture 09)",   # true caches, a belief; links shared or not (lecture 07's stress)
+         lambda: [sim.simulate(tr, sim.ClusterConfig(prefill_policy=r, **small, **kw))
+                  for r, kw in (("dynamo", {}), ("sglang", {}), ("dynamo", sim.SIMPLE_SEMANTICS))]),
+        ("routers, coupled (lecture 09)",   # true caches; belief without and with a TTL
+         lambda: [sim.simulate(tr, sim.ClusterConfig(engine_mode="coupled", chunked_prefill=True, prefill_policy=r))
+                  for r in ("dynamo", "sglang", "aibrix")]),
         ("prefix caches (lecture 03)", lambda: (prefix_cache.lru_hit_ratio(tr, 100, n_instances=2),
                                                 prefix_cache.hit_ratio_curve(tr, [10, 100]))),
         ("CPP pipeline (lecture 05)", lambda: cpp.simulate_pipeline(np.zeros(2), np.array([8192, 4096]))),

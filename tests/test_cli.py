@@ -65,7 +65,7 @@ def test_module_entry_point_runs():
 def test_warmup_compiles_every_kernel_family(capsys):
     assert main(["warmup"]) == 0
     out = capsys.readouterr().out
-    for lecture in ("lectures 04, 06, 07", "lectures 06, 08", "lecture 08", "lecture 03", "lecture 05"):
+    for lecture in ("lectures 04, 06, 07", "lectures 06, 08", "lecture 08", "lecture 09", "lecture 03", "lecture 05"):
         assert lecture in out
     assert "numba kernels ready" in out
 
@@ -144,3 +144,22 @@ def test_module_reports_a_bad_path_without_a_traceback():
                          capture_output=True, text=True, timeout=300)
     assert res.returncode == 2 and res.stderr.startswith("error: --json") and "Traceback" not in res.stderr
     assert res.stdout == ""   # nothing computed, nothing printed
+
+
+def test_warmup_compiles_the_router_variants_of_both_engines():
+    """After the warm-up, a lecture's first router run (either engine, true caches or a belief, with
+    and without a TTL) adds no compiled variant to the simulation kernels (none compiles)."""
+    from mooncake_lab import sim
+    from mooncake_lab.sim.coupled import _coupled_kernel
+    from mooncake_lab.sim.kernel import _kernel
+    from mooncake_lab.synthetic import synthetic_trace
+    from mooncake_lab.warmup import warm_up
+
+    warm_up(verbose=False)
+    before = {k: len(k.signatures) for k in (_kernel, _coupled_kernel)}
+    tr = synthetic_trace("conversation-like", n_requests=40, seed=3)
+    for r in ("dynamo", "llmd", "prodstack_rr", "aibrix", "preble", "kvcentric"):
+        sim.simulate(tr, sim.ClusterConfig(prefill_policy=r, n_prefill=3, n_decode=2))
+        sim.simulate(tr, sim.ClusterConfig(prefill_policy=r, n_prefill=3, n_decode=2, **sim.SIMPLE_SEMANTICS))
+        sim.simulate(tr, sim.ClusterConfig(prefill_policy=r, engine_mode="coupled", n_coupled=3, chunked_prefill=True))
+    assert {k: len(k.signatures) for k in before} == before

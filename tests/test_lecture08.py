@@ -170,12 +170,18 @@ def test_semantics_control_gives_mooncake_the_coupled_baselines_rules(conv):
 def test_policy_leaderboard_ranks_a_student_policy_beside_ours():
     from mooncake_lab import sim
     from mooncake_lab.exercises.lecture08 import least_ttft
+    from mooncake_lab.sim.routers import ROUTERS
 
     def off_by_one(req, view):
         return len(view.wait_s)
 
     board = c.policy_leaderboard({"least_ttft": least_ttft}, speed=2.0)
-    assert set(board.index) == {"least_ttft", *sim.BASELINES}
+    assert set(board.index) == {"least_ttft", *sim.BASELINES, *ROUTERS}      # the routers are rows (lecture 09)
+    assert board.kind.to_dict() == {"least_ttft": "yours", **{b: "built-in" for b in sim.BASELINES},
+                                    **{r: "router" for r in ROUTERS}}
+    # each router row is its own simulation: the eight do not all repeat one result
+    assert board.loc[list(ROUTERS), "ttft_mean_s"].nunique() == len(ROUTERS)
+    assert list(c.policy_leaderboard(least_ttft, speed=2.0, baselines="kvcentric").index) == ["least_ttft", "kvcentric"]
     assert board.loc["least_ttft", "mode"] == "numba"
     cols = ["ttft_mean_s", "slo_attainment", "hit_ratio", "fetched_ratio", "completed"]
     assert board.loc["least_ttft", cols].equals(board.loc["kvcentric", cols])  # argmin(ttft_s) is Algorithm 1

@@ -25,6 +25,11 @@ def _g():
     return g
 
 
+def _routers():
+    from ..sim.routers import ROUTERS
+    return [b for b in _c().LEADERBOARD_BASELINES if b in ROUTERS]
+
+
 def _node(name):
     from ..hardware import get_node
     return get_node(name)
@@ -135,6 +140,8 @@ claim("08.h20_hbm", "thanks to its 96 GiB", lambda: _node("h20x8").gpu.hbm_bytes
 claim("08.leaderboard", "at 4× (on the released trace\n13.6 req/s) on full Mooncake with 8 single-node prefill",
       lambda: (_c().LEADERBOARD_SPEED, _c().LEADERBOARD_SPEED * _g().trace_rate(_conv()), _full().n_prefill),
       trace="released")
+claim("08.leaderboard_rows", "beside the 4 built-in policies and the 8 routers",
+      lambda: (len(_c().LEADERBOARD_BASELINES) - len(_routers()), len(_routers())))
 claim("08.reject_speed", "at 5× replay", lambda: __import__("mooncake_lab.exercises.lecture08", fromlist=["x"])._REJECT_SPEED)
 
 # ---- exercises --------------------------------------------------------------------------------

@@ -34,11 +34,12 @@ from ..reproduce import Metric, figure_group, metric_group
 from ..traces import Trace
 from . import l06_goodput as g
 from .common import as_trace as _trace, simulate_all
+from ..sim.routers import ROUTERS
 
 __all__ = ["TRACES", "SPEEDS", "TBT_SLOS_MS", "CPP_GROUP_SIZE", "FULL", "MECHANISMS", "SYSTEMS", "LABELS",
            "PAPER", "overrides_of", "config_of", "run", "capacity_curve", "top_rate", "capacity_table", "capacity_gain",
            "gain_shares", "outcome_breakdown", "rejection_profile", "paper_comparison", "LEADERBOARD_SPEED",
-           "policy_leaderboard",
+           "policy_leaderboard", "LEADERBOARD_BASELINES",
            "PRICE_USD_PER_GPU_HOUR", "NETWORK_USD_PER_GB", "HEADROOM", "FLEETS", "decode_context_tokens",
            "node_rates", "fleet_cost", "hetero_table", "network_break_even_usd_per_gb", "HETERO_RATE_RPS",
            "SERVER_PRICE_M_YUAN", "describe_headline", "describe_rejection", "describe_shares", "describe_rates",
@@ -379,19 +380,26 @@ def paper_box(comp: pd.DataFrame, caps: dict, tbt_slo_ms: float = 100, semantics
 #: Replay speed of the policy leaderboard: 4× the conversation trace (13.6 req/s), where the Conductor's
 #: choice matters (with early rejection: load balancing keeps < 90% of requests within the SLOs, kvcentric 96%).
 LEADERBOARD_SPEED = 4.0
+#: The leaderboard's built-in rows: the Conductor's four policies (kind "built-in") and the eight
+#: routers of today's open-source stacks (kind "router"; lecture 09, :data:`mooncake_lab.sim.routers.ROUTERS`),
+#: each with its system's defaults, placing the request on the prefill pool (decode: as its system does).
+LEADERBOARD_BASELINES = (*sim.BASELINES, *ROUTERS)
 
 
 def policy_leaderboard(policies, trace: Trace | str = "conversation", speed: float = LEADERBOARD_SPEED,
-                       sort_by: str = sim.LEADERBOARD_SORT_BY, **config) -> pd.DataFrame:
+                       sort_by: str = sim.LEADERBOARD_SORT_BY, baselines=LEADERBOARD_BASELINES,
+                       **config) -> pd.DataFrame:
     """:func:`mooncake_lab.sim.leaderboard` of ``policies`` (a function ``policy(req, view) -> int``, a
-    list or a dict name → function) against the four built-in policies, on ``trace`` replayed at
-    ``speed``, on full Mooncake with single-node prefill instances (8 to choose from); ``config``
-    overrides :class:`ClusterConfig` fields. Same order as ``sim.leaderboard``: SLO attainment (at
-    TBT ≤ 100 ms), best first, then mean TTFT; equal rows share a rank."""
+    list or a dict name → function) against ``baselines`` (default :data:`LEADERBOARD_BASELINES`: the
+    four built-in policies and the eight routers), on ``trace`` replayed at ``speed``, on full Mooncake
+    with single-node prefill instances (8 to choose from); ``config`` overrides :class:`ClusterConfig`
+    fields. Same order as ``sim.leaderboard``: SLO attainment (at TBT ≤ 100 ms), best first, then mean
+    TTFT; equal rows share a rank."""
     if not (isinstance(speed, (int, float)) and math.isfinite(speed) and speed > 0):
         raise ValueError(f"speed: got {speed!r}; allowed: a replay factor > 0 (×)")
     cfg = config_of("mooncake", **{"cpp_group_size": 1, **config})
-    return sim.leaderboard(_trace(trace).replay(float(speed)), policies, config=cfg, sort_by=sort_by)
+    return sim.leaderboard(_trace(trace).replay(float(speed)), policies, config=cfg, baselines=baselines,
+                           sort_by=sort_by)
 
 
 # ----------------------------------------------------------------------- heterogeneous cost
