@@ -6,7 +6,6 @@ Runs use the conversation trace (real when ../shared/data has it, else its stand
 """
 from __future__ import annotations
 
-import importlib.util
 import math
 import re
 from pathlib import Path
@@ -202,13 +201,10 @@ def test_figures_have_titles_and_axes(board):
 
 
 def test_notebook_shows_the_router_dashboard():
-    """The dashboard cell is in the lecture; the dashboard itself ships in mooncake_lab/dashboards/routers.py
-    (another branch): its check is skipped until that module is present."""
+    """The dashboard cell is in the lecture and builds the dashboard (mooncake_lab/dashboards/routers.py)."""
     nb = nbformat.read(ROOT / "notebooks" / "09_after_mooncake.ipynb", as_version=4)
     cell = [c.source for c in nb.cells if "RouterDashboard" in c.source]
     assert len(cell) == 1 and "from mooncake_lab.dashboards.routers import RouterDashboard" in cell[0]
-    if importlib.util.find_spec("mooncake_lab.dashboards.routers") is None:
-        pytest.skip("mooncake_lab/dashboards/routers.py is not in this branch yet")
     from mooncake_lab.dashboards.routers import RouterDashboard
     assert RouterDashboard() is not None
 
