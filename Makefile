@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	PYTHONWARNINGS="ignore:Editable installation" $(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
-	$(BIN)/python -m mooncake_lab warmup   # compile the numba kernels once (~1 min, README), so no lecture waits
+	$(BIN)/python -m mooncake_lab warmup   # compile the numba kernels once (~2 min, README), so no lecture waits
 	touch $(STAMP)
 
 setup: $(STAMP)
