@@ -21,13 +21,14 @@ import numpy as np
 from .. import sim
 from ..experiments import l09_routers as l09
 from ..sim.routers import ROUTERS, SYSTEM_DEFAULTS, RouterConfig
+from ..traces import BLOCK_TOKENS
 from . import Dashboard, on_this_machine, sticky_decades, sticky_limit
 
 __all__ = ["RouterDashboard", "KNOBS", "POLICIES", "SPEEDS", "TRACES", "knob_overrides"]
 
 #: The routers, then Mooncake's Conductor (lecture 04) for comparison.
 POLICIES = (*ROUTERS, "kvcentric")
-TRACES = ("conversation", "toolagent-like")
+TRACES = l09.TRACES
 #: Replay speeds (×): lecture 04's 0.4 on the conversation trace (its prefill pool just saturated
 #: without cache, ``l04_scheduling.REPLAY_SPEEDS``) and around it; 0.6 is overload for most routers.
 SPEEDS = (0.2, 0.3, 0.4, 0.5, 0.6)
@@ -37,6 +38,7 @@ STRESS = "lecture 04"
 KNOWLEDGE = (("system default", "default"), ("true caches", "true"), ("belief", "belief"))
 #: Routers whose rule reads no cache (the knowledge control does not apply).
 _NO_CACHE = ("prodstack_rr", "kvcentric")
+_RC = RouterConfig()  # the sources' defaults (sim/routers.py), the knobs' starting stops
 
 #: Router → (control name, label, stops, default, meaning). The default is the system's (its source
 #: in :mod:`mooncake_lab.sim.routers`); every stop is a value RouterConfig accepts.
@@ -45,32 +47,36 @@ KNOBS = {
     # instances by exp(−normalised cost / T), trading overlap for spread. (The deprecated overlap
     # weight w — s = w, κ = 0 if w = 0 — only rescales the cost on the P/D prefill side, where the
     # decode term is off and ρ = 0: it changes nothing there, so the temperature is the knob here.)
-    "dynamo": ("dynamo_temperature", "Dynamo temperature T", (0.0, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0), 0.0,
+    "dynamo": ("dynamo_temperature", "Dynamo temperature T", (0.0, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0),
+               _RC.dynamo_temperature,
                "router_temperature: 0 = cheapest instance; larger = sample more evenly"),
     # SGLang cache_threshold (router_args.py@e46dcd87: 0.3): the match rate above which the longest
     # match wins; below it the least-loaded instance. 0 … 1 is its whole range.
     "sglang": ("sglang_cache_threshold", "SGLang cache threshold", tuple(round(0.1 * k, 1) for k in range(11)),
-               0.3, "match rate h/L above which the longest match wins (else least load)"),
+               _RC.sglang_cache_threshold, "match rate h/L above which the longest match wins (else least load)"),
     # llm-d prefix-cache-scorer weight (P/D profile 2, queue 1; coupled default 3, queue 2, KV 2).
-    "llmd": ("llmd_prefix_weight", "llm-d prefix weight", (0.0, 0.5, 1.0, 2.0, 3.0, 5.0, 8.0), 2.0,
+    "llmd": ("llmd_prefix_weight", "llm-d prefix weight", (0.0, 0.5, 1.0, 2.0, 3.0, 5.0, 8.0),
+             _RC.resolve("llmd", True, 1, BLOCK_TOKENS).llmd_w_prefix,
              "prefix scorer weight against queue (1 P/D, 2 coupled) and KV (0 P/D, 2 coupled)"),
     # production-stack kv_aware_threshold (tokens, default 2000): the longest match is taken only when
     # it leaves fewer than this many tokens to compute; else the lowest-QPS instance.
     "prodstack_kv": ("prodstack_kv_threshold", "prod-stack KV threshold (tokens)",
-                     (0, 500, 1000, 2000, 4000, 8000, 16000, 32000), 2000,
+                     (0, 500, 1000, 2000, 4000, 8000, 16000, 32000), _RC.prodstack_kv_threshold,
                      "match taken when the uncached rest < threshold tokens; else lowest QPS"),
     # AIBrix IMBALANCE_ABS (running requests; code default 8): above it only the least loaded compete.
-    "aibrix": ("aibrix_imbalance_abs", "AIBrix imbalance (requests)", (0, 1, 2, 4, 8, 16, 32, 64), 8,
+    "aibrix": ("aibrix_imbalance_abs", "AIBrix imbalance (requests)", (0, 1, 2, 4, 8, 16, 32, 64),
+               _RC.aibrix_imbalance_abs,
                "max − min in-flight requests above which only the least loaded compete"),
     # Preble's window (s; 3 min in AIBrix's port): the windowed prefill load it balances on.
-    "preble": ("preble_window_s", "Preble window (s)", (10.0, 30.0, 60.0, 120.0, 180.0, 300.0, 600.0), 180.0,
+    "preble": ("preble_window_s", "Preble window (s)", (10.0, 30.0, 60.0, 120.0, 180.0, 300.0, 600.0),
+               SYSTEM_DEFAULTS["preble"][3],
                "seconds of recent prefill work counted as an instance's load"),
     # Mooncake's kvcache_balancing_threshold (lecture 04; ClusterConfig default 1.0).
     "kvcentric": ("kvcentric_threshold", "Mooncake balancing threshold",
                   (1.0, 1.25, 1.5, 2.0, 4.0, 8.0, 16.0), sim.ClusterConfig.kvcache_balancing_threshold,
                   "fetch the pool's best prefix when it is this many times the local one"),
 }
-_MAX_INSTANCES = 16
+_MAX_INSTANCES = max(sim.ClusterConfig(**a).n_prefill_instances for a in l09.ARCHITECTURES.values())  # bars
 _CDF_POINTS = 400
 
 

@@ -23,7 +23,7 @@ import pandas as pd
 
 from .. import sim
 from ..sim.routers import ROUTERS, SYSTEM_DEFAULTS, RouterConfig
-from ..traces import Trace
+from ..traces import BLOCK_TOKENS, Trace
 from ..validate import choice, fail
 from . import l04_scheduling as l04
 from . import l07_overload as l07
@@ -170,7 +170,7 @@ WORKED_STATE = {
 #: The request and the router's scalars: prompt tokens, blocks, its U[0, 1) draw, decisions so far,
 #: an instance's KV tokens (utilisation).
 WORKED_REQUEST = {"L": 4096, "n_blocks": 8, "u": 0.3, "rr": 5, "kv_cap": 250_000.0}
-_BT = 512   # tokens per block (the traces' block size)
+_BT = BLOCK_TOKENS   # tokens per block (the traces' block size)
 
 
 def worked_inputs(state: dict | None = None) -> "RouterInputs":

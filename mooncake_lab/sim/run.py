@@ -192,16 +192,12 @@ def simulate(trace: Trace, config: ClusterConfig | None = None, engine: str = "n
 
 def _coupled_router_args(trace, config, rc, stack: ExitStack) -> tuple:
     """The coupled kernel's router arguments (:func:`.coupled._coupled_kernel`): ``None`` × 7 unless
-    ``prefill_policy`` is a router; the belief's arrays are allocated only with ``knowledge="belief"``."""
-    if rc.policy < 5:
+    ``prefill_policy`` is a router; else its params, a :class:`~.routers.RouterInputs` and the belief's
+    arrays (:func:`_router_state`, the same as the disaggregated kernel's)."""
+    rp, belief = stack.enter_context(_router_state(rc, int(config.n_coupled), int(trace.n_blocks)))
+    if rp is None:
         return (None,) * 7
-    rp, E, nb = rc.router, int(config.n_coupled), int(trace.n_blocks)
-    if rp.belief:  # capacity 0 = unbounded: every block id of the trace fits
-        b = stack.enter_context(pooled_cache_state(E, nb, rp.belief_capacity or nb))
-        touched = np.zeros((E, nb) if rp.belief_ttl < math.inf else (E, 1))
-        return rp, new_router_inputs(E), b.last_use, b.q_block, b.q_stamp, b.meta, touched
-    none = np.zeros((E, 1), dtype=np.int64)  # not read
-    return rp, new_router_inputs(E), none, none, none, np.zeros((E, 6), dtype=np.int64), np.zeros((E, 1))
+    return (rp, new_router_inputs(int(config.n_coupled)), *belief)
 
 
 def _simulate(trace, config, engine, spare):
