@@ -5,7 +5,9 @@ One JupyterLab server (from this Python environment, token disabled, a free loop
 when this machine has them, else the stand-ins, never downloading) and one browser serve all lectures,
 opened one after another. For each lecture: wait until the kernel is connected and idle (running
 earlier races the kernel start and can hang), Run All Cells, wait until every cell has run, assert
-no cell shows an error, then move one control of each dashboard and assert its figure (the PNG in
+no cell shows an error, save it and make on the saved outputs the checks tests/test_notebooks.py makes
+(:func:`notebook_checks.output_problems`: this run is then the lecture's only execution of the
+session), then move one control of each dashboard and assert its figure (the PNG in
 its Output widget) or its readout changed, and that no character renders as an empty box ("tofu":
 the glossary's 中文, the ✅/❌ of every check — drawn on a canvas in its element's font and compared with
 the drawing of a code point no font has). A screenshot per lecture goes to build/screenshots/.
@@ -31,13 +33,13 @@ from pathlib import Path
 import pytest
 
 from conftest import _real_trace_dir
+from notebook_checks import CHROMIUM, browser_missing, output_problems
 
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[1]
 LECTURES = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")) + sorted((ROOT / "notebooks").glob("lab_*.ipynb"))
 SCREENSHOTS = ROOT / "build" / "screenshots"
-CHROMIUM = Path(os.environ.get("MOONCAKE_LAB_CHROMIUM", "/usr/bin/chromium"))
 # Flags for a sandboxed, offline machine: without the background-networking ones Chromium keeps
 # trying (and failing) to reach Google's services.
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -140,13 +142,10 @@ def lab_url(tmp_path_factory):
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
     """A headless Debian Chromium with a fresh profile, driven by Playwright."""
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError as err:
-        pytest.skip(f"the playwright package is not installed ({err}); `pip install -e .[test]` installs it")
-    if not CHROMIUM.is_file():
-        pytest.skip(f"no Chromium at {CHROMIUM}: install Debian's `chromium` (.ci/run does) "
-                    f"or set MOONCAKE_LAB_CHROMIUM")
+    if (missing := browser_missing()) is not None:
+        pytest.skip(missing)
+    from playwright.sync_api import sync_playwright
+
     with sync_playwright() as pw:
         # A persistent context is how Playwright takes a --user-data-dir: a new, empty one here.
         ctx = pw.chromium.launch_persistent_context(
@@ -320,6 +319,28 @@ def _open_and_run_all(page, lab_url, name):
     _run_all(page, name)
 
 
+def _saved_outputs(page, lab_url, name):
+    """Save the notebook from the page (Ctrl+S) and read it back from the served folder: the outputs
+    exactly as the page holds them."""
+    import nbformat
+
+    path = lab_root[lab_url] / name
+    before = path.stat().st_mtime_ns
+    page.locator(f"{_PANEL} .jp-Notebook").first.click(position={"x": 5, "y": 5})
+    page.keyboard.press("Control+s")
+    deadline = time.monotonic() + REDRAW_S
+    while path.stat().st_mtime_ns == before:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{name}: the page did not save the notebook within {REDRAW_S} s")
+        time.sleep(0.25)
+    for _ in range(20):   # the server may still be writing it
+        try:
+            return nbformat.read(path, as_version=4)
+        except (ValueError, OSError):
+            time.sleep(0.25)
+    return nbformat.read(path, as_version=4)
+
+
 def _shutdown_kernels(lab_url):
     for s in _api(f"{lab_url}/api/sessions"):
         _api(f"{lab_url}/api/sessions/{s['id']}", "DELETE")
@@ -338,6 +359,11 @@ def test_lecture_runs_in_jupyterlab(path, lab_url, browser, capsys):
         errors = page.evaluate(_ERRORS)
         assert page.evaluate(_RUN_STATE) == "done" and not errors, f"{name} shows errors:\n" + "\n".join(errors)
         t_run = time.perf_counter() - t0
+        saved = _saved_outputs(page, lab_url, name)
+        assert all(c.get("execution_count") for c in saved.cells if c.cell_type == "code"), \
+            f"{name}: saved before every cell had run"
+        problems = output_problems(saved, name, released_traces=_real_trace_dir() is not None)
+        assert not problems, "\n".join(problems)   # the checks tests/test_notebooks.py makes with nbclient
         boxes = _tofu(page)
         assert not boxes, (f"{name}: {len(boxes)} character(s) render as empty boxes — fonts missing "
                            f"(Debian: {FONT_PACKAGES}):\n  " + "\n  ".join(boxes[:20]))
@@ -414,6 +440,9 @@ def test_error_in_a_cell_is_seen(lab_url, browser):
         errors = page.evaluate(_ERRORS)
         assert len(errors) == 1 and errors[0].startswith("cell 1:") and "ValueError" in errors[0] \
             and "probe 1" in errors[0], errors
+        # and the checks on the saved notebook see it too
+        assert output_problems(_saved_outputs(page, lab_url, "zz_broken.ipynb"), "zz_broken.ipynb", False) == [
+            "zz_broken.ipynb cell 1: ValueError: probe 1"]
     finally:
         page.close()
         _shutdown_kernels(lab_url)

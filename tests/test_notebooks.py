@@ -3,7 +3,9 @@ and prints no error. Executed with nbclient; the kernel inherits this process's 
 downloads off and the traces set per notebook (:func:`_kernel_traces`): lectures read the released
 traces when this machine has them (``$MOONCAKE_LAB_DATA`` or ``../shared``), the worked answers —
 which repeat their lecture's cells — run as on a fresh offline machine, with the synthetic stand-ins.
-So every lecture runs both ways without running twice. Also: every committed notebook is in the form
+So every lecture runs both ways without running twice; and when this session also drives the lectures
+in JupyterLab (tests/test_browser.py, which can run here), the lectures run there only, with the same
+checks (:mod:`notebook_checks`) on the notebook the page saved. Also: every committed notebook is in the form
 JupyterLab saves it (:mod:`mooncake_lab.notebook_form`)."""
 from __future__ import annotations
 
@@ -16,18 +18,13 @@ import nbformat
 import pytest
 
 from conftest import _real_trace_dir
+from notebook_checks import lectures_run_in_browser, output_problems, stand_in_cells
 from mooncake_lab import trace_data
 from mooncake_lab.course import course_notebooks, notebook_client
 from mooncake_lab.notebook_form import saved_form
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = course_notebooks(ROOT / "notebooks")   # lectures NN_*, labs lab_*, then their solutions
-
-
-def _text_of(output) -> str:
-    if output.get("output_type") == "stream":
-        return output.get("text", "")
-    return output.get("data", {}).get("text/plain", "")
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT / "notebooks")))
@@ -81,30 +78,42 @@ def _kernel_traces(path: Path, tmp_path: Path, monkeypatch) -> str:
 
 @pytest.mark.notebooks
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT / "notebooks")))
-def test_notebook_runs_clean(path, capsys, tmp_path, monkeypatch):
+def test_notebook_runs_clean(path, capsys, tmp_path, monkeypatch, request):
+    if path.parent.name != "solutions" and lectures_run_in_browser(request.session):
+        pytest.skip(f"{path.name} runs in a fresh kernel in JupyterLab in this session (tests/test_browser.py), "
+                    "checked there as here")
     traces = _kernel_traces(path, tmp_path, monkeypatch)
     nb = nbformat.read(path, as_version=4)
     client = notebook_client(nb, path)
     t0 = time.perf_counter()
     client.execute()
     elapsed = time.perf_counter() - t0
-    stand_in = [i for i, cell in enumerate(nb.cells) if cell.cell_type == "code"
-                and any("stand-in" in _text_of(out).lower() for out in cell.get("outputs", []))]
-    assert not (traces.startswith("released") and stand_in), \
-        f"{path.name} cells {stand_in} fell back to a synthetic stand-in although the kernel was given the released traces"
-    for i, cell in enumerate(nb.cells):
-        if cell.cell_type != "code":
-            continue
-        for out in cell.get("outputs", []):
-            assert out.get("output_type") != "error", f"{path.name} cell {i}: {out.get('ename')}: {out.get('evalue')}"
-            text = _text_of(out)
-            has_image = "image/png" in out.get("data", {})
-            assert not (text.startswith("<Figure size") and not has_image), (
-                f"{path.name} cell {i} shows '{text[:40]}' instead of a figure (is %matplotlib inline missing?)")
-            assert "Traceback (most recent call last)" not in text, f"{path.name} cell {i} printed a traceback"
+    problems = output_problems(nb, path.name, released_traces=traces.startswith("released"))
+    assert not problems, "\n".join(problems)
+    stand_in = stand_in_cells(nb)
     with capsys.disabled():
         print(f"\n  {path.relative_to(ROOT)} executed in {elapsed:.1f} s ({traces}"
               f"{f'; stand-in shown in cells {stand_in}' if stand_in else ''})")
+
+
+def test_output_checks_catch_what_they_should():
+    """The checks above (shared with the browser test) can fail: an error, a printed traceback, a figure's
+    repr, and a stand-in where the released traces were given are each reported; a clean notebook is not."""
+    v4 = nbformat.v4
+    nb = v4.new_notebook(cells=[v4.new_markdown_cell("stand-in"), v4.new_code_cell("1"), v4.new_code_cell("2")])
+    assert output_problems(nb, "a", released_traces=True) == []
+    nb.cells[1].outputs = [v4.new_output("stream", text="using the calibrated synthetic Stand-In")]
+    assert stand_in_cells(nb) == [1] and output_problems(nb, "a", released_traces=False) == []
+    assert output_problems(nb, "a", released_traces=True) == [
+        "a cells [1] fell back to a synthetic stand-in although the kernel was given the released traces"]
+    nb.cells[1].outputs = [v4.new_output("error", ename="ValueError", evalue="x", traceback=[]),
+                           v4.new_output("stream", text="Traceback (most recent call last):\n"),
+                           v4.new_output("execute_result", data={"text/plain": "<Figure size 640x480 with 1 Axes>"})]
+    found = output_problems(nb, "a", released_traces=False)
+    assert found == ["a cell 1: ValueError: x", "a cell 1 printed a traceback",
+                     "a cell 1 shows '<Figure size 640x480 with 1 Axes>' instead of a figure (is %matplotlib inline missing?)"]
+    nb.cells[1].outputs[2]["data"]["image/png"] = "iVBOR"
+    assert len(output_problems(nb, "a", released_traces=False)) == 2
 
 
 def test_notebook_form_command(tmp_path, capsys):

@@ -16,7 +16,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from .. import sim
 from ..traces import Trace, as_trace
 
-__all__ = ["as_trace", "simulate_at_speed", "simulate_all", "Prefetch", "release_memory"]
+__all__ = ["as_trace", "simulate_at_speed", "simulate_all", "memo_key", "Prefetch", "release_memory"]
 
 #: Memoised runs, least recently used first, kept up to _MEMO_BYTES of per-request arrays in total
 #: (≈ 1.9 MB a run on the conversation trace, 3.7 MB on toolagent-like: ≈ 100 runs).
@@ -34,7 +34,8 @@ def simulate_at_speed(trace: Trace | str, speed: float, config: sim.ClusterConfi
     return simulate_all([(trace, speed, config)])[0]
 
 
-def _key(tr: Trace, speed: float, config: sim.ClusterConfig) -> tuple:
+def memo_key(tr: Trace, speed: float, config: sim.ClusterConfig) -> tuple:
+    """The memo key of one run (the trace by identity: an entry keeps its trace, so the id stays unique)."""
     return (id(tr), float(speed), tuple(sorted(config.as_dict().items())))
 
 
@@ -96,7 +97,7 @@ def simulate_all(jobs, workers: int | None = None) -> list:
     out: list = [None] * len(checked)
     with _LOCK:
         for i, (tr, speed, config) in enumerate(checked):
-            key = _key(tr, speed, config)
+            key = memo_key(tr, speed, config)
             hit = _RUNS.get(key)
             if hit is not None and hit[0] is tr:
                 _RUNS.move_to_end(key)

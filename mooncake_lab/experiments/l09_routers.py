@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 
 import numpy as np
 import pandas as pd
@@ -27,7 +28,7 @@ from ..traces import BLOCK_TOKENS, Trace
 from ..validate import choice, fail
 from . import l04_scheduling as l04
 from . import l07_overload as l07
-from .common import as_trace as _trace, simulate_all
+from .common import as_trace as _trace, memo_key, simulate_all
 
 __all__ = ["ROUTER_INFO", "ARCHITECTURES", "STRESS", "CONDUCTOR", "TRACES", "cluster", "run", "leaderboard",
            "leaderboards", "describe_leaderboards", "knowledge_cost", "load_imbalance", "router_table",
@@ -116,6 +117,34 @@ def _row(res: sim.SimResult) -> dict:
             "load_imbalance": load_imbalance(res)}
 
 
+#: Leaderboard rows by run (:func:`common.memo_key`), oldest first: a row is a few numbers, so a board read
+#: again (a re-run cell, the lecture's figure) needs no simulation even after the run cache (≈ 100 whole
+#: runs, fewer than the 96 of :func:`leaderboards` plus the sweeps) dropped its runs. Each entry keeps its
+#: trace, so the key's trace id stays unique.
+_ROWS: "OrderedDict[tuple, tuple]" = OrderedDict()
+_MAX_ROWS = 4096
+
+
+def _rows(jobs) -> list:
+    """:func:`_row` of each ``(trace, speed, config)`` job, simulating (in one batch) only the runs whose
+    row is not known yet."""
+    keys = [memo_key(tr, speed, cfg) for tr, speed, cfg in jobs]
+    todo = {k: job for k, job in zip(keys, jobs) if not (k in _ROWS and _ROWS[k][0] is job[0])}
+    for k, res in zip(todo, simulate_all(list(todo.values()))):
+        _ROWS[k] = (todo[k][0], _row(res))
+        while len(_ROWS) > _MAX_ROWS:
+            _ROWS.popitem(last=False)
+    for k in keys:
+        _ROWS.move_to_end(k)
+    return [dict(_ROWS[k][1]) for k in keys]
+
+
+def _board(names, rows) -> pd.DataFrame:
+    df = pd.DataFrame([{"policy": p, "kind": "router" if p in ROUTERS else "Conductor", **r}
+                       for p, r in zip(names, rows)]).set_index("policy")
+    return df.sort_values(["slo_attainment", "ttft_mean_s"], ascending=[False, True], kind="stable")
+
+
 def leaderboard(trace: Trace | str = "conversation", arch: str = "disaggregated", stress: str = "lecture 04",
                 policies=None, speed: float | None = None) -> pd.DataFrame:
     """One row per policy (default: the eight routers and the Conductor's four), best SLO attainment
@@ -123,10 +152,7 @@ def leaderboard(trace: Trace | str = "conversation", arch: str = "disaggregated"
     _check(arch, stress, "l09.leaderboard")
     names = list(ROUTERS) + list(CONDUCTOR) if policies is None else list(policies)
     tr, speed = _trace(trace), _speed(trace, stress, speed)
-    runs = simulate_all([(tr, speed, cluster(p, arch, stress)) for p in names])
-    df = pd.DataFrame([{"policy": p, "kind": "router" if p in ROUTERS else "Conductor", **_row(r)}
-                       for p, r in zip(names, runs)]).set_index("policy")
-    return df.sort_values(["slo_attainment", "ttft_mean_s"], ascending=[False, True], kind="stable")
+    return _board(names, _rows([(tr, speed, cluster(p, arch, stress)) for p in names]))
 
 
 def knowledge_cost(trace: Trace | str = "conversation", arch: str = "disaggregated", stress: str = "lecture 04",
@@ -359,8 +385,9 @@ def leaderboards(traces=TRACES, archs=tuple(ARCHITECTURES), stresses=tuple(STRES
     for t, a, s in combos:
         _check(a, s, "l09.leaderboards")
     names = list(ROUTERS) + list(CONDUCTOR)
-    simulate_all([(_trace(t), _speed(t, s, None), cluster(p, a, s)) for t, a, s in combos for p in names])
-    return {k: leaderboard(*k) for k in combos}
+    rows = _rows([(_trace(t), _speed(t, s, None), cluster(p, a, s)) for t, a, s in combos for p in names])
+    n = len(names)
+    return {k: _board(names, rows[i * n:(i + 1) * n]) for i, k in enumerate(combos)}
 
 
 def _best(df: pd.DataFrame) -> str:

@@ -1,0 +1,65 @@
+"""What an executed notebook must not show, checked the same way wherever it ran: by nbclient in a
+fresh kernel (tests/test_notebooks.py) or in JupyterLab, read back from the file the page saved
+(tests/test_browser.py). Also: where the lectures are executed in this session."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+#: Debian's Chromium, which tests/test_browser.py drives (override with MOONCAKE_LAB_CHROMIUM).
+CHROMIUM = Path(os.environ.get("MOONCAKE_LAB_CHROMIUM", "/usr/bin/chromium"))
+
+
+def _text_of(output) -> str:
+    if output.get("output_type") == "stream":
+        return output.get("text", "")
+    return output.get("data", {}).get("text/plain", "")
+
+
+def stand_in_cells(nb) -> list[int]:
+    """Code cells (indices) whose output says a synthetic stand-in replaced a trace."""
+    return [i for i, cell in enumerate(nb.cells) if cell.cell_type == "code"
+            and any("stand-in" in _text_of(out).lower() for out in cell.get("outputs", []))]
+
+
+def output_problems(nb, name: str, released_traces: bool) -> list[str]:
+    """Every problem of the executed notebook ``nb`` (named ``name``): an error output, a traceback
+    printed as text, a figure shown as its repr instead of an image, and — when the kernel was given
+    the released traces — a fall-back to a synthetic stand-in."""
+    found = []
+    stand_in = stand_in_cells(nb)
+    if released_traces and stand_in:
+        found.append(f"{name} cells {stand_in} fell back to a synthetic stand-in although the kernel was given "
+                     f"the released traces")
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error":
+                found.append(f"{name} cell {i}: {out.get('ename')}: {out.get('evalue')}")
+            text = _text_of(out)
+            if text.startswith("<Figure size") and "image/png" not in out.get("data", {}):
+                found.append(f"{name} cell {i} shows '{text[:40]}' instead of a figure (is %matplotlib inline missing?)")
+            if "Traceback (most recent call last)" in text:
+                found.append(f"{name} cell {i} printed a traceback")
+    return found
+
+
+def browser_missing() -> str | None:
+    """Why tests/test_browser.py cannot drive JupyterLab here (None: it can)."""
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError as err:
+        return f"the playwright package is not installed ({err}); `pip install -e .[test]` installs it"
+    if not CHROMIUM.is_file():
+        return f"no Chromium at {CHROMIUM}: install Debian's `chromium` (.ci/run does) or set MOONCAKE_LAB_CHROMIUM"
+    return None
+
+
+def lectures_run_in_browser(session) -> bool:
+    """True when this pytest session also runs tests/test_browser.py's lecture test and it can run: then
+    that test executes every lecture in a fresh JupyterLab kernel, with :func:`output_problems`'s checks
+    on the saved notebook, and running it once more with nbclient would test nothing new."""
+    return browser_missing() is None and any(
+        item.get_closest_marker("browser") is not None and item.originalname == "test_lecture_runs_in_jupyterlab"
+        for item in session.items)
