@@ -98,8 +98,9 @@ tiers; defaults ``config.rs``@07a6c9ce (κ = s = 1, ρ = 0, T = 0).
 
 **aibrix** (11), disaggregated pools — the PD router (``routing-strategy=pd``), which picks the prefill
 *and* the decode pod and does not use ``routeOriginal``: vllm-project/aibrix
-``pkg/plugins/gateway/algorithms/pd_disaggregation.go``@0169276105b1cc2e144ac9d851531c25dc14c06e (``loadImbalanceSelectPrefillPod``,
-``scorePrefillPods``; the match percentage of ``pkg/utils/prefixcacheindexer/hash.go``, read @0871c212).
+``pkg/plugins/gateway/algorithms/pd_disaggregation.go``@0169276105b1cc2e144ac9d851531c25dc14c06e
+(``loadImbalanceSelectPrefillPod``, ``scorePrefillPods``; the match percentage of
+``pkg/utils/prefixcacheindexer/hash.go``, read @0871c212; k_σ of ``prefix_cache.go``).
     n_i in-flight prefills (its ``PrefillRequestTracker``). max n − min n > 32 (hard-coded) → the
     least-loaded pod, random among the ties (``rand.Intn``). Else skip every pod with
     n_i > mean n + k_σ · sd(n) (k_σ = ``standardDeviationFactor`` 1; sd is AIBrix's own
@@ -111,9 +112,19 @@ tiers; defaults ``config.rs``@07a6c9ce (κ = s = 1, ρ = 0, T = 0).
     prefix store is the belief as for ``routeOriginal`` (inserted for the chosen prefill instance).
     The decode pod: ``decode_choice`` ``"aibrix_pd"`` below. AIBrix then takes, per roleset, the pair with
     the least normalised prefill + decode score; with one roleset (our pools) that pair is simply the
-    two minima, so the two choices are made independently. ⚠ ``pd_readme.md`` and routers.md give 16 for
+    two minima, so the two choices are made independently. ⚠ ``pd_readme.md`` / routers.md §5 give 16 for
     the prefill and decode fast-path spreads; the code at this commit says 32 (the code wins, as
-    everywhere here), and the README's drain-time fast path (ratio > 1.5) is not in this file.
+    everywhere here); routers.md's drain-time fast path (ratio > 1.5) is not in this file.
+
+**preble** (12) — WukLab/preble ``multi_node/global_scheduler_with_time.py``@0c962c4c (E2), with
+AIBrix's port's constants (decode length 45, TPOT 0.15 s, window 3 min).
+    k = max m, cached = min(k · bt, L); G = {m_i = k} if k > 0 and L − cached < cached (exploit)
+    else all (explore); argmin over G (lowest index) of cost_i = windowed prefill s
+    (``recent_prefill_s``) + [n_i · 45 · 0.15 s, 0 if P/D].
+    Not copied: the subset-index bug (argmin over G returned as a GPU id). Left out: the rebalancing
+    and TTFT-doubling overload detection (their call is commented out in the code), the eviction
+    cost, per-node miss-rate weighting (the windowed sum stands for it), the radix tree's token
+    granularity.
 
 The decode node (disaggregated, :data:`DECODE_CHOICES`; chosen where ``decode_binding`` chooses it)
 ------------------------------------------------------------------------------------------------
@@ -129,7 +140,7 @@ output lengths), kv_cap its capacity.
     ``deploy/config/pd-epp-config.yaml``@ebab6879 decode profile = prefix-cache scorer 2 + queue scorer 1
     on the decode pods): our decode nodes keep no prefix cache, so the prefix score is 0 on every one
     (in llm-d the decode pod's vLLM does keep one) and the pick is argmax of the queue score = the
-    fewest waiting q_d; ties by the decode tie-break above.
+    fewest waiting q_d; ties by the decode tie-break (the draw's leftover u2, above).
     ``aibrix_pd`` (AIBrix's ``loadImbalanceSelectDecodePod`` / ``scoreDecodePods``, same file):
     free_d = round(100 − 100 · KV_d / kv_cap) (half away from zero), ≤ 0 → 0.1; the maxima of r, thr
     and free start at 1. min r = 0 or max r − min r ≥ 32 (``AIBRIX_DECODE_MAX_REQUEST``) → the first
@@ -138,16 +149,6 @@ output lengths), kv_cap its capacity.
         (r_d / max r + (1 − thr_d / max thr)) / (free_d / max free).
     (vLLM's metric is its average generation throughput over the last logging interval; the node's
     rate now stands for it.)
-
-**preble** (12) — WukLab/preble ``multi_node/global_scheduler_with_time.py``@0c962c4c (E2), with
-AIBrix's port's constants (decode length 45, TPOT 0.15 s, window 3 min).
-    k = max m, cached = min(k · bt, L); G = {m_i = k} if k > 0 and L − cached < cached (exploit)
-    else all (explore); argmin over G (lowest index) of cost_i = windowed prefill s
-    (``recent_prefill_s``) + [n_i · 45 · 0.15 s, 0 if P/D].
-    Not copied: the subset-index bug (argmin over G returned as a GPU id). Left out: the rebalancing
-    and TTFT-doubling overload detection (their call is commented out in the code), the eviction
-    cost, per-node miss-rate weighting (the windowed sum stands for it), the radix tree's token
-    granularity.
 """
 from __future__ import annotations
 
