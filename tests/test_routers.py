@@ -263,6 +263,15 @@ def test_aibrix_pd_is_not_route_original():
     assert pick(params("aibrix", pd=True), ri, 4096) == 0
 
 
+def test_aibrix_pd_rule_uses_the_score_rule_scores_shows(monkeypatch):
+    """route_reference's PD rule takes its choice from aibrix_pd_prefill_score (the lecture's one place)."""
+    rp = params("aibrix", pd=True)
+    ri = inputs(4, inflight=[1, 1, 1, 1], matched_blocks=[8, 0, 0, 0])
+    assert ref.route_reference(rp, ri, 4096, 8, BT, 0.0, 0, 1e6) == 0
+    monkeypatch.setattr(ref, "aibrix_pd_prefill_score", lambda r, nb: [5.0, 5.0, 1.0, 5.0])
+    assert ref.route_reference(rp, ri, 4096, 8, BT, 0.0, 0, 1e6) == 2
+
+
 # ------------------------------------------------------------------ the decode node (route_decode)
 def decode_inputs(**fields):
     n = len(next(iter(fields.values())))
