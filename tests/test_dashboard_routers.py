@@ -13,7 +13,8 @@ import threading
 
 import pytest
 
-from mooncake_lab.dashboards.routers import KNOBS, POLICIES, SPEEDS, TRACES, RouterDashboard, knob_overrides
+from mooncake_lab.dashboards.routers import (KNOBS, POLICIES, SPEEDS, TRACES, RouterDashboard, knob_default,
+                                             knob_overrides)
 from mooncake_lab.sim.routers import ROUTERS, RouterConfig
 
 
@@ -43,6 +44,32 @@ def test_the_default_stop_is_the_systems_default():
     assert KNOBS["aibrix"][3] == base.aibrix_imbalance_abs
     assert KNOBS["preble"][3] == 180.0            # SYSTEM_DEFAULTS["preble"] window
     assert KNOBS["llmd"][3] == base.resolve("llmd", True, 100, 512).llmd_w_prefix   # the P/D profile's 2
+
+
+def test_llmd_slider_starts_at_the_architectures_default(monkeypatch):
+    """llm-d's prefix weight resolves to 2 in P/D (pd-epp-config.yaml) and 3 coupled (defaults.go): the slider
+    starts there for the architecture shown, follows a change of architecture while left at its start, and
+    keeps a value the user chose."""
+    monkeypatch.setenv("MOONCAKE_LAB_PREFETCH", "0")
+    base = RouterConfig()
+    pd, coupled = (base.resolve("llmd", p, 100, 512).llmd_w_prefix for p in (True, False))
+    assert (pd, coupled) == (2.0, 3.0)
+    assert knob_default("llmd", "disaggregated") == pd and knob_default("llmd", "coupled") == coupled
+    assert knob_default("sglang", "coupled") == KNOBS["sglang"][3]
+    d = _build(router="llmd", arch="coupled")
+    assert d.controls["llmd_prefix_weight"].value == coupled
+    assert d._job({k: w.value for k, w in d.controls.items()})[2].router.llmd_prefix_weight == coupled
+    d = _build(router="llmd")
+    assert d.controls["llmd_prefix_weight"].value == pd
+    v = {k: w.value for k, w in d.controls.items()}
+    assert d._job(v, arch="coupled")[2].router.llmd_prefix_weight == coupled      # computed ahead: the same
+    d.controls["arch"].value = "coupled"
+    assert d.controls["llmd_prefix_weight"].value == coupled and not d.notice.value
+    assert f"llm-d prefix weight = {coupled:g}" in d.readout.value
+    d.controls["llmd_prefix_weight"].value = 5.0      # the user's choice stays when the architecture changes
+    d.controls["arch"].value = "disaggregated"
+    assert d.controls["llmd_prefix_weight"].value == 5.0
+    assert _build(router="llmd", arch="coupled", llmd_prefix_weight=1.0).controls["llmd_prefix_weight"].value == 1.0
 
 
 @pytest.mark.parametrize("router", [r for r in POLICIES if r in KNOBS])

@@ -72,6 +72,20 @@ def test_sglang_and_aibrix_helpers_by_hand():
     assert ref.aibrix_bound(rp, load) == pytest.approx(mu + np.std(load))
 
 
+def test_router_table_names_each_decode_rule():
+    """The decode column says what runs on the pools: llm-d's fewest waiting, AIBrix's PD router with its spreads."""
+    from mooncake_lab.sim.routers import DECODE_CHOICES, SYSTEM_DEFAULTS
+
+    t = l09.router_table()
+    assert set(l09.decode_rules()) == set(DECODE_CHOICES)
+    assert (t.decode_choice == [SYSTEM_DEFAULTS[r][4] for r in t.index]).all()
+    assert t.loc["llmd", "decode_choice"] == "least_queued" and "fewest waiting" in t.loc["llmd", "decode_rule"]
+    assert t.loc["aibrix", "decode_choice"] == "aibrix_pd"
+    assert "≥ 32 " in t.loc["aibrix", "decode_rule"] and "> 2048 tok/s" in t.loc["aibrix", "decode_rule"]
+    assert "pd_disaggregation.go @ 01692761" in t.loc["aibrix", "source"]
+    assert "pd-epp-config.yaml" in t.loc["llmd", "source"]
+
+
 # ----------------------------------------------------------------------------- leaderboards
 @pytest.fixture(scope="module")
 def board():

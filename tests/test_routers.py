@@ -1,6 +1,7 @@
 """The routers of today's stacks (mooncake_lab.sim.routers): hand-worked decisions per rule, each asserted for
-the numba ``route`` and the plain-Python ``route_reference``; kernel ≡ reference on random inputs; the
-router-side belief ≡ ReferenceBelief; RouterConfig's bad inputs."""
+the numba ``route`` and the plain-Python ``route_reference`` (and the decode-node rules, ``route_decode`` and
+``route_decode_reference``); kernel ≡ reference on random inputs; the router-side belief ≡ ReferenceBelief;
+RouterConfig's bad inputs."""
 from __future__ import annotations
 
 import math
@@ -11,9 +12,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mooncake_lab.prefix_cache import new_cache_state
-from mooncake_lab.sim.routers import (ROUTERS, RouterConfig, RouterInputs, belief_insert, belief_match,
-                                      new_router_inputs, route)
-from mooncake_lab.sim.routers_reference import ReferenceBelief, route_reference
+from mooncake_lab.sim import routers as R
+from mooncake_lab.sim import routers_reference as ref
+from mooncake_lab.sim.routers import (DECODE_CHOICES, ROUTERS, DecodeInputs, RouterConfig, RouterInputs,
+                                      belief_insert, belief_match, new_router_inputs, route, route_decode)
+from mooncake_lab.sim.routers_reference import ReferenceBelief, route_decode_reference, route_reference
 from mooncake_lab.validate import InputError
 
 BT = 512  # tokens per block (the traces')
@@ -209,6 +212,173 @@ def test_aibrix_none_within_bound_and_load_order():
     assert {pick(params("aibrix"), ri, 4096, u=u) for u in (0.0, 0.3, 0.6, 0.9)} == {1}
 
 
+# ------------------------------------------------------------------ aibrix in P/D: the PD router's prefill side
+def test_aibrix_pd_prefill_spread_over_32_takes_a_least_loaded_pod_at_random():
+    # n = [40, 3, 3, 7]: 40 − 3 = 37 > 32 → the pods with n = 3, {1, 2}, random (rand.Intn): u = 0 → start 0 → 1;
+    # u = 0.6 → start floor(2.4) = 2 → 2; the best match (pod 0, all 8 blocks) does not count
+    ri = inputs(4, inflight=[40, 3, 3, 7], matched_blocks=[8, 0, 0, 8])
+    assert pick(params("aibrix", pd=True), ri, 4096, u=0.0) == 1
+    assert pick(params("aibrix", pd=True), ri, 4096, u=0.6) == 2
+    # a spread of exactly 32 is not imbalanced (> 32): n = [35, 3, 3, 7], mean 12, sample sd = √((23² + 9² + 9²
+    # + 5²)/3) = √(716/3) = 15.45, bound 27.45 → 0 skipped; pct = [100, 0, 0, 100], max n 35:
+    # score 1, 2: 10 + 3/35, 3: 0 + 7/35 → 3
+    ri = inputs(4, inflight=[35, 3, 3, 7], matched_blocks=[8, 0, 0, 8])
+    assert pick(params("aibrix", pd=True), ri, 4096, u=0.6) == 3
+    # the threshold is a field: 2 → 35 − 3 > 2 → least loaded, random from u = 0.6 → 2
+    assert pick(params("aibrix", pd=True, aibrix_pd_prefill_imbalance=2), ri, 4096, u=0.6) == 2
+
+
+def test_aibrix_pd_prefill_sigma_filter_uses_the_sample_deviation():
+    # n = [4, 1, 1, 1], mean 1.75, Σ(n − mean)² = 6.75: AIBrix's standardDeviation divides by N − 1 → sd 1.5
+    # (population: 1.299). m = [8, 4, 0, 4] of 8 blocks → pct [100, 50, 0, 50]; max n 4 →
+    # score = [0 + 1, 5 + 0.25, 10 + 0.25, 5 + 0.25].
+    ri = inputs(4, inflight=[4, 1, 1, 1], matched_blocks=[8, 4, 0, 4])
+    # k_σ = 1: bound 3.25 < 4 → 0 skipped; 1 and 3 tie at 5.25 → strict <: the first, 1
+    assert pick(params("aibrix", pd=True), ri, 4096, u=0.9) == 1
+    # k_σ = 1.5: bound 1.75 + 2.25 = 4.0 (population: 3.70) and 4 ≤ 4.0 is kept → 0
+    assert pick(params("aibrix", pd=True, aibrix_std_factor=1.5), ri, 4096) == 0
+    rp = params("aibrix", pd=True, aibrix_std_factor=1.5)
+    assert ref.aibrix_pd_bound(rp, [4, 1, 1, 1]) == 4.0
+    assert ref.aibrix_pd_bound(rp, [5]) == 5.0       # one pod: sd 0
+    sc = ref.rule_scores(rp, ri, 4096, 8, BT, 1e6)
+    assert sc["match_pct"] == [100, 50, 0, 50] and sc["score"] == pytest.approx([1.0, 5.25, 10.25, 5.25])
+
+
+def test_aibrix_pd_match_percentage_is_integer_division():
+    # MatchPrefix: (k + 1) · 100 / len(prefixHashes) in integers: 1 of 3 blocks → 33, 2 of 3 → 66
+    assert ref.aibrix_match_pct(inputs(3, matched_blocks=[1, 2, 3]), 3) == [33, 66, 100]
+    assert R.aibrix_pd_prefill_score(1, 3, 0, 1) == pytest.approx(6.7)        # (100 − 33) · 0.1, not 6.667
+    assert R.aibrix_pd_prefill_score(2, 3, 3, 4) == pytest.approx(3.4 + 0.75)
+    # 10 % of match weighs one full normalised load: 2 of 3 blocks idle (3.4 + 0) loses to 3 of 3 at max load (0 + 1)
+    ri = inputs(2, inflight=[0, 7], matched_blocks=[2, 3])
+    assert pick(params("aibrix", pd=True, aibrix_pd_prefill_imbalance=100), ri, 1536) == 1
+
+
+def test_aibrix_pd_is_not_route_original():
+    # n = [12, 3, 3, 20], m = [4, 0, 1, 4] of 8. routeOriginal (coupled): 17 > 8 → candidates {1, 2}, 2 matched → 2.
+    # PD router: 17 ≤ 32; mean 9.5, sample sd = √(201/3) = 8.185, bound 17.69 → 3 skipped; pct [50, 0, 12, 50],
+    # max n 20: score [5 + 0.6, 10 + 0.15, 8.8 + 0.15] → 0
+    ri = inputs(4, inflight=[12, 3, 3, 20], matched_blocks=[4, 0, 1, 4])
+    assert pick(params("aibrix", pd=False), ri, 4096) == 2
+    assert pick(params("aibrix", pd=True), ri, 4096) == 0
+
+
+def test_aibrix_pd_rule_uses_the_score_rule_scores_shows(monkeypatch):
+    """route_reference's PD rule takes its choice from aibrix_pd_prefill_score (the lecture's one place)."""
+    rp = params("aibrix", pd=True)
+    ri = inputs(4, inflight=[1, 1, 1, 1], matched_blocks=[8, 0, 0, 0])
+    assert ref.route_reference(rp, ri, 4096, 8, BT, 0.0, 0, 1e6) == 0
+    monkeypatch.setattr(ref, "aibrix_pd_prefill_score", lambda r, nb: [5.0, 5.0, 1.0, 5.0])
+    assert ref.route_reference(rp, ri, 4096, 8, BT, 0.0, 0, 1e6) == 2
+
+
+# ------------------------------------------------------------------ the decode node (route_decode)
+def decode_inputs(**fields):
+    n = len(next(iter(fields.values())))
+    di = R.new_decode_inputs(n)
+    for name, values in fields.items():
+        getattr(di, name)[:] = values
+    return di
+
+
+def dpick(choice, di, *, u=0.0, n_prefill=8, k=0, kv_cap=100_000.0, max_req=32.0, max_thr=2048.0):
+    """The decode node both implementations choose (asserting they agree)."""
+    code = DECODE_CHOICES[choice]
+    a = route_decode(code, di, u, n_prefill, k, kv_cap, max_req, max_thr)
+    b = route_decode_reference(code, di, u, n_prefill, k, kv_cap, max_req, max_thr)
+    assert a == b, f"numba route_decode {a} != route_decode_reference {b}"
+    return a
+
+
+def test_llmd_decode_takes_the_fewest_waiting_with_the_leftover_tie_break():
+    # q = [2, 0, 1, 0]: the fewest waiting are 1 and 3 (not node 0, idle but with 2 waiting: running does not count,
+    # where least_requests would take it: 0 + 2 < 9 + 0)
+    di = decode_inputs(running=[0, 9, 9, 9], queued=[2, 0, 1, 0])
+    assert dpick("least_requests", di) == 0
+    # u = 0.3, 8 prefill instances: u · 8 = 2.4 → prefill start 2, leftover u2 = 0.4 → floor(0.4 · 4) = 1 → 1
+    assert dpick("least_queued", di, u=0.3) == 1
+    # u = 0.33: u · 8 = 2.64 → u2 = 0.64 → start floor(2.56) = 2 → the first tied at or after 2 → 3
+    assert dpick("least_queued", di, u=0.33) == 3
+    # u = 0.45: 3.6 → u2 = 0.6 → start 2 → 3; u = 0.12: 0.96 → u2 = 0.96 → start 3 → 3
+    assert [dpick("least_queued", di, u=u) for u in (0.45, 0.12)] == [3, 3]
+    assert [R.decode_tie_start(u, 8, 4) for u in (0.3, 0.33, 0.0, 0.999999)] == [1, 2, 0, 3]
+    assert [ref.decode_tie_start(u, 8, 4) for u in (0.3, 0.33, 0.0, 0.999999)] == [1, 2, 0, 3]
+
+
+def test_aibrix_decode_fast_path_idle_or_request_spread():
+    # an idle node (min r = 0) → the first of the least running, whatever the scores
+    di = decode_inputs(running=[3, 0, 5, 0], rate=[100.0, 0.0, 900.0, 0.0], kv_used=[0.0, 99_000.0, 0.0, 0.0])
+    assert dpick("aibrix_pd", di) == 1
+    # r = [40, 8, 9, 8]: 40 − 8 = 32 ≥ 32 → the first least running, 1 (the score would take 3: most free KV)
+    di = decode_inputs(running=[40, 8, 9, 8], rate=[1000.0, 400.0, 450.0, 400.0],
+                       kv_used=[50_000.0, 90_000.0, 50_000.0, 0.0])
+    assert dpick("aibrix_pd", di) == 1
+    # AIBRIX_DECODE_MAX_REQUEST = 33: no fast path; throughput spread 600 ≤ 2048 → the score:
+    # max r 40, max thr 1000, free [50, 10, 50, 100] (max 100):
+    # 0: (1 + 0)/0.5 = 2; 1: (0.2 + 0.6)/0.1 = 8; 2: (0.225 + 0.55)/0.5 = 1.55; 3: (0.2 + 0.6)/1 = 0.8 → 3
+    assert dpick("aibrix_pd", di, max_req=33.0) == 3
+    assert ref.aibrix_decode_score(di, 100_000.0) == pytest.approx([2.0, 8.0, 1.55, 0.8])
+
+
+def test_aibrix_decode_fast_path_throughput_spread():
+    # r = [10, 12, 11, 10]; thr = [3000, 500, 800, 400]: spread 2600 > 2048 → the first slowest, 3
+    di = decode_inputs(running=[10, 12, 11, 10], rate=[3000.0, 500.0, 800.0, 400.0], kv_used=[0.0, 0.0, 0.0, 0.0])
+    assert dpick("aibrix_pd", di) == 3
+    # spread exactly 2048 (> is strict) → the score: max r 12, max thr 2448, free all 100 →
+    # 0: 10/12 + 0 = 0.833; 1: 1 + 0.796; 2: 0.917 + 0.673; 3: 0.833 + 0.837 → 0
+    di = decode_inputs(running=[10, 12, 11, 10], rate=[2448.0, 500.0, 800.0, 400.0], kv_used=[0.0] * 4)
+    assert dpick("aibrix_pd", di) == 0
+    assert dpick("aibrix_pd", di, max_thr=2047.0) == 3
+
+
+def test_aibrix_decode_score_ties_and_free_percent():
+    # two equal nodes: strict < → the lower index
+    di = decode_inputs(running=[4, 5, 4], rate=[200.0, 210.0, 200.0], kv_used=[500.0, 500.0, 500.0])
+    assert dpick("aibrix_pd", di, kv_cap=1000.0) == 0
+    # free % is Go's math.Round (half away from zero): 7/8 used → 100 − 87.5 = 12.5 → 13 (Python's round: 12)
+    assert R.aibrix_free_pct(7.0, 8.0) == ref.aibrix_free_pct(7.0, 8.0) == 13.0
+    assert R.aibrix_free_pct(8.0, 8.0) == ref.aibrix_free_pct(8.0, 8.0) == 0.1   # full: ≤ 0 → 0.1
+    assert R.aibrix_free_pct(0.0, 8.0) == ref.aibrix_free_pct(0.0, 8.0) == 100.0
+    # a full node divides by 0.1 / max free: it loses to anything with room
+    di = decode_inputs(running=[1, 6], rate=[50.0, 300.0], kv_used=[1000.0, 500.0])
+    assert dpick("aibrix_pd", di, kv_cap=1000.0) == 1
+    # the maxima start at 1: rates all below 1 tok/s → 1 − thr/1 (not 1 − thr/max thr)
+    di = decode_inputs(running=[1, 1], rate=[0.5, 0.25], kv_used=[0.0, 0.0])
+    assert ref.aibrix_decode_score(di, 1000.0) == pytest.approx([1.5, 1.75])
+
+
+def test_decode_round_robin_least_requests_and_unknown():
+    di = decode_inputs(running=[1, 0, 2], queued=[0, 3, 0], bound=[1, 0, 0])
+    assert [dpick("round_robin", di, k=k) for k in (0, 4, 8)] == [0, 1, 2]
+    assert dpick("least_requests", di) == 0         # 1 + 0 + 1 = 2 < 3 = 0 + 3 + 0, 2 + 0 + 0
+    assert route_decode(9, di, 0.0, 1, 0, 1.0, 32.0, 2048.0) == -1
+    with pytest.raises(NotImplementedError):
+        route_decode_reference(9, di, 0.0, 1, 0, 1.0, 32.0, 2048.0)
+
+
+@st.composite
+def decode_case(draw):
+    D = draw(st.integers(1, 6))
+    ints = lambda hi: st.lists(st.integers(0, hi), min_size=D, max_size=D)  # noqa: E731
+    floats = lambda xs: st.lists(st.one_of(st.sampled_from(xs), st.floats(0.0, max(xs))), min_size=D,  # noqa: E731
+                                 max_size=D)
+    di = DecodeInputs(np.array(draw(ints(40)), dtype=np.int64), np.array(draw(ints(3)), dtype=np.int64),
+                      np.array(draw(ints(2)), dtype=np.int64),
+                      np.array(draw(floats([0.0, 50.0, 400.0, 3000.0])), dtype=np.float64),
+                      np.array(draw(floats([0.0, 500.0, 875.0, 1000.0])), dtype=np.float64))
+    u = draw(st.one_of(st.sampled_from([0.0, 0.3, 0.999999]), st.floats(0.0, 1.0, exclude_max=True)))
+    return (draw(st.integers(1, 4)), di, u, draw(st.integers(1, 8)), draw(st.integers(0, 20)), 1000.0,
+            draw(st.sampled_from([1.0, 5.0, 32.0])), draw(st.sampled_from([10.0, 500.0, 2048.0])))
+
+
+@settings(max_examples=300, deadline=None)
+@given(decode_case())
+def test_route_decode_equals_reference_and_is_a_node(case):
+    got = route_decode(*case)
+    assert got == route_decode_reference(*case)
+    assert 0 <= got < len(case[1].running)
+
+
 # ------------------------------------------------------------------ preble (code 12)
 def test_preble_exploit_explore_and_pd():
     # L = 1536 (3 blocks), m = [2, 2, 1]: k = 2, cached 1024, new 512 < 1024 → exploit G = {0, 1}
@@ -256,6 +426,7 @@ def router_case(draw, name):
         prodstack_kv_threshold=draw(st.sampled_from([0, 500, 2000])),
         aibrix_imbalance_abs=draw(st.integers(0, 5)),
         aibrix_std_factor=draw(st.one_of(st.sampled_from([0.0, 0.5, 1.0]), small(3.0))),
+        aibrix_pd_prefill_imbalance=draw(st.integers(0, 5)),
         preble_decode_len=draw(st.sampled_from([0.0, 45.0])), preble_tpot_s=draw(st.sampled_from([0.0, 0.15])))
     bt = draw(st.sampled_from([512, 64]))
     L = draw(st.integers(1, 3000))
@@ -354,6 +525,12 @@ def test_defaults_resolve_to_the_sources_numbers():
     assert rp.belief and rp.belief_capacity == 32_768   # 2^26 chars / 4 chars per token / 512
     rp = RouterConfig().resolve("aibrix", False, 11_920, BT)
     assert (rp.aibrix_abs, rp.aibrix_k, rp.belief_capacity, rp.belief_ttl) == (8.0, 1.0, 390, 1200.0)
+    rp = RouterConfig().resolve("aibrix", True, 11_920, BT)   # the PD router: pd_disaggregation.go@01692761
+    assert (rp.aibrix_pd_prefill_abs, rp.aibrix_decode_max_request, rp.aibrix_decode_max_throughput) == \
+        (32.0, 32.0, 2048.0)
+    assert rp.decode_choice == DECODE_CHOICES["aibrix_pd"]
+    assert RouterConfig().resolve("llmd", True, 10, BT).decode_choice == DECODE_CHOICES["least_queued"]
+    assert RouterConfig(decode_choice="least_kv").resolve("llmd", True, 10, BT).decode_choice == 0
     rp = RouterConfig().resolve("dynamo", False, 11_920, BT)
     assert (rp.dynamo_credit, rp.dynamo_scale, rp.dynamo_request_weight, rp.dynamo_temperature) == (1, 1, 0, 0)
     assert not rp.belief
@@ -382,6 +559,10 @@ BAD_FIELDS = [
     ("prodstack_kv_threshold", -1), ("prodstack_kv_threshold", 20.5), ("prodstack_kv_threshold", "2000"),
     ("aibrix_imbalance_abs", -1), ("aibrix_imbalance_abs", 8.5), ("aibrix_imbalance_abs", 10 ** 10),
     ("aibrix_std_factor", -1.0), ("aibrix_std_factor", NAN), ("aibrix_std_factor", "1"),
+    ("aibrix_pd_prefill_imbalance", -1), ("aibrix_pd_prefill_imbalance", 32.5), ("aibrix_pd_prefill_imbalance", "32"),
+    ("aibrix_decode_max_request", -1.0), ("aibrix_decode_max_request", NAN), ("aibrix_decode_max_request", "32"),
+    ("aibrix_decode_max_throughput", -1.0), ("aibrix_decode_max_throughput", INF),
+    ("aibrix_decode_max_throughput", None), ("decode_choice", "aibrix"),
     ("preble_decode_len", -1.0), ("preble_decode_len", INF), ("preble_tpot_s", -0.15), ("preble_tpot_s", NAN),
     ("preble_tpot_s", [0.15]),
 ]
@@ -395,7 +576,7 @@ def test_router_config_bad_inputs_name_the_field(field, value):
 
 def test_bad_inputs_are_many():
     # every field of RouterConfig is tried at least twice
-    assert len(BAD_FIELDS) == 59
+    assert len(BAD_FIELDS) == 69
     fields = {f for f, _ in BAD_FIELDS}
     assert fields == set(RouterConfig.__dataclass_fields__)
 

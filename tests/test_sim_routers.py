@@ -41,6 +41,9 @@ tunings = st.fixed_dictionaries({}, optional={
     "prodstack_kv_threshold": st.sampled_from([0, 2000]),
     "aibrix_imbalance_abs": st.sampled_from([0, 1, 8]),
     "aibrix_std_factor": st.sampled_from([0.0, 1.0]),
+    "aibrix_pd_prefill_imbalance": st.sampled_from([0, 1, 32]),
+    "aibrix_decode_max_request": st.sampled_from([1.0, 2.0, 32.0]),
+    "aibrix_decode_max_throughput": st.sampled_from([10.0, 2048.0]),
     "preble_tpot_s": st.sampled_from([0.0, 0.15]),
 })
 
@@ -78,7 +81,7 @@ def test_heavier_trace_every_router_agrees():
 
     tr = synthetic_trace("conversation-like", seed=3).head(300)
     for k, name in enumerate(ROUTERS):
-        rc = RouterConfig(knowledge=("belief", "true")[k % 2], decode_choice=list(DECODE_CHOICES)[k % 3],
+        rc = RouterConfig(knowledge=("belief", "true")[k % 2], decode_choice=list(DECODE_CHOICES)[k % 5],
                           belief_ttl_s=(None, 30.0)[k // 4 % 2], window_s=20.0)
         cfg = sim.ClusterConfig(n_prefill=3, n_decode=2, prefill_policy=name, router=rc, cache_capacity_blocks=150,
                                 decode_kv_capacity_tokens=150_000, preset="ideal", seed=k)
@@ -171,6 +174,37 @@ def test_hand_trace_decode_choices(engine):
     kv = sim.simulate(tr, sim.ClusterConfig(**HAND, prefill_policy="prodstack_rr",
                                             router=RouterConfig(decode_choice="least_kv")), engine=engine)
     assert_same(kv, sim.simulate(tr, sim.ClusterConfig(**HAND, prefill_policy=rr_no_fetch), engine=engine))
+
+
+@pytest.mark.parametrize("engine", sim.ENGINES)
+def test_llmd_decode_ties_break_from_the_draws_leftover(engine):
+    """llm-d's decode profile (default in P/D): the fewest waiting. Four requests 100 s apart find every decode
+    queue empty, so all tie and the node is floor(u2 · 2), u2 = frac(2 · u) of the request's draw (2 prefill
+    instances); the run's draws are default_rng(seed).random(n). (least_requests would take node 0 each time.)"""
+    tr = trace_from_requests([0.0, 100.0, 200.0, 300.0], [1024] * 4, [3] * 4, [2] * 4, list(range(8)), name="q")
+    for seed in (0, 2):
+        u = np.random.default_rng(seed).random(4)
+        res = sim.simulate(tr, sim.ClusterConfig(**HAND, seed=seed, prefill_policy="llmd"), engine=engine).requests
+        expect = [int((2 * x - int(2 * x)) * 2) for x in u]
+        assert res.decode_instance.tolist() == expect and 1 in expect
+        assert res.prefill_instance.tolist() == [int(2 * x) for x in u]   # the prefill tie-break: floor(2u)
+
+
+@pytest.mark.parametrize("engine", sim.ENGINES)
+def test_aibrix_pd_decode_in_the_engine(engine):
+    """AIBrix's PD router picks the decode node (default in P/D). r0 (2048 tokens, 400 out) is ready at 0.115 s:
+    both nodes idle → min running 0 → the first, 0. r1 (1024, 400 out) ready at 0.557 s: node 1 idle → 1.
+    r2 ready at 1.057 s: running [1, 1] (spread 0 < 32), rates 1 / step(context now) nearly equal (spread
+    ≤ 2048 tok/s); free % = round(100 − 100 · reserved / 100,000) = [round(97.552), round(98.576)] = [98, 99]:
+    score 0 = (1 + (1 − thr0 / thr1)) / (98 / 99) > 1 = score 1 → 1. The fewest requests (old rule) takes 0."""
+    tr = trace_from_requests([0.0, 0.5, 1.0], [2048, 1024, 1024], [400, 400, 3], [4, 2, 2],
+                             [0, 1, 2, 3, 10, 11, 20, 21], name="d")
+    res = sim.simulate(tr, sim.ClusterConfig(**HAND, prefill_policy="aibrix"), engine=engine).requests
+    assert res.decode_instance.tolist() == [0, 1, 1]
+    assert res.decode_ready_s[2] < min(res.finish_s[0], res.finish_s[1])   # both still decoding at r2's ready
+    old = sim.simulate(tr, sim.ClusterConfig(**HAND, prefill_policy="aibrix",
+                                             router=RouterConfig(decode_choice="least_requests")), engine=engine)
+    assert old.requests.decode_instance.tolist() == [0, 1, 0]
 
 
 @pytest.mark.parametrize("engine", sim.ENGINES)
@@ -316,7 +350,8 @@ def test_kernel_python_path_with_jit_disabled():
         from mooncake_lab.synthetic import synthetic_trace
         tr = synthetic_trace("conversation-like", seed=5).head(40)
         for k, name in enumerate(ROUTERS):
-            rc = RouterConfig(knowledge=("belief", "true")[k % 2], decode_choice=("least_requests", "round_robin")[k % 2],
+            rc = RouterConfig(knowledge=("belief", "true")[k % 2],
+                              decode_choice=("least_requests", "round_robin", "least_queued", "aibrix_pd")[k % 4],
                               belief_ttl_s=5.0, window_s=3.0)
             cfg = sim.ClusterConfig(n_prefill=4, n_decode=2, prefill_policy=name, router=rc, cache_capacity_blocks=50,
                                     decode_kv_capacity_tokens=60000, cpp_group_size=2 if k % 3 == 0 else 1)

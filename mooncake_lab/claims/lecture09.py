@@ -40,3 +40,16 @@ claim("09.block_box", "give 512-token blocks", _bt)
 claim("09.nodes", "on the same 16 nodes", lambda: _l09().ARCHITECTURES["coupled"]["n_coupled"])
 claim("09.dynamo_docs", "`overlap_score_weight` 0 is", lambda: _l09().DYNAMO_WEIGHTS[0],
       source="ai-dynamo/dynamo docs/router/kv_cache_routing.md@391befc4 (reference/routers.md §1a)")
+
+
+def _pd_router():
+    from ..sim.routers import RouterConfig
+    return RouterConfig()
+
+
+_PD_SRC = "vllm-project/aibrix pkg/plugins/gateway/algorithms/pd_disaggregation.go@0169276105b1 (RouterConfig)"
+claim("09.pd_prefill_spread", "if the in-flight spread exceeds 32", lambda: _pd_router().aibrix_pd_prefill_imbalance,
+      source=_PD_SRC)
+claim("09.pd_decode_spreads", "a spread of running requests of at least 32 → the least running; else a throughput "
+      "spread above 2,048 tok/s", lambda: (_pd_router().aibrix_decode_max_request,
+                                            _pd_router().aibrix_decode_max_throughput), source=_PD_SRC)

@@ -24,7 +24,7 @@ from ..sim.routers import ROUTERS, SYSTEM_DEFAULTS, RouterConfig
 from ..traces import BLOCK_TOKENS
 from . import Dashboard, on_this_machine, sticky_decades, sticky_limit
 
-__all__ = ["RouterDashboard", "KNOBS", "POLICIES", "SPEEDS", "TRACES", "knob_overrides"]
+__all__ = ["RouterDashboard", "KNOBS", "POLICIES", "SPEEDS", "TRACES", "knob_default", "knob_overrides"]
 
 #: The routers, then Mooncake's Conductor (lecture 04) for comparison.
 POLICIES = (*ROUTERS, "kvcentric")
@@ -54,7 +54,8 @@ KNOBS = {
     # match wins; below it the least-loaded instance. 0 … 1 is its whole range.
     "sglang": ("sglang_cache_threshold", "SGLang cache threshold", tuple(round(0.1 * k, 1) for k in range(11)),
                _RC.sglang_cache_threshold, "match rate h/L above which the longest match wins (else least load)"),
-    # llm-d prefix-cache-scorer weight (P/D profile 2, queue 1; coupled default 3, queue 2, KV 2).
+    # llm-d prefix-cache-scorer weight (P/D profile 2, queue 1; coupled default 3, queue 2, KV 2): the
+    # slider starts at the architecture's (knob_default); listed here is the P/D one.
     "llmd": ("llmd_prefix_weight", "llm-d prefix weight", (0.0, 0.5, 1.0, 2.0, 3.0, 5.0, 8.0),
              _RC.resolve("llmd", True, 1, BLOCK_TOKENS).llmd_w_prefix,
              "prefix scorer weight against queue (1 P/D, 2 coupled) and KV (0 P/D, 2 coupled)"),
@@ -78,6 +79,15 @@ KNOBS = {
 }
 _MAX_INSTANCES = max(sim.ClusterConfig(**a).n_prefill_instances for a in l09.ARCHITECTURES.values())  # bars
 _CDF_POINTS = 400
+
+
+def knob_default(policy: str, arch: str = "disaggregated"):
+    """Where ``policy``'s slider starts on ``arch``: the system's default resolved for that architecture
+    (llm-d's prefix weight is 2 in its P/D profile, 3 in its default profile; the others are the same
+    on both)."""
+    if policy == "llmd":
+        return _RC.resolve("llmd", arch == "disaggregated", 1, BLOCK_TOKENS).llmd_w_prefix
+    return KNOBS[policy][3]
 
 
 def knob_overrides(policy: str, value, knowledge: str = "default") -> tuple:
@@ -116,7 +126,21 @@ class RouterDashboard(Dashboard):
 
     def __init__(self, router: str = "dynamo", knowledge: str = "default", speed: float = 0.4,
                  trace: str = "conversation", arch: str = "disaggregated", **knobs):
+        self._arch = arch   # the architecture the llm-d slider's start follows (knob_default)
+        if "llmd_prefix_weight" not in knobs and arch in l09.ARCHITECTURES:
+            knobs["llmd_prefix_weight"] = knob_default("llmd", arch)
         super().__init__(router=router, knowledge=knowledge, speed=speed, trace=trace, arch=arch, **knobs)
+
+    @staticmethod
+    def _follow_arch(v: dict, arch: str) -> dict:
+        """Control values ``v`` moved to ``arch``: a slider left at its start on ``v["arch"]`` starts at
+        ``arch``'s (llm-d's prefix weight); one the user moved keeps its value."""
+        out = {**v, "arch": arch}
+        for p in KNOBS:
+            name = KNOBS[p][0]
+            if p != "kvcentric" and v[name] == knob_default(p, v["arch"]):
+                out[name] = knob_default(p, arch)
+        return out
 
     def _build_controls(self) -> dict:
         ctl = {
@@ -139,6 +163,8 @@ class RouterDashboard(Dashboard):
     @staticmethod
     def _job(v: dict, **changes) -> tuple:
         """``(trace, speed, ClusterConfig)`` of control values ``v`` with ``changes``."""
+        if "arch" in changes and changes["arch"] != v["arch"]:
+            v = RouterDashboard._follow_arch(v, changes["arch"])
         v = {**v, **changes}
         p = v["router"]
         router, over = knob_overrides(p, v[KNOBS[p][0]] if p in KNOBS else None, v["knowledge"])
@@ -207,6 +233,15 @@ class RouterDashboard(Dashboard):
         from ..experiments.common import simulate_all
 
         v = {k: w.value for k, w in self.controls.items()}
+        if v["arch"] != self._arch:   # a slider left at its start follows the architecture (knob_default)
+            moved = self._follow_arch({**v, "arch": self._arch}, v["arch"])
+            self._restoring = True    # set without a second redraw
+            try:
+                for name in (KNOBS[p][0] for p in KNOBS):
+                    self.controls[name].value = moved[name]
+            finally:
+                self._restoring = False
+            self._arch, v = v["arch"], moved
         p = v["router"]
         for r, (name, *_rest) in KNOBS.items():   # only the chosen router's slider is shown
             self.controls[name].layout.display = None if r == p else "none"

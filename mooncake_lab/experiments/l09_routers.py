@@ -31,7 +31,7 @@ from . import l07_overload as l07
 from .common import as_trace as _trace, memo_key, simulate_all
 
 __all__ = ["ROUTER_INFO", "ARCHITECTURES", "STRESS", "CONDUCTOR", "TRACES", "cluster", "run", "leaderboard",
-           "leaderboards", "describe_leaderboards", "knowledge_cost", "load_imbalance", "router_table",
+           "leaderboards", "describe_leaderboards", "knowledge_cost", "load_imbalance", "router_table", "decode_rules",
            "WORKED_STATE", "WORKED_REQUEST", "worked_inputs", "worked_request", "describe_worked", "belief_audit",
            "BELIEF_CAPACITIES", "SWEEP_CACHE_BLOCKS", "belief_sweep", "describe_belief_sweep", "hot_first_block", "DYNAMO_WEIGHTS", "dynamo_weight_config",
            "dynamo_weight_sweep", "DEFAULT_VARIANTS", "default_variants", "docs_box", "HISTORY", "history"]
@@ -43,14 +43,15 @@ ROUTER_INFO = {
     "sglang": ("SGLang model gateway", "cache_aware: balance when imbalanced, else longest router-tree match",
                "sgl-model-gateway/src/policies/cache_aware.rs @ b93974f1"),
     "llmd": ("llm-d router", "weighted scorers: prefix 3, queue 2, KV utilisation 2 (P/D: prefix 2, queue 1)",
-             "pkg/epp/config/loader/defaults.go @ ebab6879"),
+             "pkg/epp/config/loader/defaults.go, deploy/config/pd-epp-config.yaml @ ebab6879"),
     "prodstack_rr": ("vLLM production-stack", "roundrobin", "src/vllm_router/routers/routing_logic.py @ a6c01db0"),
     "prodstack_prefix": ("vLLM production-stack", "prefixaware: longest match in a router trie, no eviction",
                          "src/vllm_router/prefix/hashtrie.py @ a6c01db0"),
     "prodstack_kv": ("vLLM production-stack", "kvaware: LMCache controller's longest prefix, else lowest QPS",
                      "src/vllm_router/routers/routing_logic.py @ a6c01db0"),
-    "aibrix": ("AIBrix", "prefix-cache router: match among the least loaded, bounded by mean + σ",
-               "pkg/plugins/gateway/algorithms/prefix_cache.go @ e3e10f9e"),
+    "aibrix": ("AIBrix", "prefix-cache router: match among the least loaded, bounded by mean + σ (P/D: the PD "
+               "router, argmin (100 − match %)·0.1 + n/max n within mean + σ)",
+               "pkg/plugins/gateway/algorithms/prefix_cache.go @ e3e10f9e; P/D: pd_disaggregation.go @ 01692761"),
     "preble": ("Preble (E2)", "exploit the holders when the cached part is longer, else explore by load",
                "multi_node/global_scheduler_with_time.py @ 0c962c4c"),
 }
@@ -174,14 +175,32 @@ def knowledge_cost(trace: Trace | str = "conversation", arch: str = "disaggregat
     return pd.DataFrame(rows).set_index("router")
 
 
+def decode_rules() -> dict:
+    """Decode choice (:data:`~mooncake_lab.sim.routers.DECODE_CHOICES`) → what it does on the pools, in words,
+    with RouterConfig's defaults (rules and sources: :mod:`mooncake_lab.sim.routers`)."""
+    rc = RouterConfig()
+    return {
+        "least_kv": "least KV held + queued (Mooncake's Algorithm 1 line 24; Dynamo's load-only decode router)",
+        "least_requests": "fewest running + queued + bound in flight",
+        "round_robin": "round robin over the decode nodes (production-stack's orchestrated P/D)",
+        "least_queued": "fewest waiting (llm-d's decode profile, prefix 2 + queue 1: the prefix score is 0, "
+                        "our decode nodes keep no prefix cache); ties at random",
+        "aibrix_pd": (f"AIBrix's PD router: an idle node or a running spread ≥ {rc.aibrix_decode_max_request:g} → "
+                      f"the least running; a throughput spread > {rc.aibrix_decode_max_throughput:g} tok/s → the "
+                      "slowest; else argmin (running/max + 1 − tok/s / max) / (free KV % / max)"),
+    }
+
+
 def router_table() -> pd.DataFrame:
-    """What each router is: system, rule, source, default knowledge, belief capacity and TTL."""
+    """What each router is: system, rule, source, default knowledge, belief capacity and TTL, and the
+    decode node it picks on the pools (``decode_choice`` and :func:`decode_rules`' words)."""
     rows = []
+    words = decode_rules()
     for r, (system, rule, src) in ROUTER_INFO.items():
         kn, cap, ttl, win, dc = SYSTEM_DEFAULTS[r]
         rows.append({"router": r, "system": system, "rule": rule, "source": src, "knowledge": kn,
                      "belief_blocks": "the instance's cache" if cap is None else ("unbounded" if cap == 0 else cap),
-                     "belief_ttl_s": ttl, "decode_choice": dc})
+                     "belief_ttl_s": ttl, "decode_choice": dc, "decode_rule": words[dc]})
     return pd.DataFrame(rows).set_index("router")
 
 

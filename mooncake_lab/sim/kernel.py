@@ -59,13 +59,13 @@ from numba import njit
 from ..cpp import cm_stage_coefficients
 from ..jit import helper_njit
 from ..prefix_cache import _match_prefix, _touch_blocks
-from ..roofline import cm_kv_transfer_time, cm_prefill_time
+from ..roofline import cm_decode_step_time, cm_kv_transfer_time, cm_prefill_time
 from .admission import decode_load, instance_decode_load, pool_tbt_load, prefill_load
 from .conductor_view import Request
 from .cpp_group import group_fetch_time, group_prefill
 from .decode_math import cut_segment, segment_pieces, steps_until_after, time_after, top_k_sum
 from .heaps import heap_pop, heap_push
-from .routers import RouterInputs, belief_insert, belief_match, route
+from .routers import DecodeInputs, RouterInputs, belief_insert, belief_match, route, route_decode
 from .state import (Conductor, DecodeNodes, DecodeQueues, DecodeRequests, Dispatched, Intervals, Links, Prefill,
                     ReadyHeap, RunLog, Stints)
 
@@ -290,17 +290,17 @@ def _dispatch(fl, ri, j, p, computed, prefill_s):
 
 
 @helper_njit
-def _decode_by_choice(choice, batch, queued, bound_n, k):
-    """A router's decode node (``RouterParams.decode_choice``): 1 the fewest requests running + queued +
-    bound in flight (ties: lowest index), 2 round robin (``k`` decode choices made so far)."""
-    D = len(batch)
-    if choice == 2:
-        return k % D
-    d = 0
-    for e in range(1, D):
-        if batch[e] + queued[e] + bound_n[e] < batch[d] + queued[d] + bound_n[d]:
-            d = e
-    return d
+def _decode_by_choice(choice, di, c, t, dec, dq, bound_n, kvh, u, P, k, cap, max_req, max_thr):
+    """A router's decode node at ``t`` (``RouterParams.decode_choice`` 1–4, :func:`.routers.route_decode`)
+    from each node's :class:`~.routers.DecodeInputs`: running, queued, bound in flight, tokens/s now
+    (:func:`_decode_rate`, for ``aibrix_pd`` only) and KV ``kvh`` (held now, or reserved)."""
+    for d in range(len(di.running)):
+        di.running[d] = dec.batch[d]
+        di.queued[d] = dq.queued[d]
+        di.bound[d] = bound_n[d]
+        di.kv_used[d] = kvh[d]
+        di.rate[d] = _decode_rate(c, d, t, dec) if choice == 4 else 0.0
+    return route_decode(choice, di, u, P, k, cap, max_req, max_thr)
 
 
 # ---------------------------------------------------------------------------- decode instances
@@ -368,6 +368,15 @@ def _steps_done(d, t, dec):
 def _held_now(d, t, dec):
     """KV tokens instance ``d``'s running requests hold at ``t`` (prompt + tokens so far; unknown outputs)."""
     return dec.ctx[d] + dec.batch[d] * _steps_done(d, t, dec)
+
+
+@helper_njit
+def _decode_rate(c, d, t, dec):
+    """Tokens/s instance ``d`` generates at ``t``: its batch / the step time at its context now (0 idle)."""
+    b = dec.batch[d]
+    if b == 0:
+        return 0.0
+    return b / cm_decode_step_time(c, b, _held_now(d, t, dec))
 
 
 @helper_njit
@@ -650,7 +659,8 @@ def _kernel(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, rout
     (:class:`~.state.RouterBelief`, touched after each dispatch), and :func:`.routers.route` picks the
     instance; it never fetches a remote prefix (the prefill reuses the chosen instance's true cache);
     ``kv_cap`` = the KV a node holds × the CPP group's nodes. The decode node then follows
-    ``router.decode_choice`` (least KV, fewest requests, round robin) where it is chosen.
+    ``router.decode_choice`` (least KV, or :func:`.routers.route_decode`: fewest requests, round robin,
+    llm-d's fewest waiting, AIBrix's PD rule) where it is chosen.
 
     ``diag``: [0] events processed, [1] times an event ran earlier than the previous one (must be
     0), [2] runs logged, [3] max decode batch; [4]–[6] for a student policy (:func:`_student_choice`);
@@ -717,6 +727,9 @@ def _kernel(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, rout
     t_last = -math.inf
     kvh = dq.held if grow else dq.reserved  # the decode nodes' KV: held now (refreshed by _kv_now), or reserved
     dchoice = 0  # the decode node: 0 least KV (the Conductor's and a student's), else a router's decode_choice
+    d_req, d_thr = 0.0, 0.0  # AIBrix's decode spreads (decode_choice "aibrix_pd")
+    di = DecodeInputs(np.zeros(D, dtype=i64), np.zeros(D, dtype=i64), np.zeros(D, dtype=i64), np.zeros(D),
+                      np.zeros(D))
     kv_cap = decode_cap * X  # KV tokens a prefill instance holds (its nodes')
     true_match = policy >= 2  # every instance's true cache matched at each arrival (cond.local)
     if router is not None:  # routers and student policies: the per-instance loads (RouterInputs)
@@ -727,6 +740,7 @@ def _kernel(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, rout
                           np.zeros(P, dtype=i64), np.zeros(P, dtype=i64), np.zeros(P, dtype=i64), np.zeros(P))
         if policy >= 5:
             dchoice = router.decode_choice
+            d_req, d_thr = router.aibrix_decode_max_request, router.aibrix_decode_max_throughput
             if router.belief:
                 true_match = False  # it matches its belief; only the chosen instance's true cache is read
     else:
@@ -842,7 +856,8 @@ def _kernel(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, rout
                             if kvh[e] + dq.queued_kv[e] < kvh[d] + dq.queued_kv[d]:
                                 d = e
                     else:  # a router's decode_choice
-                        d = _decode_by_choice(dchoice, dec.batch, dq.queued, fl.bound_n, fl.count[1])
+                        d = _decode_by_choice(dchoice, di, c, t, dec, dq, fl.bound_n, kvh, u_random[j], P,
+                                              fl.count[1], decode_cap, d_req, d_thr)
                         fl.count[1] += 1
                     out.decode_inst[j] = d
                     kv_d = kvh[d]
@@ -986,7 +1001,8 @@ def _kernel(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, rout
                     if kvh[e] + dq.queued_kv[e] + dq.bound_kv[e] < kvh[db] + dq.queued_kv[db] + dq.bound_kv[db]:
                         db = e
             else:  # a router's decode_choice
-                db = _decode_by_choice(dchoice, dec.batch, dq.queued, fl.bound_n, fl.count[1])
+                db = _decode_by_choice(dchoice, di, c, a, dec, dq, fl.bound_n, kvh, u_random[i], P, fl.count[1],
+                                       decode_cap, d_req, d_thr)
                 fl.count[1] += 1
         x_s = 0.0
         b_s = 0.0

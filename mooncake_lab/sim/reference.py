@@ -73,7 +73,10 @@ Decode (per instance: continuous batching)
        request with output 1 never reaches decode and is bound to none. A router's run chooses
        by ``decode_choice`` instead (where rule 7 chooses): ``least_kv`` as above, ``least_requests``
        the fewest running + queued + bound in flight (ties lowest), ``round_robin`` the k-th
-       choice (every one made, also of a request then rejected) → k mod D.
+       choice (every one made, also of a request then rejected) → k mod D, ``least_queued`` the
+       fewest queued (ties: from the request's draw, :func:`~.routers_reference.decode_tie_start`),
+       ``aibrix_pd`` AIBrix's rule on running, tokens/s now (running / ``cm_decode_step_time`` of
+       the running batch at its context now) and KV held (or reserved) — :mod:`.routers`.
     8. An idle instance admits immediately. Otherwise admission happens at step boundaries: at a
        boundary, running requests that received their last token finish (freeing ``L + out``
        tokens of KV), then queued requests are admitted in FIFO order while
@@ -145,8 +148,8 @@ from ..roofline import cm_prefill_time
 from .conductor_view import Request, new_view
 from .links import LinkCalendar, fit_all
 from .cpp_group import group_fetch_time
-from .routers import ROUTERS, new_router_inputs
-from .routers_reference import ReferenceBelief, route_reference
+from .routers import ROUTERS, DecodeInputs, new_router_inputs
+from .routers_reference import ReferenceBelief, route_decode_reference, route_reference
 from .config import (ADMISSIONS, COMPLETED, REJECTED_AFTER_PREFILL, REJECTED_AT_ARRIVAL,
                      REJECTED_TOO_LARGE)
 
@@ -318,7 +321,7 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
     belief = (ReferenceBelief(P, rp.belief_capacity, rp.belief_ttl)
               if router and rp.belief else None)
     kv_cap = cap * X
-    dchoice = rp.decode_choice if router else 0  # rule 7: 0 least KV, 1 fewest requests, 2 round robin
+    dchoice = rp.decode_choice if router else 0  # rule 7: 0 least KV, else routers.DECODE_CHOICES
     count = [0, 0]                         # routing decisions, decode choices so far
 
     def loads(a):
@@ -341,12 +344,20 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
             ri.recent_prefill_s[p] = recent_s[p]
         return ri
 
-    def decode_by_choice(extra):
-        """Rule 7 for a router whose ``decode_choice`` is not least KV."""
+    def decode_by_choice(t, j, at_arrival_now):
+        """Rule 7 for a router whose ``decode_choice`` is not least KV, at ``t`` for request ``j``."""
+        di = DecodeInputs([len(x.running) for x in dec], [len(x.queue) for x in dec],
+                          [x.bound_n if at_arrival_now else 0 for x in dec],
+                          [decode_rate(e) if dchoice == 4 else 0.0 for e in range(D)],
+                          [float(held(e)) for e in range(D)])
         count[1] += 1
-        if dchoice == 2:
-            return (count[1] - 1) % D
-        return min(range(D), key=lambda e: (len(dec[e].running) + len(dec[e].queue) + extra(e), e))
+        return route_decode_reference(dchoice, di, float(u_random[j]), P, count[1] - 1, cap,
+                                      rp.aibrix_decode_max_request, rp.aibrix_decode_max_throughput)
+
+    def decode_rate(d):
+        """Tokens/s instance d generates now: its batch / the step time at its context now (0 idle)."""
+        b = len(dec[d].running)
+        return b / float(cm_decode_step_time(c, b, sum(L_in[j] + gen[j] for j in dec[d].running))) if b else 0.0
 
     def tick(t):
         diag[0] += 1
@@ -430,7 +441,7 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
             dec[d].bound -= need
             dec[d].bound_n -= 1
         elif dchoice:
-            d = decode_by_choice(lambda e: 0)
+            d = decode_by_choice(t, j, False)
             out["decode_inst"][j] = d
         else:
             d = min(range(D), key=lambda e: (held(e) + dec[e].waiting, e))
@@ -549,7 +560,7 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
         bind = None  # rule 7, "arrival": the decode instance chosen now
         if at_arrival and o > 1:
             if dchoice:
-                bind = decode_by_choice(lambda e: dec[e].bound_n)
+                bind = decode_by_choice(a, i, True)
             else:
                 bind = min(range(D), key=lambda e: (held(e) + dec[e].waiting + dec[e].bound, e))
         if contention and o > 1:  # rule 6b: the stream wants [r − x, r] on all pi's send links

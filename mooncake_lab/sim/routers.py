@@ -35,7 +35,9 @@ Hit tokens of a match of m blocks = min(m · bt, L).
 
 **Random tie-breaks** (llm-d's shuffle, AIBrix's shuffle, production-stack's ``random.choice``,
 Dynamo's last resort): among tied instances, the first at or after the start index
-``floor(u · N)``, cyclically — one draw per request, deterministic per seed.
+``floor(u · N)``, cyclically — one draw per request, deterministic per seed. A tie-break among the
+decode nodes uses the draw's leftover fraction u2 = u · N − floor(u · N) (N prefill instances; uniform
+and independent of the prefill start): the first tied node at or after floor(u2 · D).
 
 The rules (codes :data:`ROUTERS`; parameters :class:`RouterConfig`, defaults from the reference)
 ----------------------------------------------------------------------------------------------
@@ -83,7 +85,7 @@ tiers; defaults ``config.rs``@07a6c9ce (κ = s = 1, ρ = 0, T = 0).
     Left out: session routing (needs session ids the traces lack; without one it is the lowest-QPS
     fallback used here), the 128-character trie chunks, the LMCache controller's own lookup.
 
-**aibrix** (11) — vllm-project/aibrix@e3e10f9e ``pkg/plugins/gateway/algorithms/prefix_cache.go``
+**aibrix** (11), coupled engine — vllm-project/aibrix@e3e10f9e ``pkg/plugins/gateway/algorithms/prefix_cache.go``
 ``routeOriginal`` (code defaults: IMBALANCE_ABS 8, k_σ 1; the README's 16 / 2 are not the code's).
     C = {n_i = min n} if max n − min n > 8 else all; no m_i > 0 in C → argmin n (lowest index);
     else C ordered by (m desc, n asc, random), the first with n_i ≤ mean n + k_σ · σ(n) (population,
@@ -92,7 +94,27 @@ tiers; defaults ``config.rs``@07a6c9ce (κ = s = 1, ρ = 0, T = 0).
     the least n; ties in the no-match fallback go to the lowest index here, randomly in AIBrix.)
     The hash store is the belief: 200,000 blocks of 4 chars ≈ 390 blocks of 512, TTL 20 min. Left
     out: that store is global (one LRU over all pods), modelled per instance; the 1 s TTL sweep
-    (expiry is checked at match); the KV-event-synced variant; the PD router.
+    (expiry is checked at match); the KV-event-synced variant.
+
+**aibrix** (11), disaggregated pools — the PD router (``routing-strategy=pd``), which picks the prefill
+*and* the decode pod and does not use ``routeOriginal``: vllm-project/aibrix
+``pkg/plugins/gateway/algorithms/pd_disaggregation.go``@0169276105b1cc2e144ac9d851531c25dc14c06e
+(``loadImbalanceSelectPrefillPod``, ``scorePrefillPods``; the match percentage of
+``pkg/utils/prefixcacheindexer/hash.go``, read @0871c212; k_σ of ``prefix_cache.go``).
+    n_i in-flight prefills (its ``PrefillRequestTracker``). max n − min n > 32 (hard-coded) → the
+    least-loaded pod, random among the ties (``rand.Intn``). Else skip every pod with
+    n_i > mean n + k_σ · sd(n) (k_σ = ``standardDeviationFactor`` 1; sd is AIBrix's own
+    ``standardDeviation``, the *sample* deviation Σ(n − mean)² / (N − 1), 0 for one pod); over the rest
+    argmin (strict <, pod order = lowest index) of
+        score_i = (100 − pct_i) · 0.1 + n_i / max(1, max n),   pct_i = ⌊100 · m_i / n_blocks⌋
+    (``MatchPrefix``: (k + 1) · 100 / len(prefixHashes), integer division, k the last matched block;
+    here blocks are the trace's 512-token blocks, so n_blocks counts the last, partial one too). The
+    prefix store is the belief as for ``routeOriginal`` (inserted for the chosen prefill instance).
+    The decode pod: ``decode_choice`` ``"aibrix_pd"`` below. AIBrix then takes, per roleset, the pair with
+    the least normalised prefill + decode score; with one roleset (our pools) that pair is simply the
+    two minima, so the two choices are made independently. ⚠ ``pd_readme.md`` / routers.md §5 give 16 for
+    the prefill and decode fast-path spreads; the code at this commit says 32 (the code wins, as
+    everywhere here); routers.md's drain-time fast path (ratio > 1.5) is not in this file.
 
 **preble** (12) — WukLab/preble ``multi_node/global_scheduler_with_time.py``@0c962c4c (E2), with
 AIBrix's port's constants (decode length 45, TPOT 0.15 s, window 3 min).
@@ -103,6 +125,30 @@ AIBrix's port's constants (decode length 45, TPOT 0.15 s, window 3 min).
     and TTFT-doubling overload detection (their call is commented out in the code), the eviction
     cost, per-node miss-rate weighting (the windowed sum stands for it), the radix tree's token
     granularity.
+
+The decode node (disaggregated, :data:`DECODE_CHOICES`; chosen where ``decode_binding`` chooses it)
+------------------------------------------------------------------------------------------------
+Per decode node d (:class:`DecodeInputs`): r_d requests running (its batch), q_d queued, b_d bound to it
+at arrival with their KV still in flight, thr_d tokens/s it generates now (r_d / the step time of its
+batch at its context now, :func:`~mooncake_lab.roofline.cm_decode_step_time`; 0 idle; a pending
+recompute stall is not counted), KV_d tokens its running requests hold (held, or reserved with known
+output lengths), kv_cap its capacity.
+    ``least_kv``: Mooncake's least KV held + queued (+ bound), in the engines (Algorithm 1 line 24;
+    also Dynamo's load-only decode router). ``least_requests``: argmin r + q + b (lowest index).
+    ``round_robin``: the k-th decode choice → k mod D (production-stack's orchestrated P/D).
+    ``least_queued`` (llm-d, ``disagg-profile-handler`` runs the decode profile first;
+    ``deploy/config/pd-epp-config.yaml``@ebab6879 decode profile = prefix-cache scorer 2 + queue scorer 1
+    on the decode pods): our decode nodes keep no prefix cache, so the prefix score is 0 on every one
+    (in llm-d the decode pod's vLLM does keep one) and the pick is argmax of the queue score = the
+    fewest waiting q_d; ties by the decode tie-break (the draw's leftover u2, above).
+    ``aibrix_pd`` (AIBrix's ``loadImbalanceSelectDecodePod`` / ``scoreDecodePods``, same file):
+    free_d = round(100 − 100 · KV_d / kv_cap) (half away from zero), ≤ 0 → 0.1; the maxima of r, thr
+    and free start at 1. min r = 0 or max r − min r ≥ 32 (``AIBRIX_DECODE_MAX_REQUEST``) → the first
+    node with the least r; else max thr − min thr > 2048 tok/s (``AIBRIX_DECODE_MAX_THROUGHPUT``) → the
+    first with the least thr; else argmin (strict <, lowest index) of
+        (r_d / max r + (1 − thr_d / max thr)) / (free_d / max free).
+    (vLLM's metric is its average generation throughput over the last logging interval; the node's
+    rate now stands for it.)
 """
 from __future__ import annotations
 
@@ -117,7 +163,9 @@ from ..prefix_cache import _touch_blocks
 from ..validate import choice, flag, integer, real
 
 __all__ = ["ROUTERS", "ROUTER_CODES", "DECODE_CHOICES", "KNOWLEDGE", "RouterConfig", "RouterParams",
-           "RouterInputs", "new_router_inputs", "route", "SYSTEM_DEFAULTS", "belief_match", "belief_insert"]
+           "RouterInputs", "new_router_inputs", "route", "SYSTEM_DEFAULTS", "belief_match", "belief_insert",
+           "DecodeInputs", "new_decode_inputs", "route_decode", "decode_tie_start", "aibrix_free_pct",
+           "aibrix_pd_prefill_score"]
 
 #: Router name → kernel policy code (after the built-in Conductor policies 0–3 and a student's 4).
 ROUTERS = {"dynamo": 5, "sglang": 6, "llmd": 7, "prodstack_rr": 8, "prodstack_prefix": 9,
@@ -125,8 +173,9 @@ ROUTERS = {"dynamo": 5, "sglang": 6, "llmd": 7, "prodstack_rr": 8, "prodstack_pr
 ROUTER_CODES = {v: k for k, v in ROUTERS.items()}
 #: How a disaggregated run picks the decode node (binding at arrival or when the KV is ready):
 #: Mooncake's least KV (Algorithm 1 line 24; also Dynamo's load-only decode router), the fewest
-#: requests (running + queued + bound in flight), or round robin over the decode nodes.
-DECODE_CHOICES = {"least_kv": 0, "least_requests": 1, "round_robin": 2}
+#: requests (running + queued + bound in flight), round robin over the decode nodes, llm-d's decode
+#: profile (the fewest waiting), or AIBrix's PD router (module docstring).
+DECODE_CHOICES = {"least_kv": 0, "least_requests": 1, "round_robin": 2, "least_queued": 3, "aibrix_pd": 4}
 #: What a router knows of the caches: the true per-instance caches, or its own history (belief).
 KNOWLEDGE = {"true": 0, "belief": 1}
 
@@ -134,16 +183,17 @@ KNOWLEDGE = {"true": 0, "belief": 1}
 # Per router: (knowledge, belief capacity in 512-token blocks (None = the instance's own cache
 # capacity, 0 = unbounded), belief TTL s (inf = none), QPS/statistics window s, decode choice in P/D).
 # Decode choice: Dynamo's decode router is load-only on KV blocks (least_kv); production-stack's
-# orchestrated P/D is round robin; SGLang's old pair selection and AIBrix's decode fast path take the
-# least-loaded pod (least_requests; llm-d's decode profile, prefix + queue scorers, is approximated
-# so); Preble has no P/D (least_kv).
+# orchestrated P/D is round robin; SGLang's old pair selection takes the least-loaded pod
+# (least_requests); llm-d's decode profile (prefix 2 + queue 1, no prefix on our decode nodes) is the
+# fewest waiting (least_queued); AIBrix's PD router has its own decode rule (aibrix_pd); Preble has no
+# P/D (least_kv).
 SYSTEM_DEFAULTS = {
     # Dynamo: KV events on by default (true state); --no-router-kv-events predicts with router_ttl_secs=120.
     "dynamo": ("true", 0, 120.0, 60.0, "least_kv"),
     # SGLang gateway: router-side tree, max_tree_size 2^26 chars/tenant ≈ 2^26 / 4 chars per token / 512.
     "sglang": ("belief", 2 ** 26 // 4 // 512, math.inf, 60.0, "least_requests"),
     # llm-d approx-prefix producer: per-pod LRU, capacity = the pod's CacheNumBlocks (autoTune=true).
-    "llmd": ("belief", None, math.inf, 60.0, "least_requests"),
+    "llmd": ("belief", None, math.inf, 60.0, "least_queued"),
     # production-stack: round robin needs no cache; --request-stats-window default 60 s
     # (src/vllm_router/parsers/parser.py, checked at 008a23bd; routers.md does not give it).
     "prodstack_rr": ("true", 0, math.inf, 60.0, "round_robin"),
@@ -152,7 +202,7 @@ SYSTEM_DEFAULTS = {
     # kvaware: asks the LMCache controller (true state).
     "prodstack_kv": ("true", 0, math.inf, 60.0, "round_robin"),
     # AIBrix: LRU store of 200,000 blocks of 4 chars (≈ 200k tokens ≈ 390 blocks of 512), 20 min TTL.
-    "aibrix": ("belief", 200_000 * 4 // 4 // 512, 1200.0, 60.0, "least_requests"),
+    "aibrix": ("belief", 200_000 * 4 // 4 // 512, 1200.0, 60.0, "aibrix_pd"),
     # Preble: its global radix tree (router-side), 3 min window.
     "preble": ("belief", 0, math.inf, 180.0, "least_kv"),
 }
@@ -181,6 +231,9 @@ class RouterParams(NamedTuple):
     prodstack_threshold: float   # kv_aware_threshold (tokens)
     aibrix_abs: float        # IMBALANCE_ABS (running requests)
     aibrix_k: float          # std factor k_σ
+    aibrix_pd_prefill_abs: float      # PD router: prefill in-flight spread beyond which the least loaded wins
+    aibrix_decode_max_request: float  # PD router: decode running spread at which the least running wins
+    aibrix_decode_max_throughput: float  # PD router: decode throughput spread (tok/s) beyond which the slowest wins
     preble_decode_len: float  # tokens
     preble_tpot: float       # s per token
 
@@ -202,6 +255,21 @@ def new_router_inputs(n: int) -> RouterInputs:
     i, f = np.int64, np.float64
     return RouterInputs(np.zeros(n, i), np.zeros(n, i), np.zeros(n, f), np.zeros(n, f), np.zeros(n, i),
                         np.zeros(n, i), np.zeros(n, i), np.zeros(n, f))
+
+
+class DecodeInputs(NamedTuple):
+    """Per-decode-node arrays the engines fill where a decode node is chosen (module docstring)."""
+    running: np.ndarray   # int64, requests in its batch
+    queued: np.ndarray    # int64, requests waiting in its queue
+    bound: np.ndarray     # int64, requests bound to it at arrival whose KV is in flight
+    rate: np.ndarray      # float64, tokens/s it generates now (filled for "aibrix_pd" only)
+    kv_used: np.ndarray   # float64, KV tokens its running requests hold (or reserve)
+
+
+def new_decode_inputs(n: int) -> DecodeInputs:
+    """Zeroed :class:`DecodeInputs` for ``n`` decode nodes."""
+    i, f = np.int64, np.float64
+    return DecodeInputs(np.zeros(n, i), np.zeros(n, i), np.zeros(n, i), np.zeros(n, f), np.zeros(n, f))
 
 
 @dataclass(frozen=True)
@@ -228,6 +296,10 @@ class RouterConfig:
     prodstack_kv_threshold: int = 2000         # kv_aware_threshold (tokens)
     aibrix_imbalance_abs: int = 8              # IMBALANCE_ABS (code; the README says 16)
     aibrix_std_factor: float = 1.0             # k_σ (code; the README says 2)
+    # AIBrix's PD router, pd_disaggregation.go@01692761 (pd_readme.md and routers.md say 16 for both spreads):
+    aibrix_pd_prefill_imbalance: int = 32      # loadImbalanceSelectPrefillPod: maxValue-minValue > 32 (hard-coded)
+    aibrix_decode_max_request: float = 32.0    # AIBRIX_DECODE_MAX_REQUEST default (defaultMaxRequest; a float env)
+    aibrix_decode_max_throughput: float = 2048.0  # AIBRIX_DECODE_MAX_THROUGHPUT default, tokens/s
     preble_decode_len: float = 45.0            # AIBrix's port of Preble E2
     preble_tpot_s: float = 0.15
 
@@ -246,14 +318,17 @@ class RouterConfig:
         for name, lo, hi in (("dynamo_overlap_credit", 0.0, 1e6), ("dynamo_prefill_scale", 0.0, 1e6),
                              ("dynamo_request_weight", 0.0, 1e9), ("dynamo_temperature", 0.0, 1e6),
                              ("sglang_cache_threshold", 0.0, 1.0), ("sglang_balance_rel", 1.0, 1e6),
-                             ("aibrix_std_factor", 0.0, 1e6), ("preble_decode_len", 0.0, 1e7),
+                             ("aibrix_std_factor", 0.0, 1e6), ("aibrix_decode_max_request", 0.0, 1e9),
+                             ("aibrix_decode_max_throughput", 0.0, 1e9),
+                             ("preble_decode_len", 0.0, 1e7),
                              ("preble_tpot_s", 0.0, 1e3)):
             real(getattr(self, name), name, lo=lo, hi=hi, where=w)
         for name in ("llmd_prefix_weight", "llmd_queue_weight", "llmd_kv_weight"):
             if getattr(self, name) is not None:
                 real(getattr(self, name), name, lo=0.0, hi=1e6, where=w)
         for name, lo, hi in (("sglang_balance_abs", 0, 10 ** 9), ("llmd_max_prefix_tokens", 1, 10 ** 9),
-                             ("prodstack_kv_threshold", 0, 10 ** 9), ("aibrix_imbalance_abs", 0, 10 ** 9)):
+                             ("prodstack_kv_threshold", 0, 10 ** 9), ("aibrix_imbalance_abs", 0, 10 ** 9),
+                             ("aibrix_pd_prefill_imbalance", 0, 10 ** 9)):
             integer(getattr(self, name), name, lo=lo, hi=hi, where=w)
 
     def resolve(self, router: str, pd: bool, cache_capacity_blocks: int, block_tokens: int) -> RouterParams:
@@ -283,7 +358,9 @@ class RouterConfig:
                             float(self.sglang_balance_rel), wp, wq, wk,
                             max(1, int(self.llmd_max_prefix_tokens) // int(block_tokens)),
                             float(self.prodstack_kv_threshold), float(self.aibrix_imbalance_abs),
-                            float(self.aibrix_std_factor), float(self.preble_decode_len),
+                            float(self.aibrix_std_factor), float(self.aibrix_pd_prefill_imbalance),
+                            float(self.aibrix_decode_max_request), float(self.aibrix_decode_max_throughput),
+                            float(self.preble_decode_len),
                             float(self.preble_tpot_s))
 
 
@@ -494,6 +571,53 @@ def _aibrix(rp, ri, u):
 
 
 @helper_njit
+def _aibrix_pd(rp, ri, n_blocks, u):
+    """AIBrix's PD router, prefill side: least loaded if the spread > 32, else argmin of
+    (100 − match %) · 0.1 + n / max n over the pods within mean + k_σ · sd (sample)."""
+    load = ri.inflight
+    n = len(load)
+    lo, hi = load[_argmin_lowest(load)], load[_argmax_lowest(load)]
+    if hi - lo > rp.aibrix_pd_prefill_abs:
+        s = _tie_start(u, n)
+        for j in range(n):
+            i = (s + j) % n
+            if load[i] == lo:
+                return i
+    bound = _aibrix_pd_bound(rp, load)
+    mx = hi if hi > 1 else 1
+    best, best_sc = -1, 0.0
+    for i in range(n):
+        if load[i] > bound:
+            continue
+        sc = aibrix_pd_prefill_score(ri.matched_blocks[i], n_blocks, load[i], mx)
+        if best < 0 or sc < best_sc:
+            best, best_sc = i, sc
+    return best if best >= 0 else _argmin_lowest(load)
+
+
+@helper_njit
+def _aibrix_pd_bound(rp, load):
+    """mean n + k_σ · sd(n), sd AIBrix's ``standardDeviation``: Σ(n − mean)² / (N − 1), 0 for one pod."""
+    n = len(load)
+    total = 0
+    for i in range(n):
+        total += load[i]
+    mu = total / n
+    var = 0.0
+    for i in range(n):
+        d = load[i] - mu
+        var += d * d
+    return mu + rp.aibrix_k * (math.sqrt(var / (n - 1)) if n > 1 else 0.0)
+
+
+@helper_njit
+def aibrix_pd_prefill_score(m, n_blocks, n, max_n):
+    """AIBrix's PD prefill score (lower wins): (100 − ⌊100 · m / n_blocks⌋) · 0.1 + n / max_n."""
+    pct = (m * 100) // n_blocks if n_blocks > 0 else 0
+    return (100.0 - pct) * 0.1 + n / max_n
+
+
+@helper_njit
 def _preble_cost(rp, ri, i):
     """Preble's windowed cost of instance ``i``, s: prefill seconds (+ decode n · len · TPOT if coupled)."""
     return ri.recent_prefill_s[i] + (0.0 if rp.pd else ri.inflight[i] * rp.preble_decode_len * rp.preble_tpot)
@@ -533,7 +657,77 @@ def route(rp, ri, L, n_blocks, bt, u, rr, kv_cap):
     if code == 10:
         return _prodstack_kv(rp, ri, L, bt)
     if code == 11:
-        return _aibrix(rp, ri, u)
+        return _aibrix_pd(rp, ri, n_blocks, u) if rp.pd else _aibrix(rp, ri, u)
     if code == 12:
         return _preble(rp, ri, L, bt)
+    return -1
+
+
+# ------------------------------------------------------------------ the decode node
+@helper_njit
+def decode_tie_start(u, n_prefill, n_decode):
+    """The decode tie-break's start: floor(u2 · D) with u2 = u · N − floor(u · N), the draw's leftover
+    fraction after the prefill start floor(u · N) (uniform, independent of it)."""
+    x = u * n_prefill
+    return _tie_start(x - math.floor(x), n_decode)
+
+
+@helper_njit
+def aibrix_free_pct(kv_used, kv_cap):
+    """AIBrix's free GPU %: math.Round(100 − 100 · used / capacity) (half away from zero), ≤ 0 → 0.1."""
+    v = 100.0 - kv_used / kv_cap * 100.0
+    r = math.floor(v + 0.5) if v >= 0.0 else -math.floor(-v + 0.5)
+    return r if r > 0.0 else 0.1
+
+
+@helper_njit
+def _aibrix_decode(di, kv_cap, max_req, max_thr):
+    """AIBrix's PD router, decode side: the fast paths (least running, least throughput), else the score."""
+    D = len(di.running)
+    r_at, r_min, r_max = 0, math.inf, 1.0
+    t_at, t_min, t_max = 0, math.inf, 1.0
+    f_max = 1.0
+    for d in range(D):
+        r, t, f = float(di.running[d]), di.rate[d], aibrix_free_pct(di.kv_used[d], kv_cap)
+        if r < r_min:
+            r_at, r_min = d, r
+        if t < t_min:
+            t_at, t_min = d, t
+        r_max, t_max, f_max = max(r_max, r), max(t_max, t), max(f_max, f)
+    if r_min == 0.0 or r_max - r_min >= max_req:
+        return r_at
+    if t_max - t_min > max_thr:
+        return t_at
+    best, best_sc = -1, 0.0
+    for d in range(D):
+        sc = (float(di.running[d]) / r_max + (1.0 - di.rate[d] / t_max)) / (aibrix_free_pct(di.kv_used[d], kv_cap)
+                                                                          / f_max)
+        if best < 0 or sc < best_sc:
+            best, best_sc = d, sc
+    return best
+
+
+@helper_njit
+def route_decode(choice, di, u, n_prefill, k, kv_cap, max_req, max_thr):
+    """The decode node of a router's ``decode_choice`` 1–4 (module docstring): ``u`` the request's draw,
+    ``n_prefill`` prefill instances, ``k`` decode choices made so far, ``kv_cap`` a decode node's KV
+    tokens, ``max_req`` / ``max_thr`` AIBrix's decode spreads (requests, tokens/s); −1 if unknown."""
+    D = len(di.running)
+    if choice == 1:
+        d = 0
+        for e in range(1, D):
+            if di.running[e] + di.queued[e] + di.bound[e] < di.running[d] + di.queued[d] + di.bound[d]:
+                d = e
+        return d
+    if choice == 2:
+        return k % D
+    if choice == 3:
+        q = di.queued[_argmin_lowest(di.queued)]
+        s = decode_tie_start(u, n_prefill, D)
+        for j in range(D):
+            d = (s + j) % D
+            if di.queued[d] == q:
+                return d
+    if choice == 4:
+        return _aibrix_decode(di, kv_cap, max_req, max_thr)
     return -1

@@ -3,6 +3,7 @@
 :func:`route_reference` takes the same :class:`~.routers.RouterParams` and per-instance inputs as
 the numba :func:`~.routers.route` (lists or arrays) and must return the same instance;
 :func:`rule_scores` gives the per-instance numbers each rule compares (the functions the rules use);
+:func:`route_decode_reference` is the decode-node choice of :func:`~.routers.route_decode`;
 :class:`ReferenceBelief` is the router-side history (:func:`~.routers.belief_match` /
 :func:`~.routers.belief_insert`) over :class:`~mooncake_lab.prefix_cache.ReferenceCache` s.
 """
@@ -13,7 +14,9 @@ import math
 from ..prefix_cache import ReferenceCache
 
 __all__ = ["route_reference", "rule_scores", "ReferenceBelief", "dynamo_cost", "match_rate", "sglang_imbalanced",
-           "llmd_score", "prodstack_kv_uses_cache", "aibrix_bound", "preble_cost", "preble_exploits"]
+           "llmd_score", "prodstack_kv_uses_cache", "aibrix_bound", "aibrix_match_pct", "aibrix_pd_bound",
+           "aibrix_pd_prefill_score", "preble_cost", "preble_exploits", "route_decode_reference",
+           "decode_tie_start", "aibrix_free_pct", "aibrix_decode_score"]
 
 
 class ReferenceBelief:
@@ -191,6 +194,36 @@ def _aibrix(rp, r, u):
     return _lowest_argmin(load)
 
 
+def aibrix_match_pct(r, n_blocks) -> list:
+    """AIBrix's prefix match %, integer: (matched blocks) · 100 // blocks of the prompt (``MatchPrefix``)."""
+    return [m * 100 // n_blocks if n_blocks > 0 else 0 for m in r.matched_blocks]
+
+
+def aibrix_pd_bound(rp, load) -> float:
+    """The PD router's load bound mean(n) + k_σ · sd(n), sd AIBrix's ``standardDeviation``: the sample
+    deviation, Σ(n − mean)² / (N − 1) (0 for one pod), requests."""
+    n = len(load)
+    mu = sum(load) / n
+    return mu + rp.aibrix_k * (math.sqrt(_total((x - mu) * (x - mu) for x in load) / (n - 1)) if n > 1 else 0.0)
+
+
+def aibrix_pd_prefill_score(r, n_blocks) -> list:
+    """AIBrix's PD prefill score_i = (100 − match %_i) · 0.1 + n_i / max(1, max n) (lower wins)."""
+    mx = max(1, max(r.inflight))
+    return [(100.0 - pct) * 0.1 + n / mx for pct, n in zip(aibrix_match_pct(r, n_blocks), r.inflight)]
+
+
+def _aibrix_pd(rp, r, n_blocks, u):
+    """AIBrix's PD router, prefill: spread > 32 → random among the least loaded; else the lowest score
+    among the pods within the bound (strict <: the first in pod order)."""
+    load, n = r.inflight, len(r.inflight)
+    if max(load) - min(load) > rp.aibrix_pd_prefill_abs:   # loadImbalanceSelectPrefillPod
+        return _random_tie_break({i for i in range(n) if load[i] == min(load)}, u, n)
+    bound = aibrix_pd_bound(rp, load)
+    score = aibrix_pd_prefill_score(r, n_blocks)
+    return min((i for i in range(n) if load[i] <= bound), key=lambda i: score[i])
+
+
 def preble_cost(rp, r) -> list:
     """Preble cost_i = windowed prefill s + [n_i · decode length · TPOT, 0 if P/D], s (lower wins)."""
     return [r.recent_prefill_s[i] + (0.0 if rp.pd else r.inflight[i] * rp.preble_decode_len * rp.preble_tpot)
@@ -238,6 +271,9 @@ def rule_scores(rp, ri, L, n_blocks, bt, kv_cap) -> dict:
         return {"matched_blocks": list(r.matched_blocks)}
     if rp.code == 10:
         return {"matched_blocks": list(r.matched_blocks), "recent_requests": list(r.recent_requests)}
+    if rp.code == 11 and rp.pd:
+        return {"match_pct": aibrix_match_pct(r, n_blocks), "inflight": list(r.inflight),
+                "bound": [aibrix_pd_bound(rp, r.inflight)] * n, "score": aibrix_pd_prefill_score(r, n_blocks)}
     if rp.code == 11:
         return {"matched_blocks": list(r.matched_blocks), "inflight": list(r.inflight),
                 "bound": [aibrix_bound(rp, r.inflight)] * n}
@@ -262,7 +298,58 @@ def route_reference(rp, ri, L, n_blocks, bt, u, rr, kv_cap) -> int:
     if rp.code == 10:
         return _prodstack_kv(rp, r, L, bt)
     if rp.code == 11:
-        return _aibrix(rp, r, u)
+        return _aibrix_pd(rp, r, n_blocks, u) if rp.pd else _aibrix(rp, r, u)
     if rp.code == 12:
         return _preble(rp, r, L, bt)
     raise NotImplementedError(f"router code {rp.code}")
+
+
+# ------------------------------------------------------------------ the decode node
+def decode_tie_start(u: float, n_prefill: int, n_decode: int) -> int:
+    """floor(u2 · D), u2 = u · N − floor(u · N): the draw's leftover after the prefill start."""
+    x = u * n_prefill
+    return min(math.floor((x - math.floor(x)) * n_decode), n_decode - 1)
+
+
+def aibrix_free_pct(kv_used: float, kv_cap: float) -> float:
+    """AIBrix's free GPU %: Go's math.Round(100 − 100 · used / capacity) (half away from zero); ≤ 0 → 0.1."""
+    v = 100.0 - kv_used / kv_cap * 100.0
+    r = math.copysign(math.floor(abs(v) + 0.5), v)
+    return r if r > 0.0 else 0.1
+
+
+def aibrix_decode_score(di, kv_cap) -> list:
+    """AIBrix's decode score (r/max r + (1 − thr/max thr)) / (free/max free), maxima from 1 (lower wins)."""
+    free = [aibrix_free_pct(k, kv_cap) for k in di.kv_used]
+    r_max, t_max, f_max = max(1.0, *map(float, di.running)), max(1.0, *di.rate), max(1.0, *free)
+    return [(r / r_max + (1.0 - t / t_max)) / (f / f_max) for r, t, f in zip(di.running, di.rate, free)]
+
+
+def _aibrix_decode(di, kv_cap, max_req, max_thr) -> int:
+    """AIBrix's decode pod: min r = 0 or spread ≥ max_req → the first least-running; throughput spread
+    > max_thr → the first slowest; else the first lowest score."""
+    D = len(di.running)
+    r, t = [float(x) for x in di.running], list(di.rate)
+    if min(r) == 0.0 or max(1.0, *r) - min(r) >= max_req:
+        return _lowest_argmin(r)
+    if max(1.0, *t) - min(t) > max_thr:
+        return _lowest_argmin(t)
+    score = aibrix_decode_score(di, kv_cap)
+    return min(range(D), key=lambda d: score[d])
+
+
+def route_decode_reference(choice, di, u, n_prefill, k, kv_cap, max_req, max_thr) -> int:
+    """The decode node (:func:`~.routers.route_decode`, same arguments; ``di`` a DecodeInputs of lists or arrays)."""
+    di = _as_lists(di)
+    D = len(di.running)
+    if choice == 1:   # the fewest running + queued + bound in flight
+        return _lowest_argmin([a + b + c for a, b, c in zip(di.running, di.queued, di.bound)])
+    if choice == 2:   # round robin
+        return int(k) % D
+    if choice == 3:   # llm-d: the fewest waiting, random ties from the draw's leftover
+        s = decode_tie_start(float(u), int(n_prefill), D)
+        q = min(di.queued)
+        return next(d for d in list(range(s, D)) + list(range(s)) if di.queued[d] == q)
+    if choice == 4:
+        return _aibrix_decode(di, float(kv_cap), float(max_req), float(max_thr))
+    raise NotImplementedError(f"decode choice {choice}")
