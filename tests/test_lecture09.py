@@ -234,3 +234,77 @@ def test_glossary_has_lecture_09_terms():
 def test_architectures_use_the_same_nodes():
     d, c = l09.ARCHITECTURES["disaggregated"], l09.ARCHITECTURES["coupled"]
     assert d["n_prefill"] + d["n_decode"] == c["n_coupled"]
+
+
+# ----------------------------------------------------------------------------- TTFT vs TBT on coupled nodes
+def _stub(inst, start, end, finish, cached=None, prompt=None, n=1):
+    from types import SimpleNamespace
+
+    k = len(inst)
+    arrays = {"prefill_inst": np.array(inst), "prefill_start": np.array(start, float),
+              "prefill_end": np.array(end, float), "finish": np.array(finish, float),
+              "cached_tok": np.array(cached if cached is not None else [0] * k, float)}
+    trace = SimpleNamespace(input_len=np.array(prompt if prompt is not None else [1] * k))
+    return SimpleNamespace(arrays=arrays, config=SimpleNamespace(n_prefill_instances=n), trace=trace)
+
+
+def test_prefill_share_during_decode_by_hand():
+    """One node: A prefills [0, 2] and decodes to 10; B prefills [4, 6] and C [5, 7] (overlapping: their
+    union is [4, 7]); B decodes [6, 8], C [7, 9]; D on node 1 never decodes (finish = prefill end).
+    A's decode has 3 s of the union in 8 s → 0.375; B 1 s in 2 → 0.5; C none → 0; D NaN."""
+    res = _stub([0, 0, 0, 1], [0, 4, 5, 0], [2, 6, 7, 3], [10, 8, 9, 3], n=2)
+    got = l09.prefill_share_during_decode(res)
+    assert got[:3] == pytest.approx([0.375, 0.5, 0.0]) and math.isnan(got[3])
+
+
+def test_prefill_share_during_decode_equals_a_direct_count_on_a_run():
+    res = l09.run("conversation", "dynamo", arch="coupled")
+    a = res.arrays
+    got = l09.prefill_share_during_decode(res)
+    rng = np.random.default_rng(0)
+    for j in rng.choice(np.flatnonzero(np.isfinite(got)), 40, replace=False):
+        e, t0, t1 = a["prefill_inst"][j], a["prefill_end"][j], a["finish"][j]
+        on = np.flatnonzero(a["prefill_inst"] == e)
+        # the node prefills one prompt at a time here: the overlap is a plain sum
+        ov = np.clip(np.minimum(a["prefill_end"][on], t1) - np.maximum(a["prefill_start"][on], t0), 0, None).sum()
+        assert got[j] == pytest.approx(ov / (t1 - t0), abs=1e-9)
+
+
+def test_tbt_vs_ttft_rows_and_sentence():
+    df = l09.tbt_vs_ttft()
+    assert list(df.index) == list(l09.TBT_ROUTERS)
+    for r in df.index:
+        s = l09.run("conversation", r, arch="coupled").summary()
+        assert df.loc[r, "ttft_slo"] == s["ttft_slo_attainment"] and df.loc[r, "tbt_slo"] == s["tbt_slo_attainment"]
+        assert df.loc[r, "slo_attainment"] <= min(df.loc[r, "ttft_slo"], df.loc[r, "tbt_slo"]) + 1e-12
+    text = l09.describe_tbt_vs_ttft(df)
+    assert f"`{df.ttft_slo.idxmax()}` keeps the most requests within the TTFT SLO ({df.ttft_slo.max():.3f})" in text
+    worst = df.tbt_slo.idxmin()
+    explained = df.loc[worst, "prefill_share_during_decode"] > df.drop(index=worst).prefill_share_during_decode.max()
+    assert ("does not explain it" in text) != explained
+
+
+def test_describe_tbt_vs_ttft_both_branches_by_hand():
+    import pandas as pd
+
+    df = pd.DataFrame({"ttft_slo": [0.9, 0.8], "tbt_slo": [0.3, 0.6], "slo_attainment": [0.3, 0.5],
+                       "hit_ratio": [0.2, 0.4], "prefill_share_during_decode": [0.4, 0.2]}, index=["a", "b"])
+    assert l09.describe_tbt_vs_ttft(df) == (
+        "`a` keeps the most requests within the TTFT SLO (0.900); `a` the fewest within the TBT SLO (0.300, "
+        "against 0.600–0.600 for the others). A request routed by `a` spends 40% of its decode time on a node that "
+        "is also prefilling (20%–20% with the others), at a hit ratio of 0.200 (0.400–0.400): more prompt tokens to "
+        "compute, in chunks that share iterations with its decode steps.")
+    df.loc["a", "prefill_share_during_decode"] = 0.1
+    assert "here the prefill share does not explain it" in l09.describe_tbt_vs_ttft(df)
+
+
+def test_instance_shares_by_hand():
+    """Three requests on instance 0 (prompts 10, 10, 20; cached 5, 0, 15), one on 1 (prompt 10, cached 0),
+    one rejected (instance −1)."""
+    res = _stub([0, 0, 0, 1, -1], [0] * 5, [0] * 5, [0] * 5, cached=[5, 0, 15, 0, 0], prompt=[10, 10, 20, 10, 99], n=3)
+    df = l09.instance_shares(res)
+    assert df.share.tolist() == pytest.approx([0.75, 0.25, 0.0])
+    assert df.hit_ratio.tolist() == pytest.approx([0.5, 0.0, 0.0])
+    assert l09.describe_instance_shares(df, "x") == (
+        "With `x`, instance 0 takes 75% of the requests (an even share is 33%) at a hit ratio of 0.500; the other "
+        "instances 0%–25% each, at 0.000–0.000.")

@@ -34,7 +34,8 @@ __all__ = ["ROUTER_INFO", "ARCHITECTURES", "STRESS", "CONDUCTOR", "TRACES", "clu
            "leaderboards", "describe_leaderboards", "knowledge_cost", "load_imbalance", "router_table", "decode_rules",
            "WORKED_STATE", "WORKED_REQUEST", "worked_inputs", "worked_request", "describe_worked", "belief_audit",
            "BELIEF_CAPACITIES", "SWEEP_CACHE_BLOCKS", "belief_sweep", "describe_belief_sweep", "hot_first_block", "DYNAMO_WEIGHTS", "dynamo_weight_config",
-           "dynamo_weight_sweep", "DEFAULT_VARIANTS", "default_variants", "docs_box", "HISTORY", "history"]
+           "dynamo_weight_sweep", "TBT_ROUTERS", "prefill_share_during_decode", "tbt_vs_ttft",
+           "describe_tbt_vs_ttft", "instance_shares", "describe_instance_shares", "DEFAULT_VARIANTS", "default_variants", "docs_box", "HISTORY", "history"]
 
 #: Router → (system, what it implements, source file @ commit — reference/routers.md).
 ROUTER_INFO = {
@@ -439,6 +440,103 @@ def hot_first_block(trace: Trace | str = "conversation") -> dict:
     first = tr.block_ids[tr.block_offsets[:-1]]
     vals, counts = np.unique(first, return_counts=True)
     return {"requests": len(tr), "sharing_first_block": int(counts.max()), "share": float(counts.max() / len(tr))}
+
+
+# ------------------------------------------------------------------ why a router wins TTFT and loses TBT
+#: The routers compared on the coupled nodes (the leaderboard's top three and Dynamo).
+TBT_ROUTERS = ("dynamo", "sglang", "llmd", "cache_aware")
+
+
+def prefill_share_during_decode(res: sim.SimResult) -> np.ndarray:
+    """Per request (NaN if it did not decode): the share of its decode time (first token → last) during
+    which its node was also prefilling a prompt. In the coupled engine every such iteration carries a
+    prefill chunk, and a decode step that shares an iteration with a chunk waits for it."""
+    a = res.arrays
+    inst, start, end, fin = a["prefill_inst"], a["prefill_start"], a["prefill_end"], a["finish"]
+    share = np.full(len(inst), np.nan)
+    for e in range(res.config.n_prefill_instances):
+        on = np.flatnonzero(inst == e)
+        if not len(on):
+            continue
+        o = on[np.argsort(start[on], kind="stable")]
+        # the union of the node's prefill intervals, as a cumulative busy-time function of t
+        s0, s1 = [], []
+        for b, f in zip(start[o], end[o]):
+            if s1 and b <= s1[-1]:
+                s1[-1] = max(s1[-1], f)
+            else:
+                s0.append(b)
+                s1.append(f)
+        xs = np.column_stack([s0, s1]).ravel()
+        busy = np.zeros(len(xs))
+        busy[1::2] = np.cumsum(np.subtract(s1, s0))
+        busy[2::2] = busy[1:-1:2]
+        dec = on[np.isfinite(fin[on]) & (fin[on] > end[on])]
+        t0, t1 = end[dec], fin[dec]
+        share[dec] = (np.interp(t1, xs, busy) - np.interp(t0, xs, busy)) / (t1 - t0)
+    return share
+
+
+def tbt_vs_ttft(trace: Trace | str = "conversation", arch: str = "coupled", stress: str = "lecture 04",
+                routers=TBT_ROUTERS) -> pd.DataFrame:
+    """Per router: the share of requests within the TTFT SLO, within the TBT SLO and within both, the hit
+    ratio, and the mean share of a request's decode time its node spent prefilling
+    (:func:`prefill_share_during_decode`)."""
+    _check(arch, stress, "l09.tbt_vs_ttft")
+    tr, speed = _trace(trace), _speed(trace, stress, None)
+    runs = simulate_all([(tr, speed, cluster(r, arch, stress)) for r in routers])
+    rows = []
+    for r, res in zip(routers, runs):
+        s = res.summary()
+        rows.append({"router": r, "ttft_slo": s["ttft_slo_attainment"], "tbt_slo": s["tbt_slo_attainment"],
+                     "slo_attainment": s["slo_attainment"], "hit_ratio": s["hit_ratio"],
+                     "prefill_share_during_decode": float(np.nanmean(prefill_share_during_decode(res)))})
+    return pd.DataFrame(rows).set_index("router")
+
+
+def describe_tbt_vs_ttft(df: pd.DataFrame) -> str:
+    """What :func:`tbt_vs_ttft` shows, in sentences computed from it."""
+    best_ttft, worst_tbt = df.ttft_slo.idxmax(), df.tbt_slo.idxmin()
+    w = df.loc[worst_tbt]
+    others = df.drop(index=worst_tbt)
+    out = (f"`{best_ttft}` keeps the most requests within the TTFT SLO ({df.ttft_slo.max():.3f}); "
+           f"`{worst_tbt}` the fewest within the TBT SLO ({w.tbt_slo:.3f}, against "
+           f"{others.tbt_slo.min():.3f}–{others.tbt_slo.max():.3f} for the others). ")
+    share_lo, share_hi = others.prefill_share_during_decode.min(), others.prefill_share_during_decode.max()
+    if w.prefill_share_during_decode > share_hi:
+        out += (f"A request routed by `{worst_tbt}` spends {w.prefill_share_during_decode:.0%} of its decode time "
+                f"on a node that is also prefilling ({share_lo:.0%}–{share_hi:.0%} with the others), at a hit ratio "
+                f"of {w.hit_ratio:.3f} ({others.hit_ratio.min():.3f}–{others.hit_ratio.max():.3f}): more prompt "
+                "tokens to compute, in chunks that share iterations with its decode steps.")
+    else:
+        out += (f"Its requests do not spend more of their decode time beside prefills "
+                f"({w.prefill_share_during_decode:.0%}; others {share_lo:.0%}–{share_hi:.0%}): here the prefill share "
+                "does not explain it.")
+    return out
+
+
+def instance_shares(res: sim.SimResult) -> pd.DataFrame:
+    """Per instance: the share of requests routed to it and its hit ratio (prompt tokens reused from its
+    own cache / its prompt tokens, as ``summary()["hit_ratio"]``)."""
+    a = res.arrays
+    n = res.config.n_prefill_instances
+    ok = a["prefill_inst"] >= 0
+    inst = a["prefill_inst"][ok]
+    req = np.bincount(inst, minlength=n)
+    reused = np.bincount(inst, weights=a["cached_tok"][ok], minlength=n)
+    prompt = np.bincount(inst, weights=res.trace.input_len[ok], minlength=n)
+    return pd.DataFrame({"share": req / max(1, req.sum()),
+                         "hit_ratio": np.divide(reused, prompt, out=np.zeros(n), where=prompt > 0)},
+                        index=pd.RangeIndex(n, name="instance"))
+
+
+def describe_instance_shares(df: pd.DataFrame, router: str) -> str:
+    """The busiest instance of :func:`instance_shares` against the others, in one computed sentence."""
+    top = int(df.share.idxmax())
+    rest = df.drop(index=top)
+    return (f"With `{router}`, instance {top} takes {df.share.max():.0%} of the requests (an even share is "
+            f"{1 / len(df):.0%}) at a hit ratio of {df.hit_ratio.loc[top]:.3f}; the other instances "
+            f"{rest.share.min():.0%}–{rest.share.max():.0%} each, at {rest.hit_ratio.min():.3f}–{rest.hit_ratio.max():.3f}.")
 
 
 # ------------------------------------------------------------------ what the docs say / what we measure
