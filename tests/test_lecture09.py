@@ -113,6 +113,27 @@ def test_describe_leaderboards_names_each_board(board):
     assert f"`{board.index[0]}`" in text and f"{board.slo_attainment.iloc[0]:.3f}" in text
 
 
+def test_describe_leaderboards_noise_and_lighter_branches(board):
+    """By hand from one real board: a coupled lecture-07 board better than its lecture-04 one is called lighter
+    (and why); a board whose best policy stays under NOISE_SLO is called noise; neither otherwise."""
+    heavy = board.copy()
+    light = board.copy()
+    light["slo_attainment"] = (light.slo_attainment + 0.01).clip(upper=1.0)
+    text = l09.describe_leaderboards({("conversation", "coupled", "lecture 04"): heavy,
+                                      ("conversation", "coupled", "lecture 07"): light})
+    assert text.count("Lighter than at lecture 04's stress") == 1
+    assert f"(best {heavy.slo_attainment.max():.3f})" in text
+    text = l09.describe_leaderboards({("conversation", "coupled", "lecture 04"): light,
+                                      ("conversation", "coupled", "lecture 07"): heavy})
+    assert "Lighter" not in text
+    low = board.copy()
+    low["slo_attainment"] = low.slo_attainment * (0.99 * l09.NOISE_SLO / low.slo_attainment.max())
+    text = l09.describe_leaderboards({("conversation", "disaggregated", "lecture 07"): low})
+    assert "the order of this board is noise" in text and "even a fifth" in text
+    assert "noise" not in l09.describe_leaderboards({("conversation", "disaggregated", "lecture 07"): heavy}) \
+        or heavy.slo_attainment.max() < l09.NOISE_SLO
+
+
 # ----------------------------------------------------------------------------- belief
 def test_unbounded_belief_never_believes_less_than_the_cache():
     """An unbounded, never-expiring belief lists every block sent to an instance, a superset of what the
@@ -290,12 +311,21 @@ def test_describe_tbt_vs_ttft_both_branches_by_hand():
     df = pd.DataFrame({"ttft_slo": [0.9, 0.8], "tbt_slo": [0.3, 0.6], "slo_attainment": [0.3, 0.5],
                        "hit_ratio": [0.2, 0.4], "prefill_share_during_decode": [0.4, 0.2]}, index=["a", "b"])
     assert l09.describe_tbt_vs_ttft(df) == (
+        "Within the TTFT SLO the routers keep 0.800–0.900 of the requests, within the TBT SLO 0.300–0.600: TBT is "
+        "what separates them here. "
         "`a` keeps the most requests within the TTFT SLO (0.900); `a` the fewest within the TBT SLO (0.300, "
-        "against 0.600–0.600 for the others). A request routed by `a` spends 40% of its decode time on a node that "
+        "against 0.600–0.600 for the others). Ordered by hit ratio, they are ordered by TBT SLO share too: every "
+        "prompt token reused is one chunk fewer beside the decode steps. "
+        "A request routed by `a` spends 40% of its decode time on a node that "
         "is also prefilling (20%–20% with the others), at a hit ratio of 0.200 (0.400–0.400): more prompt tokens to "
         "compute, in chunks that share iterations with its decode steps.")
     df.loc["a", "prefill_share_during_decode"] = 0.1
     assert "here the prefill share does not explain it" in l09.describe_tbt_vs_ttft(df)
+    df.loc["a", "hit_ratio"] = 0.5                      # hit order b, a; TBT order a, b
+    df.loc["a", "ttft_slo"] = 0.1                       # TTFT spread 0.7 > TBT spread 0.3
+    text = l09.describe_tbt_vs_ttft(df)
+    assert "Their order by hit ratio is not their order by TBT SLO share." in text
+    assert "within the TBT SLO 0.300–0.600. `b` keeps" in text     # no "TBT separates" sentence
 
 
 def test_instance_shares_by_hand():

@@ -53,3 +53,32 @@ claim("09.pd_prefill_spread", "if the in-flight spread exceeds 32", lambda: _pd_
 claim("09.pd_decode_spreads", "a spread of running requests of at least 32 → the least running; else a throughput "
       "spread above 2,048 tok/s", lambda: (_pd_router().aibrix_decode_max_request,
                                             _pd_router().aibrix_decode_max_throughput), source=_PD_SRC)
+
+
+def _prefix_tie():
+    """(u·N, the start instance, the next, the one chosen) of production-stack prefixaware's random tie-break in
+    the worked request; NaN unless the start and the next are not tied and the choice is the one after."""
+    l09 = _l09()
+    u, m = l09.WORKED_REQUEST["u"], np.array(l09.WORKED_STATE["matched_blocks"])
+    n = len(m)
+    s = int(np.floor(u * n))
+    tied = m == m.max()
+    choice = int(l09.worked_request().loc["prodstack_prefix", "choice"])
+    ok = not tied[s % n] and not tied[(s + 1) % n] and choice == (s + 2) % n
+    return (u * n, s, (s + 1) % n, choice) if ok else float("nan")
+
+
+claim("09.prefix_tie", "u·N = 1.2 here: instance 1 is not tied, 2 neither, 3 is", _prefix_tie)
+
+
+def _slos():
+    from ..sim import ClusterConfig
+    c = ClusterConfig()
+    return c.ttft_slo_s, 1e3 * c.tbt_slo_s
+
+
+claim("09.slos", "TTFT ≤ 30 s, TBT ≤ 100 ms", _slos)
+claim("09.pd_readme", "fast-path spreads as 16 requests", lambda: 16,
+      source="vllm-project/aibrix docs pd_readme.md, as reference/routers.md §5 gives it")
+claim("09.pd_code", "at the commit we implemented uses 32", lambda: _pd_router().aibrix_decode_max_request,
+      source=_PD_SRC)

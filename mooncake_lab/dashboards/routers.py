@@ -127,7 +127,7 @@ class RouterDashboard(Dashboard):
     def __init__(self, router: str = "dynamo", knowledge: str = "default", speed: float = 0.4,
                  trace: str = "conversation", arch: str = "disaggregated", **knobs):
         self._arch = arch   # the architecture the llm-d slider's start follows (knob_default)
-        if "llmd_prefix_weight" not in knobs and arch in l09.ARCHITECTURES:
+        if "llmd_prefix_weight" not in knobs and isinstance(arch, str) and arch in l09.ARCHITECTURES:
             knobs["llmd_prefix_weight"] = knob_default("llmd", arch)
         super().__init__(router=router, knowledge=knowledge, speed=speed, trace=trace, arch=arch, **knobs)
 

@@ -37,8 +37,9 @@ exercise(Exercise(
     "Question 1 [worked request]: which instance (its index in the worked request's table) does `dynamo` "
     "choose, in the coupled engine with its defaults?",
     answer=_worked_dynamo, rel_tol=0.0, unit="instance",
-    hint="`dynamo_cost` (routers_reference) per instance (lower wins): the prefill blocks left after the overlap credit plus the "
-         "decode blocks the instance holds, plus the request's own.",
+    hint="the `dynamo` row of the worked table (lower cost wins), or `mooncake_lab.sim.routers_reference.dynamo_cost` per "
+         "instance: the prefill blocks left after the overlap credit plus the decode blocks the instance holds, plus the "
+         "request's own.",
     why="the decode term (KV held by the live requests, counted in blocks) dwarfs the prefill blocks a cache hit "
         "saves, so in a coupled engine Dynamo's default mostly balances KV memory."))
 
@@ -60,8 +61,9 @@ exercise(Exercise(
     answer=_best_coupled_router, choices=("dynamo", "sglang", "llmd", "prodstack_rr", "prodstack_prefix",
                                           "prodstack_kv", "aibrix", "preble"),
     hint="`l09.leaderboard('conversation', 'coupled', 'lecture 04')`, rows of kind 'router'.",
-    why="the coupled engine decodes where it prefills: a rule that balances in-flight requests and only follows "
-        "the cache when the load is even protects TBT as well as TTFT."))
+    why="the coupled engine decodes where it prefills: every prompt token left to compute is a chunk that delays "
+        "the decode steps beside it, so the TBT SLO separates the routers there (§3's TTFT / TBT split), and reusing "
+        "the cache is what keeps chunks away."))
 
 exercise(Exercise(
     "09.stale_percent",
