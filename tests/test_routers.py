@@ -15,7 +15,8 @@ from mooncake_lab.prefix_cache import new_cache_state
 from mooncake_lab.sim import routers as R
 from mooncake_lab.sim import routers_reference as ref
 from mooncake_lab.sim.routers import (DECODE_CHOICES, ROUTERS, DecodeInputs, RouterConfig, RouterInputs,
-                                      belief_insert, belief_match, new_router_inputs, route, route_decode)
+                                      belief_insert, belief_match, deepest_entered, new_router_inputs,
+                                      note_entered, route, route_decode)
 from mooncake_lab.sim.routers_reference import ReferenceBelief, route_decode_reference, route_reference
 from mooncake_lab.validate import InputError
 
@@ -105,12 +106,27 @@ def test_sglang_imbalanced_hit_and_miss():
     ri = inputs(3, inflight=[10, 7, 8], matched_blocks=[0, 0, 1])
     assert pick(params("sglang", sglang_cache_threshold=0.25), ri, 2048) == 1
     assert pick(params("sglang", sglang_cache_threshold=0.2), ri, 2048) == 2
-    # the deepest match, lowest index among ties: m = [0, 2, 2] → 1; the hit counts min(m·bt, L):
+    # the deepest match, lowest index among ties (equal deepest_entered): m = [0, 2, 2] → 1; the hit counts min(m·bt, L):
     # L = 600, m = 2 → 600/600 = 1 > 0.3
     assert pick(rp, inputs(3, inflight=[1, 1, 1], matched_blocks=[0, 2, 2]), 600) == 1
     # defaults (64, 1.5): n = [70, 0, 3] is imbalanced (70 > 64, 70 > 0) → 1; [60, 0, 3] is not → the hit 0
     assert pick(params("sglang"), inputs(3, inflight=[70, 0, 3], matched_blocks=[2, 0, 0]), 1024) == 1
     assert pick(params("sglang"), inputs(3, inflight=[60, 0, 3], matched_blocks=[2, 0, 0]), 1024) == 0
+
+
+def test_sglang_deepest_tie_goes_to_the_last_tenant():
+    """Among the deepest matches the tree's last_tenant: the instance whose deepest block entered its view
+    first (least deepest_entered), then the lowest index; a shallower match never wins on its time."""
+    rp = params("sglang")
+    # m = [3, 3, 3, 1], L = 2048: rate 1536/2048 = 0.75 > 0.3; entered [5, 2, 2, 0] s: 1 and 2 tie at 2 s → 1
+    ri = inputs(4, inflight=[1, 1, 1, 1], matched_blocks=[3, 3, 3, 1], deepest_entered=[5.0, 2.0, 2.0, 0.0])
+    assert pick(rp, ri, 2048) == 1
+    ri.deepest_entered[:] = [5.0, 4.0, 3.0, 0.0]   # 2's block 2 is the oldest of the three → 2
+    assert pick(rp, ri, 2048) == 2
+    # a miss is still the least load, whoever holds the deepest block first: m = [1, 1, 0], L = 2048 → 0.25
+    ri = inputs(3, inflight=[2, 3, 1], matched_blocks=[1, 1, 0], deepest_entered=[9.0, 1.0, 0.0])
+    assert pick(rp, ri, 2048) == 2
+    assert pick(rp, ri, 1024) == 1   # L = 1024: 0.5 > 0.3 → the deepest, the one with block 0 since 1 s
 
 
 # ------------------------------------------------------------------ llmd (code 7)
@@ -406,7 +422,8 @@ def _router_inputs(draw, n, n_blocks):
     return RouterInputs(i(draw(matched)), i(draw(ints(3))),
                         f(draw(vals([0.0, 256.0, 512.0, 1000.0, 3000.0]))),
                         f(draw(vals([0.0, 512.0, 1024.0, 5000.0]))), i(draw(ints(4))), i(draw(ints(3))),
-                        i(draw(ints(3))), f(draw(vals([0.0, 0.25, 0.5, 1.0]))))
+                        i(draw(ints(3))), f(draw(vals([0.0, 0.25, 0.5, 1.0]))),
+                        f(draw(vals([0.0, 1.0, 2.0, 7.5]))))  # deepest_entered: ties are common
 
 
 @st.composite
@@ -482,15 +499,19 @@ def test_belief_equals_reference_belief(case):
     n_inst, n_ids, cap, ttl, ops = case
     st_ = new_cache_state(n_inst, n_ids, cap if cap > 0 else n_ids)  # 0 = unbounded: the engines use n_blocks
     touched = np.zeros((n_inst, n_ids) if ttl < math.inf else (n_inst, 1))
+    entered = np.full((n_inst, n_ids), np.nan)   # note_entered writes every block it lets be matched
     ref = ReferenceBelief(n_inst, cap, ttl)
     t = 0.0
     for insert, inst, blocks, dt in ops:
         t += dt
         b = np.array(blocks, dtype=np.int64)
         for i in range(n_inst):
-            assert belief_match(st_.last_use, touched, i, b, t, ttl) == ref.match(i, blocks, t)
+            m = belief_match(st_.last_use, touched, i, b, t, ttl)
+            assert m == ref.match(i, blocks, t)
             assert st_.meta[i, 1] == ref.size(i)
+            assert deepest_entered(entered, i, b, m) == ref.entered.deepest(i, blocks, m)  # not NaN: written
         if insert:
+            note_entered(st_.last_use, touched, entered, inst, b, t, ttl)
             belief_insert(st_.last_use, st_.q_block, st_.q_stamp, st_.meta, touched, inst, b, t, ttl)
             ref.insert(inst, blocks, t)
 

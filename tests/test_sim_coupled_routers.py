@@ -222,6 +222,23 @@ def test_dynamo_on_the_worked_trace(engine):
     assert df.cached_tokens.tolist() == [0, 0, 1024, 1024]
 
 
+@pytest.mark.parametrize("engine", sim.ENGINES)
+@pytest.mark.parametrize("knowledge", ["belief", "true"])
+def test_sglang_tie_among_the_deepest_goes_to_the_last_tenant(engine, knowledge):
+    """test_sim_routers.last_tenant_trace on 2 coupled instances (in flight = not finished; all four are):
+    r0 → 0, r1 → 1 (block 10 enters 1's view), r2 → 0 (a miss at 0.25; block 10 enters 0's view later),
+    r3: both hold block 10, its deepest — SGLang's last_tenant is instance 1, not the lowest index."""
+    from test_sim_routers import last_tenant_trace
+
+    cfg = sim.ClusterConfig(engine_mode="coupled", n_coupled=2, preset="ideal", prefill_policy="sglang",
+                            router=RouterConfig(knowledge=knowledge))
+    p0 = cm_prefill_time(cfg.resolve().cost, 2048, 0)
+    df = sim.simulate(last_tenant_trace(p0), cfg, engine=engine).requests
+    assert df.prefill_instance.tolist() == [0, 1, 0, 1]
+    assert df.cached_tokens.tolist() == [0, 0, 0, 512]
+    assert df.finish_s[0] > df.arrival_s[3]  # nothing finished: loads 1 | 0, 1 | 1, 2 | 1
+
+
 # ------------------------------------------------------------------------------ a stale belief
 # Two instances, SGLang cache_aware (a router-side tree: the belief), true caches of 4 blocks.
 #   r0 t=0   blocks A = [0 … 3] (2,048 tokens), 2 out   → loads 0, 0, no match → least load: instance 0

@@ -153,6 +153,35 @@ def test_hand_trace_round_robin_and_sglang(engine):
         assert sg.cached_tokens.tolist() == [0, 0, 2048, 1535]  # one token is always computed
 
 
+def last_tenant_trace(a_unit):
+    """SGLang's tie among the deepest matches (routers.py, the tree's last_tenant): four requests on 2
+    instances, arrivals 0, 0.1, 0.2, 0.3 × ``a_unit`` (a fraction of r0's prefill: all still in flight).
+
+    r0  2048 tok, blocks 0-3          no match, loads 0 | 0 → least load: instance 0
+    r1  1024 tok, blocks 10-11        no match, loads 1 | 0 → instance 1: block 10 enters 1's view at 0.1
+    r2  2048 tok, blocks 10, 20-22    instance 1 matches 1 block: 512 / 2048 = 0.25 ≤ 0.3 → least load
+                                      (1 | 1, lowest index) → instance 0: block 10 enters 0's view at 0.2
+    r3  1024 tok, blocks 10, 30       both match 1 block (the deepest, shared), 512 / 1024 = 0.5 > 0.3:
+                                      the tree's node for block 10 was created by instance 1's insert, so
+                                      its last_tenant is 1 (0.1 < 0.2) → instance 1; the old lowest-index
+                                      rule sent it to 0. Cached 512 either way.
+    The same with the true caches (no eviction: they hold what was sent)."""
+    a = [0.0, 0.1 * a_unit, 0.2 * a_unit, 0.3 * a_unit]
+    return trace_from_requests(a, [2048, 1024, 2048, 1024], [3, 3, 3, 3], [4, 2, 4, 2],
+                               [0, 1, 2, 3, 10, 11, 10, 20, 21, 22, 10, 30], name="last_tenant")
+
+
+@pytest.mark.parametrize("engine", sim.ENGINES)
+@pytest.mark.parametrize("knowledge", ["belief", "true"])
+def test_sglang_tie_among_the_deepest_goes_to_the_last_tenant(engine, knowledge):
+    _, c, e0 = hand_trace()
+    cfg = sim.ClusterConfig(**HAND, prefill_policy="sglang", router=RouterConfig(knowledge=knowledge))
+    df = sim.simulate(last_tenant_trace(e0), cfg, engine=engine).requests
+    assert df.prefill_end_s[1] > df.arrival_s[3]  # r1 (and r0) still prefilling at r3: loads 2 | 1, balanced
+    assert df.prefill_instance.tolist() == [0, 1, 0, 1]
+    assert df.cached_tokens.tolist() == [0, 0, 0, 512]
+
+
 def rr_no_fetch(req, view):
     """A student's round robin that never fetches."""
     view.fetch[:] = False

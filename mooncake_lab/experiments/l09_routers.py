@@ -231,7 +231,10 @@ WORKED_STATE = {
     "matched_blocks": (6, 2, 0, 6), "tree_blocks": (900, 400, 100, 1200),
     "pending_tokens": (6000.0, 1000.0, 0.0, 30000.0), "live_kv_tokens": (150_000.0, 60_000.0, 20_000.0, 200_000.0),
     "inflight": (10, 3, 1, 14), "queued": (4, 0, 0, 6), "recent_requests": (30, 12, 5, 8),
-    "recent_prefill_s": (12.0, 3.0, 1.0, 20.0)}
+    "recent_prefill_s": (12.0, 3.0, 1.0, 20.0),
+    # when block m − 1 entered the router's view of the instance (s; 0 with no match): SGLang's tie-break
+    # between the two deepest (instances 0 and 3) goes to instance 0, whose block 5 is older (60 s < 180 s)
+    "deepest_entered": (60.0, 90.0, 0.0, 180.0)}
 #: The request and the router's scalars: prompt tokens, blocks, its U[0, 1) draw, decisions so far,
 #: an instance's KV tokens (utilisation).
 WORKED_REQUEST = {"L": 4096, "n_blocks": 8, "u": 0.3, "rr": 5, "kv_cap": 250_000.0}

@@ -69,7 +69,9 @@ from ..roofline import cm_decode_step_time, cm_prefill_time
 from .decode_math import cut_segment, segment_pieces, steps_until_after, time_after, top_k_sum
 from .heaps import heap_pop, heap_push
 from .kernel import _reusable_tokens
-from .routers import belief_insert, belief_match, route
+from .routers import ROUTERS, belief_insert, belief_match, deepest_entered, note_entered, route
+
+SGLANG = ROUTERS["sglang"]  # its rule reads RouterInputs.deepest_entered
 
 __all__ = ["tail_slots", "log_widths"]
 
@@ -164,7 +166,7 @@ def _tail_mean(e, kk, first, ev_v, lo, hi, heap, r0, r1, log_a, log_d, log_m, bu
 
 
 @helper_njit
-def _read_router_inputs(rp, ri, a, blocks, input_len, last_use, meta, b_last_use, b_meta, b_touched,
+def _read_router_inputs(rp, ri, a, blocks, input_len, last_use, meta, b_last_use, b_meta, b_touched, b_entered,
                         dctx, run_cnt, seg_n, seg_t0, pa, pd, pm, pn, phead):
     """The :class:`~.routers.RouterInputs` read at arrival ``a`` (s) rather than kept as counters: the
     prefix match and cache size (true caches, or the belief) and the KV each instance holds."""
@@ -175,6 +177,8 @@ def _read_router_inputs(rp, ri, a, blocks, input_len, last_use, meta, b_last_use
         else:
             ri.matched_blocks[f] = _match_prefix(last_use, f, blocks)
             ri.tree_blocks[f] = meta[f, 1]
+        if rp.code == SGLANG:  # when the deepest matched block entered that view (its last_tenant)
+            ri.deepest_entered[f] = deepest_entered(b_entered, f, blocks, ri.matched_blocks[f])
         kv = dctx[f]
         if seg_n[f] > 0:  # a jumped decode-only segment: its steps ending at or before a are done
             kv += run_cnt[f] * (steps_until_after(seg_t0[f], a, pa[f], pd[f], pm[f], pn[f]) - 1)
@@ -205,13 +209,14 @@ def _coupled_kernel(arrival, input_len, output_len, offsets, block_ids, block_to
                     prefill_inst, decode_inst, outcome, cached_tok, fetched_tok, computed_tok,
                     queue_wait, fetch_time, prefill_start, prefill_time, prefill_end,
                     ready, decode_admit, finish, tbt_mean, tbt_tail, max_kv, diag,
-                    rp, ri, b_last_use, b_q_block, b_q_stamp, b_meta, b_touched):
+                    rp, ri, b_last_use, b_q_block, b_q_stamp, b_meta, b_touched, b_entered):
     """Simulate the trace on ``E`` coupled instances (outputs pre-set to NaN / −1 / 0).
 
     ``policy``: 0 random, 1 load (least queued prefill work), 2/3 cache-aware (queued work + own
     prefill with the local prefix), ≥ 5 a router: ``rp`` its :class:`~.routers.RouterParams`, ``ri``
     zeroed :class:`~.routers.RouterInputs`, ``b_*`` the belief's cache arrays and ``touched_at``
-    (:func:`~.routers.belief_match`; dummies unless ``rp.belief``); all ``None`` for policies < 5.
+    (:func:`~.routers.belief_match`; dummies unless ``rp.belief``) and ``entered_at``
+    (:func:`~.routers.note_entered`; SGLang only); all ``None`` for policies < 5.
     ``diag``: [0] iterations ended (a jumped segment counts each of its steps), [1] time reversals
     (must be 0), [2] prefill iterations, [3] max decode batch.
     ``hoff``: :func:`tail_slots`; ``w_ev``, ``w_run``: :func:`log_widths`.
@@ -443,7 +448,7 @@ def _coupled_kernel(arrival, input_len, output_len, offsets, block_ids, block_to
         if rp is not None:  # a router (policy ≥ 5)
             win_lo = _leave_window(ri, arrival, prefill_inst, full_pt, win_lo, i, a - rp.window_s)
             _read_router_inputs(rp, ri, a, blocks, input_len, last_use, meta, b_last_use, b_meta, b_touched,
-                                dctx, run_cnt, seg_n, seg_t0, pa, pd, pm, pn, phead)
+                                b_entered, dctx, run_cnt, seg_n, seg_t0, pa, pd, pm, pn, phead)
             ei = route(rp, ri, Lin, len(blocks), block_tokens, u_random[i], rr, decode_cap)
             rr += 1
             if ei < 0 or ei >= E:
@@ -465,6 +470,9 @@ def _coupled_kernel(arrival, input_len, output_len, offsets, block_ids, block_to
                 if est[f] < est[ei]:
                     ei = f
         cached = _reusable_tokens(_match_prefix(last_use, ei, blocks), Lin, block_tokens)
+        if rp is not None:
+            if rp.code == SGLANG and not rp.belief:  # SGLang matching the true caches: entry times
+                note_entered(last_use, b_entered, b_entered, ei, blocks, a, math.inf)
         _touch_blocks(last_use, q_block, q_stamp, meta, ei, blocks)
         prefill_inst[i] = ei
         decode_inst[i] = ei
@@ -482,6 +490,8 @@ def _coupled_kernel(arrival, input_len, output_len, offsets, block_ids, block_to
             ri.recent_requests[ei] += 1
             ri.recent_prefill_s[ei] += full_pt[i]
             if rp.belief:
+                if rp.code == SGLANG:
+                    note_entered(b_last_use, b_touched, b_entered, ei, blocks, a, rp.belief_ttl)
                 belief_insert(b_last_use, b_q_block, b_q_stamp, b_meta, b_touched, ei, blocks, a, rp.belief_ttl)
         was_empty = qhead[ei] < 0
         if was_empty:

@@ -23,6 +23,8 @@ isolates prefill/decode interference, not caching).
     * ``matched_blocks`` / ``tree_blocks``: the instance's true cache (``knowledge="true"``) or the
       router's belief (``"belief"``: what it sent there, LRU of ``belief_capacity`` blocks, 0 =
       unbounded, entries older than the TTL absent; updated after each dispatch);
+    * ``deepest_entered`` (SGLang only): when block m − 1 of the request entered that view, s (the
+      arrival of the request whose dispatch stored it there while absent; 0 if m = 0);
     * ``pending_tokens``: Σ (L − cached) of its requests whose last prompt token is not computed yet;
     * ``live_kv_tokens``: KV it *holds* (not the reservations of rule 4): the decode batch's prompts
       + tokens so far, + the whole prompt of the request being prefilled (the prefill queue's head);
@@ -68,8 +70,8 @@ from collections import deque
 from ..roofline import cm_decode_step_time, cm_prefill_time
 from .config import COMPLETED, REJECTED_TOO_LARGE
 from .reference import _LRU, _reusable_tokens
-from .routers import RouterInputs
-from .routers_reference import ReferenceBelief, route_reference
+from .routers import ROUTERS, RouterInputs
+from .routers_reference import EntryTimes, ReferenceBelief, route_reference
 
 
 class _Instance:
@@ -108,6 +110,8 @@ def run_coupled_reference(trace, config, resolved, u_random, z_noise, out: dict,
     if rp is not None:
         belief = (ReferenceBelief(E, rp.belief_capacity or trace.n_blocks, rp.belief_ttl) if rp.belief
                   else None)
+        sglang = rp.code == ROUTERS["sglang"]  # it reads when its deepest block entered the view
+        entered = belief.entered if belief is not None else EntryTimes(E)  # the view it matches
         window = deque()             # (arrival, instance, prefill estimate s) of the routed requests in it
         recent_n, recent_s = [0] * E, [0.0] * E
         rr = 0
@@ -220,7 +224,8 @@ def run_coupled_reference(trace, config, resolved, u_random, z_noise, out: dict,
             if math.isnan(out["prefill_start"][j]):  # no prefill iteration has started on it
                 queued[f] += 1
         live = [float(context(x) + (L_in[x.prefill[0]] if x.prefill else 0)) for x in inst]
-        return RouterInputs(matched, tree, pending, live, inflight, queued, list(recent_n), list(recent_s))
+        deepest = [entered.deepest(f, blocks, matched[f]) if sglang else 0.0 for f in range(E)]
+        return RouterInputs(matched, tree, pending, live, inflight, queued, list(recent_n), list(recent_s), deepest)
 
     def advance(t_now):
         while True:
@@ -254,6 +259,8 @@ def run_coupled_reference(trace, config, resolved, u_random, z_noise, out: dict,
                 est.append(v)
             ei = min(range(E), key=lambda f: (est[f], f))
         cached = _reusable_tokens(caches[ei].match(blocks), L, bt)
+        if rp is not None and sglang and belief is None:  # SGLang matching the true caches: entry times
+            entered.note(ei, blocks, a, caches[ei].entries.__contains__)
         caches[ei].touch(blocks)
         out["prefill_inst"][i] = out["decode_inst"][i] = ei
         out["cached_tok"][i] = cached

@@ -65,7 +65,10 @@ from .conductor_view import Request
 from .cpp_group import group_fetch_time, group_prefill
 from .decode_math import cut_segment, segment_pieces, steps_until_after, time_after, top_k_sum
 from .heaps import heap_pop, heap_push
-from .routers import DecodeInputs, RouterInputs, belief_insert, belief_match, route, route_decode
+from .routers import (ROUTERS, DecodeInputs, RouterInputs, belief_insert, belief_match, deepest_entered, note_entered,
+                      route, route_decode)
+
+SGLANG = ROUTERS["sglang"]  # its rule reads RouterInputs.deepest_entered
 from .state import (Conductor, DecodeNodes, DecodeQueues, DecodeRequests, Dispatched, Intervals, Links, Prefill,
                     ReadyHeap, RunLog, Stints)
 
@@ -737,7 +740,8 @@ def _kernel(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, rout
                         np.full(P, -1, dtype=i64), np.full(P, -1, dtype=i64), np.zeros(D, dtype=i64),
                         np.zeros(2, dtype=i64))
         ri = RouterInputs(np.zeros(P, dtype=i64), np.zeros(P, dtype=i64), np.zeros(P), np.zeros(P),
-                          np.zeros(P, dtype=i64), np.zeros(P, dtype=i64), np.zeros(P, dtype=i64), np.zeros(P))
+                          np.zeros(P, dtype=i64), np.zeros(P, dtype=i64), np.zeros(P, dtype=i64), np.zeros(P),
+                          np.zeros(P))
         if policy >= 5:
             dchoice = router.decode_choice
             d_req, d_thr = router.aibrix_decode_max_request, router.aibrix_decode_max_throughput
@@ -748,7 +752,8 @@ def _kernel(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, rout
                         np.full(0, -1, dtype=i64), np.full(0, -1, dtype=i64), np.zeros(D, dtype=i64),
                         np.zeros(2, dtype=i64))
         ri = RouterInputs(np.zeros(0, dtype=i64), np.zeros(0, dtype=i64), np.zeros(0), np.zeros(0),
-                          np.zeros(0, dtype=i64), np.zeros(0, dtype=i64), np.zeros(0, dtype=i64), np.zeros(0))
+                          np.zeros(0, dtype=i64), np.zeros(0, dtype=i64), np.zeros(0, dtype=i64), np.zeros(0),
+                          np.zeros(0))
 
     for i in range(n + 1):
         # ---------------- advance the decode pool to this arrival (to the end after the last)
@@ -952,6 +957,8 @@ def _kernel(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, rout
                     else:  # the true caches (cond.local: matched above)
                         ri.matched_blocks[p] = cond.local[p]
                         ri.tree_blocks[p] = cache.meta[p, 1]
+                    if router.code == SGLANG:  # when the deepest matched block entered that view
+                        ri.deepest_entered[p] = deepest_entered(belief.entered_at, p, blocks, ri.matched_blocks[p])
                 pi = route(router, ri, Lin, len(blocks), prm.block_tokens, u_random[i], fl.count[0], kv_cap)
                 fl.count[0] += 1
             if pi < 0 or pi >= P:
@@ -1053,6 +1060,9 @@ def _kernel(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, rout
         for s in range(X):
             pre.free[pi, s] = pre.new_free[s]
             pre.link[pi, s] = pre.new_link[s]
+        if router is not None:
+            if policy == SGLANG and not router.belief:  # SGLang matching the true caches: entry times
+                note_entered(cache.last_use, belief.entered_at, belief.entered_at, pi, blocks, a, math.inf)
         _touch_blocks(cache.last_use, cache.q_block, cache.q_stamp, cache.meta, pi, blocks)  # store / refresh (and replicate)
         if links is not None:  # blocks fetched are complete on pi when the fetch ends, computed ones at the end
             for k in range(n_local, len(blocks)):
@@ -1075,6 +1085,9 @@ def _kernel(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, rout
             _dispatch(fl, ri, i, pi, Lin - cached, pt)
             if policy >= 5:
                 if router.belief:  # the router remembers what it sent
+                    if router.code == SGLANG:
+                        note_entered(belief.last_use, belief.touched_at, belief.entered_at, pi, blocks, a,
+                                     router.belief_ttl)
                     belief_insert(belief.last_use, belief.q_block, belief.q_stamp, belief.meta, belief.touched_at,
                                   pi, blocks, a, router.belief_ttl)
         if o_len == 1:  # the prefill made the only output token: nothing to decode

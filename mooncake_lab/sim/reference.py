@@ -36,7 +36,9 @@ Prefill (per instance: FIFO queue, prefix cache of 512-token blocks evicting by 
        dispatch, − when one leaves the window, 0 when none is left); ``matched_blocks`` /
        ``tree_blocks`` from the true caches or (``knowledge="belief"``) from its own history
        (:class:`~.routers_reference.ReferenceBelief`, given every block of each request when it is
-       dispatched); ``rr`` = routing decisions so far; ``kv_cap`` = decode KV capacity × X. It
+       dispatched); SGLang also ``deepest_entered``, when block m − 1 of the request entered that
+       view (:class:`~.routers_reference.EntryTimes`: noted before each store, at the arrival of the
+       request that stored it while absent); ``rr`` = routing decisions so far; ``kv_cap`` = decode KV capacity × X. It
        returns the instance (:func:`~.routers_reference.route_reference`) and never fetches: the
        prefill reuses the chosen instance's true cache.
    2b. A student policy (``prefill_policy`` is a function, :mod:`.student_policy`) instead gets the
@@ -149,7 +151,7 @@ from .conductor_view import Request, new_view
 from .links import LinkCalendar, fit_all
 from .cpp_group import group_fetch_time
 from .routers import ROUTERS, DecodeInputs, new_router_inputs
-from .routers_reference import ReferenceBelief, route_decode_reference, route_reference
+from .routers_reference import EntryTimes, ReferenceBelief, route_decode_reference, route_reference
 from .config import (ADMISSIONS, COMPLETED, REJECTED_AFTER_PREFILL, REJECTED_AT_ARRIVAL,
                      REJECTED_TOO_LARGE)
 
@@ -320,6 +322,8 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
     recent_s = [0.0] * P
     belief = (ReferenceBelief(P, rp.belief_capacity, rp.belief_ttl)
               if router and rp.belief else None)
+    sglang = router and rp.code == ROUTERS["sglang"]  # it reads when its deepest block entered the view
+    entered = belief.entered if belief is not None else EntryTimes(P)  # the view it matches: belief or true
     kv_cap = cap * X
     dchoice = rp.decode_choice if router else 0  # rule 7: 0 least KV, else routers.DECODE_CHOICES
     count = [0, 0]                         # routing decisions, decode choices so far
@@ -519,6 +523,8 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
             for p in range(P):
                 ri.matched_blocks[p] = belief.match(p, blocks, a) if belief else local[p]
                 ri.tree_blocks[p] = belief.size(p) if belief else len(caches[p].entries)
+                if sglang:
+                    ri.deepest_entered[p] = entered.deepest(p, blocks, int(ri.matched_blocks[p]))
             pi = route_reference(rp, ri, L, len(blocks), bt, float(u_random[i]), count[0], kv_cap)
             count[0] += 1
             if not 0 <= pi < P:
@@ -612,6 +618,8 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
                     book("send", f_src, s, b, b + fetch_t, i)
                     book("recv", pi, s, b, b + fetch_t, i)
         groups[pi].run(start + f_wait + fetch_t, L - cached, cached, commit=True)
+        if sglang and belief is None:  # SGLang matching the true caches: entry times
+            entered.note(pi, blocks, a, caches[pi].entries.__contains__)
         caches[pi].touch(blocks)
         if contention:  # fetched blocks are complete on pi when the fetch ends, computed ones at the end
             r0 = start + f_wait + fetch_t

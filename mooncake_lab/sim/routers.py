@@ -27,6 +27,10 @@ before it is placed; both engines fill it the same way)
 ``recent_requests``  requests sent to i in the last ``window_s`` seconds (production-stack's QPS
                      × window; Preble's window).
 ``recent_prefill_s`` estimated prefill seconds of those requests (their computed tokens; Preble).
+``deepest_entered``  s: when block m_i − 1 of the request (the deepest one matched on i) last entered
+                     that view of i's cache — the arrival time of the request whose dispatch stored it
+                     there while it was absent (belief: not believed, incl. expired; true: not cached);
+                     0 if m_i = 0. Filled for ``sglang`` only (its ``last_tenant``), 0 otherwise.
 
 Request scalars: ``L`` prompt tokens, ``n_blocks`` its blocks, ``bt`` tokens per block (512),
 ``u`` its U[0, 1) draw (random tie-breaks and sampling stay reproducible per seed), ``rr`` routing
@@ -62,10 +66,24 @@ tiers; defaults ``config.rs``@07a6c9ce (κ = s = 1, ρ = 0, T = 0).
 **sglang** (6) — sgl-project/sglang ``sgl-model-gateway/src/policies/cache_aware.rs``@b93974f1
 (miss → least load); defaults ``sgl-router/py_src/sglang_router/router_args.py``@e46dcd87.
     imbalanced = max n − min n > abs (64) ∧ max n > rel (1.5) · min n → argmin n;
-    else b = argmax m (lowest index): h_b / L > threshold (0.3) → b, else argmin n (lowest index).
-    The router-side tree is the belief, capacity max_tree_size 2^26 chars ≈ 32,768 blocks at 4 chars
-    per token. Left out: the eviction every 120 s (modelled as LRU at insert), the tie-break by
-    processed count, SMG's token-usage imbalance terms (off by default), the event-driven mode.
+    else b = among the deepest matches (m_b = max m) the one whose deepest matched block entered
+    earliest (least ``deepest_entered``; ties lowest index): h_b / L > threshold (0.3) → b, else
+    argmin n (lowest index).
+    The tie-break is the tree's ``last_tenant``: the match returns the deepest node's cached tenant
+    (sgl-project/sglang ``sgl-model-gateway/src/policies/tree.rs``@03744dbedc69f4db84d0a6ae6d4400ce252bb6d8
+    ``prefix_match_with_counts``; the same in SMG ``crates/kv_index/src/string_tree.rs``@09b0a5c4e67fef4c2b8a98f722528db49e921690).
+    ``last_tenant`` is written when ``insert`` *creates* a node (the inserting tenant) and copied to the
+    upper half when a node is split; an insert that walks an existing node (another tenant attaching)
+    and a match's 1-in-8 timestamp touch leave it alone. So the tenant returned is the first one to have
+    stored that prefix, for as long as it holds the node — the instance whose view got the deepest block
+    earliest. When that tenant has been evicted from the node the cache is stale and the match takes
+    the first entry of the node's DashMap (hash order) and caches it; modelled as the next-earliest
+    holder (deterministic). The old ``sgl-router/src/tree.rs`` (no cache) always took the DashMap's
+    first entry. The router-side tree is the belief, capacity max_tree_size 2^26 chars ≈ 32,768 blocks
+    at 4 chars per token. Left out: the eviction every 120 s (modelled as LRU at insert), the hash
+    order of the stale-cache fallback, nodes at 512-token block granularity (a node boundary inside a
+    block), the tie-break by processed count, SMG's token-usage imbalance terms (off by default), the
+    event-driven mode.
 
 **llmd** (7) — llm-d/llm-d-router@ebab6879: default profile ``pkg/epp/config/loader/defaults.go``
 (prefix 3, queue 2, KV utilisation 2); P/D prefill profile ``deploy/config/pd-epp-config.yaml``
@@ -164,6 +182,7 @@ from ..validate import choice, flag, integer, real
 
 __all__ = ["ROUTERS", "ROUTER_CODES", "DECODE_CHOICES", "KNOWLEDGE", "RouterConfig", "RouterParams",
            "RouterInputs", "new_router_inputs", "route", "SYSTEM_DEFAULTS", "belief_match", "belief_insert",
+           "note_entered", "deepest_entered",
            "DecodeInputs", "new_decode_inputs", "route_decode", "decode_tie_start", "aibrix_free_pct",
            "aibrix_pd_prefill_score"]
 
@@ -248,13 +267,14 @@ class RouterInputs(NamedTuple):
     queued: np.ndarray            # int64
     recent_requests: np.ndarray   # int64
     recent_prefill_s: np.ndarray  # float64, s
+    deepest_entered: np.ndarray   # float64, s (sglang only)
 
 
 def new_router_inputs(n: int) -> RouterInputs:
     """Zeroed :class:`RouterInputs` for ``n`` instances."""
     i, f = np.int64, np.float64
     return RouterInputs(np.zeros(n, i), np.zeros(n, i), np.zeros(n, f), np.zeros(n, f), np.zeros(n, i),
-                        np.zeros(n, i), np.zeros(n, i), np.zeros(n, f))
+                        np.zeros(n, i), np.zeros(n, i), np.zeros(n, f), np.zeros(n, f))
 
 
 class DecodeInputs(NamedTuple):
@@ -395,6 +415,22 @@ def belief_insert(last_use, q_block, q_stamp, meta, touched_at, inst, blocks, t,
 
 
 @helper_njit
+def note_entered(last_use, touched_at, entered_at, inst, blocks, t, ttl):
+    """Before ``blocks`` are stored on ``inst`` at ``t`` (s): the ones that view does not hold now enter
+    it at ``t`` (``entered_at[inst, b]``; with a TTL an expired block counts as absent). Called for the
+    view SGLang matches (the belief, or the true cache with ``ttl`` = inf and any ``touched_at``)."""
+    for b in blocks:
+        if last_use[inst, b] < 0 or (ttl != math.inf and t - touched_at[inst, b] > ttl):
+            entered_at[inst, b] = t
+
+
+@helper_njit
+def deepest_entered(entered_at, inst, blocks, m):
+    """``RouterInputs.deepest_entered`` of ``inst``: when block ``m − 1`` entered its view (s); 0 if m = 0."""
+    return entered_at[inst, blocks[m - 1]] if m > 0 else 0.0
+
+
+@helper_njit
 def _tie_start(u, n):
     """The random tie-break's start index: floor(u · n), in 0 … n − 1."""
     s = int(u * n)
@@ -483,6 +519,9 @@ def _sglang(rp, ri, L, bt):
     if hi - lo > rp.sglang_abs and hi > rp.sglang_rel * lo:
         return least
     b = _argmax_lowest(ri.matched_blocks)
+    for i in range(b + 1, len(load)):  # the tree's last_tenant: the deepest block's earliest holder
+        if ri.matched_blocks[i] == ri.matched_blocks[b] and ri.deepest_entered[i] < ri.deepest_entered[b]:
+            b = i
     rate = _hit(ri.matched_blocks[b], bt, L) / L if L > 0 else 0.0
     return b if rate > rp.sglang_threshold else least
 

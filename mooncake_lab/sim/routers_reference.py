@@ -13,14 +13,33 @@ import math
 
 from ..prefix_cache import ReferenceCache
 
-__all__ = ["route_reference", "rule_scores", "ReferenceBelief", "dynamo_cost", "match_rate", "sglang_imbalanced",
+__all__ = ["route_reference", "rule_scores", "ReferenceBelief", "EntryTimes", "dynamo_cost", "match_rate", "sglang_imbalanced",
            "llmd_score", "prodstack_kv_uses_cache", "aibrix_bound", "aibrix_match_pct", "aibrix_pd_bound",
            "aibrix_pd_prefill_score", "preble_cost", "preble_exploits", "route_decode_reference",
            "decode_tie_start", "aibrix_free_pct", "aibrix_decode_score"]
 
 
+class EntryTimes:
+    """Per instance: when each block last entered a view of its cache (s) — what
+    :func:`~.routers.note_entered` keeps, read as ``RouterInputs.deepest_entered`` (SGLang's last_tenant)."""
+
+    def __init__(self, n_instances: int):
+        self.at = [{} for _ in range(n_instances)]
+
+    def note(self, inst: int, blocks, t: float, held) -> None:
+        """Before ``blocks`` are stored on ``inst`` at ``t``: each one ``held(b)`` is false for enters at ``t``."""
+        for b in blocks:
+            if not held(b):
+                self.at[inst][b] = t
+
+    def deepest(self, inst: int, blocks, m: int) -> float:
+        """When block ``m − 1`` (the deepest of a match of ``m``) entered ``inst``'s view (s); 0 if m = 0."""
+        return self.at[inst][blocks[m - 1]] if m > 0 else 0.0
+
+
 class ReferenceBelief:
-    """Per instance: an LRU of the blocks the router sent there and when it last sent each (s).
+    """Per instance: an LRU of the blocks the router sent there, when it last sent each (s) and when each
+    entered the belief (``entered``, :class:`EntryTimes`).
 
     ``capacity_blocks`` 0 = unbounded (as ``RouterParams.belief_capacity``); ``ttl_s`` inf = none."""
 
@@ -28,19 +47,23 @@ class ReferenceBelief:
         cap = capacity_blocks if capacity_blocks > 0 else math.inf
         self.caches = [ReferenceCache(cap, "lru") for _ in range(n_instances)]
         self.sent_at = [{} for _ in range(n_instances)]
+        self.entered = EntryTimes(n_instances)
         self.ttl = ttl_s
 
+    def holds(self, inst: int, b, t: float) -> bool:
+        """Block ``b`` is believed held by ``inst`` at ``t``: in its LRU and sent within the TTL."""
+        return b in self.caches[inst].entries and (self.ttl == math.inf or t - self.sent_at[inst][b] <= self.ttl)
+
     def match(self, inst: int, blocks, t: float) -> int:
-        """Leading blocks believed held by ``inst`` at ``t``: cached in its LRU and sent within the TTL."""
+        """Leading blocks believed held by ``inst`` at ``t``."""
         k = 0
-        cache, sent = self.caches[inst], self.sent_at[inst]
-        while k < len(blocks) and blocks[k] in cache.entries and (
-                self.ttl == math.inf or t - sent[blocks[k]] <= self.ttl):
+        while k < len(blocks) and self.holds(inst, blocks[k], t):
             k += 1
         return k
 
     def insert(self, inst: int, blocks, t: float) -> None:
         """The router sent a request with ``blocks`` to ``inst`` at ``t``."""
+        self.entered.note(inst, blocks, t, lambda b: self.holds(inst, b, t))
         self.caches[inst].touch(blocks)
         for b in blocks:
             self.sent_at[inst][b] = t
@@ -121,12 +144,14 @@ def sglang_imbalanced(rp, load) -> bool:
 
 
 def _sglang(rp, r, L, bt):
-    """SGLang cache_aware: imbalanced → least load; else the deepest match if its rate > threshold, else least."""
+    """SGLang cache_aware: imbalanced → least load; else the deepest match (ties: the one whose deepest
+    block entered its view first, then the lowest index) if its rate > threshold, else least."""
     load = r.inflight
     least = _lowest_argmin(load)
     if sglang_imbalanced(rp, load):
         return least
-    b = _lowest_argmax(r.matched_blocks)
+    k = max(r.matched_blocks)   # the tree's last_tenant: of the deepest, the earliest holder of block k − 1
+    b = min((i for i in range(len(load)) if r.matched_blocks[i] == k), key=lambda i: (r.deepest_entered[i], i))
     return b if match_rate(r, L, bt)[b] > rp.sglang_threshold else least
 
 
@@ -253,8 +278,8 @@ def _as_lists(ri):
 
 def rule_scores(rp, ri, L, n_blocks, bt, kv_cap) -> dict:
     """The per-instance numbers the router ``rp.code`` compares, by the functions its rule uses:
-    name → list (one entry per instance). Dynamo: ``cost_blocks`` (lower wins); SGLang: ``match_rate``
-    and ``inflight``; llm-d: ``score`` (higher wins); production-stack: ``matched_blocks`` (prefix, kv)
+    name → list (one entry per instance). Dynamo: ``cost_blocks`` (lower wins); SGLang: ``match_rate``,
+    ``inflight`` and ``deepest_entered`` (s; among the deepest matches the least wins); llm-d: ``score`` (higher wins); production-stack: ``matched_blocks`` (prefix, kv)
     and ``recent_requests`` (kv); AIBrix: ``matched_blocks``, ``inflight`` and ``bound`` (mean + k_σ·σ);
     Preble: ``matched_blocks`` and ``cost_s`` (lower wins)."""
     r, L, n_blocks, bt = _as_lists(ri), int(L), int(n_blocks), int(bt)
@@ -262,7 +287,8 @@ def rule_scores(rp, ri, L, n_blocks, bt, kv_cap) -> dict:
     if rp.code == 5:
         return {"cost_blocks": dynamo_cost(rp, r, L, bt)}
     if rp.code == 6:
-        return {"match_rate": match_rate(r, L, bt), "inflight": list(r.inflight)}
+        return {"match_rate": match_rate(r, L, bt), "inflight": list(r.inflight),
+                "deepest_entered": list(r.deepest_entered)}
     if rp.code == 7:
         return {"score": llmd_score(rp, r, n_blocks, kv_cap)}
     if rp.code == 8:

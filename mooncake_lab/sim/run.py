@@ -18,7 +18,7 @@ from .kernel import _kernel
 from .reference import run_reference
 from .state import CppParams, Outputs, Params, RouterBelief, TraceArrays
 from .result import SimResult
-from .routers import new_router_inputs
+from .routers import ROUTERS, new_router_inputs
 from .student_policy import compile_policy, student_kernel
 
 __all__ = ["simulate", "ENGINES", "memory_estimate", "MEMORY_BUDGET_BYTES"]
@@ -97,6 +97,9 @@ def memory_estimate(trace: Trace, config: ClusterConfig, rc=None) -> dict:
                                  f"{D:,} instances (n_coupled) × 2 × ({w_ev:,} events × 2 + {w_run:,} runs × 3; "
                                  f"from the longest output) × 8 B")
     rp = rc.router
+    if rc.policy == ROUTERS["sglang"]:  # when each block entered the view SGLang matches (its last_tenant)
+        parts["router entry times"] = (8 * P * nb, f"{P:,} instances × {nb:,} block ids of the trace × 8 B "
+                                                   f"(the sglang router)")
     if rc.policy >= 5 and rp.belief:  # a router's own history of what it sent (sim/routers.py)
         bq, ttl = 2 * min(rp.belief_capacity or nb, nb) + 64, rp.belief_ttl < math.inf
         parts["router belief"] = (8 * P * (nb * (2 if ttl else 1) + 2 * bq),
@@ -122,15 +125,17 @@ def _router_state(rc, n_route: int, n_blocks: int):
     rp = rc.router
     if rc.policy < 4 or rp is None:
         yield None, None
-    elif rc.policy >= 5 and rp.belief:
-        ttl = rp.belief_ttl < math.inf
-        with pooled_cache_state(n_route, n_blocks, rp.belief_capacity or n_blocks) as b:  # 0 = unbounded
-            # touched_at is read only where a block was sent (and so written): no fill needed
-            touched = np.empty((n_route, n_blocks if ttl else 1))
-            yield rp, RouterBelief(b.last_use, b.q_block, b.q_stamp, b.meta, touched)
     else:
-        b = new_cache_state(n_route, 0, 0)
-        yield rp, RouterBelief(b.last_use, b.q_block, b.q_stamp, b.meta, np.zeros((n_route, 1)))
+        # entered_at / touched_at are read only where a block was sent (and so written): no fill needed
+        entered = np.empty((n_route, n_blocks if rc.policy == ROUTERS["sglang"] else 1))
+        if rc.policy >= 5 and rp.belief:
+            ttl = rp.belief_ttl < math.inf
+            with pooled_cache_state(n_route, n_blocks, rp.belief_capacity or n_blocks) as b:  # 0 = unbounded
+                touched = np.empty((n_route, n_blocks if ttl else 1))
+                yield rp, RouterBelief(b.last_use, b.q_block, b.q_stamp, b.meta, touched, entered)
+        else:
+            b = new_cache_state(n_route, 0, 0)
+            yield rp, RouterBelief(b.last_use, b.q_block, b.q_stamp, b.meta, np.zeros((n_route, 1)), entered)
 
 
 def _size(b: float) -> str:
@@ -191,12 +196,12 @@ def simulate(trace: Trace, config: ClusterConfig | None = None, engine: str = "n
 
 
 def _coupled_router_args(trace, config, rc, stack: ExitStack) -> tuple:
-    """The coupled kernel's router arguments (:func:`.coupled._coupled_kernel`): ``None`` × 7 unless
+    """The coupled kernel's router arguments (:func:`.coupled._coupled_kernel`): ``None`` × 8 unless
     ``prefill_policy`` is a router; else its params, a :class:`~.routers.RouterInputs` and the belief's
     arrays (:func:`_router_state`, the same as the disaggregated kernel's)."""
     rp, belief = stack.enter_context(_router_state(rc, int(config.n_coupled), int(trace.n_blocks)))
     if rp is None:
-        return (None,) * 7
+        return (None,) * 8
     return (rp, new_router_inputs(int(config.n_coupled)), *belief)
 
 

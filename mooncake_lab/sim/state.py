@@ -209,9 +209,12 @@ class RouterBelief(NamedTuple):
     """A router's own history of what it sent (``RouterParams.belief``; :func:`.routers.belief_match`):
     LRU prefix caches (:class:`mooncake_lab.prefix_cache.CacheState`'s arrays) and when each block was
     last sent to each instance (s; (P, 1) unused when the TTL is infinite). A dummy of (P, 0) caches
-    when the router uses the true caches."""
+    when the router uses the true caches. ``entered_at`` (P, n_blocks), SGLang only (else (P, 1) unused):
+    when each block last entered the view the router matches — this belief, or the true caches —
+    (s; :func:`.routers.note_entered`; read only where written)."""
     last_use: np.ndarray
     q_block: np.ndarray
     q_stamp: np.ndarray
     meta: np.ndarray
     touched_at: np.ndarray
+    entered_at: np.ndarray
