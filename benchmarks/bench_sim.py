@@ -41,7 +41,13 @@ processes, 8 rounds of 11 runs: median of the medians 95.0 → 93.6 ms, best 62.
 router code: ``router=None``). ``--routers-only``, 21 runs, medians of two runs: kvcentric 90.5–91.1 ms,
 dynamo 85.7–88.6, sglang 79.5–115.5, llmd 83.9–118.6, prodstack_rr 85.4–102.4, prodstack_prefix 75.3–93.2,
 prodstack_kv 88.6–106.7, aibrix 109.9–110.4 (a belief with a TTL), preble 83.8–101.6 (the machine's noise
-is most of each range).
+is most of each range). On a quiet machine (no other job; ``--routers-only``, median / best of 10), with
+SGLang's last_tenant and AIBrix's PD router on the pools: kvcentric 60.7 / 55.5 ms, dynamo 61.8 / 51.8,
+sglang 75.8 / 68.3, llmd 76.9 / 70.4, prodstack_rr 59.5 / 55.7, prodstack_prefix 47.3 / 44.0, prodstack_kv
+61.8 / 56.8, aibrix 87.7 / 82.5, preble 69.7 / 65.5. The router-side belief is most of the excess (median of 7,
+knowledge "true" → "belief"): sglang 54.7 → 70.8, llmd 46.1 → 66.1, aibrix 60.8 → 80.4, preble 42.4 → 59.0 ms;
+AIBrix's decode rates computed only when its running-requests fast path does not decide: aibrix 80.4 → 70.7 ms
+(results bit-identical).
 """
 from __future__ import annotations
 

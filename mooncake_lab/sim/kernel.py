@@ -296,13 +296,18 @@ def _dispatch(fl, ri, j, p, computed, prefill_s):
 def _decode_by_choice(choice, di, c, t, dec, dq, bound_n, kvh, u, P, k, cap, max_req, max_thr):
     """A router's decode node at ``t`` (``RouterParams.decode_choice`` 1–4, :func:`.routers.route_decode`)
     from each node's :class:`~.routers.DecodeInputs`: running, queued, bound in flight, tokens/s now
-    (:func:`_decode_rate`, for ``aibrix_pd`` only) and KV ``kvh`` (held now, or reserved)."""
+    (:func:`_decode_rate`, for ``aibrix_pd`` only, and only when its running-requests fast path does not
+    decide: the rates are what that rule reads next) and KV ``kvh`` (held now, or reserved)."""
+    r_min, r_max = math.inf, 1.0
     for d in range(len(di.running)):
         di.running[d] = dec.batch[d]
         di.queued[d] = dq.queued[d]
         di.bound[d] = bound_n[d]
         di.kv_used[d] = kvh[d]
-        di.rate[d] = _decode_rate(c, d, t, dec) if choice == 4 else 0.0
+        r_min, r_max = min(r_min, float(dec.batch[d])), max(r_max, float(dec.batch[d]))
+    if choice == 4 and not (r_min == 0.0 or r_max - r_min >= max_req):  # no running-requests fast path:
+        for d in range(len(di.running)):                                  # AIBrix reads the rates too
+            di.rate[d] = _decode_rate(c, d, t, dec)
     return route_decode(choice, di, u, P, k, cap, max_req, max_thr)
 
 
