@@ -65,8 +65,8 @@ from .conductor_view import Request
 from .cpp_group import group_fetch_time, group_prefill
 from .decode_math import cut_segment, segment_pieces, steps_until_after, time_after, top_k_sum
 from .heaps import heap_pop, heap_push
-from .routers import (ROUTERS, DecodeInputs, RouterInputs, belief_insert, belief_match, deepest_entered, note_entered,
-                      route, route_decode)
+from .routers import (ROUTERS, DecodeInputs, RouterInputs, aibrix_least_running, belief_insert, belief_match,
+                      deepest_entered, note_entered, route, route_decode)
 
 SGLANG = ROUTERS["sglang"]  # its rule reads RouterInputs.deepest_entered
 from .state import (Conductor, DecodeNodes, DecodeQueues, DecodeRequests, Dispatched, Intervals, Links, Prefill,
@@ -298,15 +298,13 @@ def _decode_by_choice(choice, di, c, t, dec, dq, bound_n, kvh, u, P, k, cap, max
     from each node's :class:`~.routers.DecodeInputs`: running, queued, bound in flight, tokens/s now
     (:func:`_decode_rate`, for ``aibrix_pd`` only, and only when its running-requests fast path does not
     decide: the rates are what that rule reads next) and KV ``kvh`` (held now, or reserved)."""
-    r_min, r_max = math.inf, 1.0
     for d in range(len(di.running)):
         di.running[d] = dec.batch[d]
         di.queued[d] = dq.queued[d]
         di.bound[d] = bound_n[d]
         di.kv_used[d] = kvh[d]
-        r_min, r_max = min(r_min, float(dec.batch[d])), max(r_max, float(dec.batch[d]))
-    if choice == 4 and not (r_min == 0.0 or r_max - r_min >= max_req):  # no running-requests fast path:
-        for d in range(len(di.running)):                                  # AIBrix reads the rates too
+    if choice == 4 and aibrix_least_running(di.running, max_req) < 0:  # no running-requests fast path:
+        for d in range(len(di.running)):                                # AIBrix reads the rates too
             di.rate[d] = _decode_rate(c, d, t, dec)
     return route_decode(choice, di, u, P, k, cap, max_req, max_thr)
 

@@ -581,15 +581,7 @@ def _aibrix(rp, ri, u):
     load = ri.inflight
     n = len(load)
     lo, hi = load[_argmin_lowest(load)], load[_argmax_lowest(load)]
-    total = 0
-    for i in range(n):
-        total += load[i]
-    mu = total / n
-    var = 0.0
-    for i in range(n):
-        d = load[i] - mu
-        var += d * d
-    bound = mu + rp.aibrix_k * math.sqrt(var / n)
+    bound = _mean_plus_k_sd(load, rp.aibrix_k, 0)
     restrict = hi - lo > rp.aibrix_abs
     matched = False
     for i in range(n):
@@ -622,7 +614,7 @@ def _aibrix_pd(rp, ri, n_blocks, u):
             i = (s + j) % n
             if load[i] == lo:
                 return i
-    bound = _aibrix_pd_bound(rp, load)
+    bound = _mean_plus_k_sd(load, rp.aibrix_k, 1)   # AIBrix's standardDeviation: the sample one
     mx = hi if hi > 1 else 1
     best, best_sc = -1, 0.0
     for i in range(n):
@@ -635,8 +627,9 @@ def _aibrix_pd(rp, ri, n_blocks, u):
 
 
 @helper_njit
-def _aibrix_pd_bound(rp, load):
-    """mean n + k_σ · sd(n), sd AIBrix's ``standardDeviation``: Σ(n − mean)² / (N − 1), 0 for one pod."""
+def _mean_plus_k_sd(load, k, ddof):
+    """mean n + k · sd(n) with sd = √(Σ(n − mean)² / (N − ddof)): ddof 0 the population deviation
+    (``routeOriginal``), 1 the sample one (the PD router's ``standardDeviation``; 0 for one pod)."""
     n = len(load)
     total = 0
     for i in range(n):
@@ -646,7 +639,7 @@ def _aibrix_pd_bound(rp, load):
     for i in range(n):
         d = load[i] - mu
         var += d * d
-    return mu + rp.aibrix_k * (math.sqrt(var / (n - 1)) if n > 1 else 0.0)
+    return mu + k * (math.sqrt(var / (n - ddof)) if n > ddof else 0.0)
 
 
 @helper_njit
@@ -720,21 +713,33 @@ def aibrix_free_pct(kv_used, kv_cap):
 
 
 @helper_njit
+def aibrix_least_running(running, max_req):
+    """AIBrix's first decode fast path: the first node with the fewest running requests when one is idle
+    or the spread (max, at least 1, − min) is ≥ ``max_req``; else −1 (the rates decide next)."""
+    at, lo, hi = 0, math.inf, 1.0
+    for d in range(len(running)):
+        r = float(running[d])
+        if r < lo:
+            at, lo = d, r
+        hi = max(hi, r)
+    return at if lo == 0.0 or hi - lo >= max_req else -1
+
+
+@helper_njit
 def _aibrix_decode(di, kv_cap, max_req, max_thr):
     """AIBrix's PD router, decode side: the fast paths (least running, least throughput), else the score."""
+    fast = aibrix_least_running(di.running, max_req)
+    if fast >= 0:
+        return fast
     D = len(di.running)
-    r_at, r_min, r_max = 0, math.inf, 1.0
+    r_max = 1.0
     t_at, t_min, t_max = 0, math.inf, 1.0
     f_max = 1.0
     for d in range(D):
         r, t, f = float(di.running[d]), di.rate[d], aibrix_free_pct(di.kv_used[d], kv_cap)
-        if r < r_min:
-            r_at, r_min = d, r
         if t < t_min:
             t_at, t_min = d, t
         r_max, t_max, f_max = max(r_max, r), max(t_max, t), max(f_max, f)
-    if r_min == 0.0 or r_max - r_min >= max_req:
-        return r_at
     if t_max - t_min > max_thr:
         return t_at
     best, best_sc = -1, 0.0
