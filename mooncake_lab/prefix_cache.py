@@ -335,38 +335,6 @@ def _compact_queue(last_use, q_block, q_stamp, meta, inst):
 
 
 @helper_njit
-def _evict_to(last_use, q_block, q_stamp, meta, inst, capacity):
-    """Evict least-recently-used blocks of cache ``inst`` until it holds ≤ ``capacity`` blocks."""
-    while meta[inst, 1] > capacity:
-        r = meta[inst, 2]
-        b = q_block[inst, r]
-        meta[inst, 2] = r + 1
-        if last_use[inst, b] == q_stamp[inst, r]:  # live entry: the LRU block
-            last_use[inst, b] = -1
-            meta[inst, 1] -= 1
-
-
-@helper_njit
-def _touch_block(last_use, q_block, q_stamp, meta, inst, b):
-    """Insert block ``b`` into cache ``inst`` or mark it most recently used; evict to capacity."""
-    cap = meta[inst, 0]
-    if cap <= 0:
-        return
-    if meta[inst, 3] == q_block.shape[1]:
-        _compact_queue(last_use, q_block, q_stamp, meta, inst)
-    stamp = meta[inst, 4]
-    meta[inst, 4] = stamp + 1
-    if last_use[inst, b] < 0:
-        meta[inst, 1] += 1
-    last_use[inst, b] = stamp
-    t = meta[inst, 3]
-    q_block[inst, t] = b
-    q_stamp[inst, t] = stamp
-    meta[inst, 3] = t + 1
-    _evict_to(last_use, q_block, q_stamp, meta, inst, cap)
-
-
-@helper_njit
 def _sift_down(q_block, q_stamp, inst, i, size):
     """Restore the min-heap on ``q_stamp[inst, :size]`` below slot ``i``."""
     b, k = q_block[inst, i], q_stamp[inst, i]
@@ -455,13 +423,51 @@ def _touch_ranked(last_use, q_block, q_stamp, meta, inst, b, pos):
 
 @helper_njit
 def _touch_blocks(last_use, q_block, q_stamp, meta, inst, blocks):
-    """Touch a request's ``blocks`` in cache ``inst``, last block first (root ends most recent)."""
-    if meta[inst, 5] == 0:
-        for j in range(len(blocks) - 1, -1, -1):
-            _touch_block(last_use, q_block, q_stamp, meta, inst, blocks[j])
-    else:
+    """Touch a request's ``blocks`` in cache ``inst``, last block first (root ends most recent).
+
+    LRU: each touch stores or refreshes its block with the cache's next stamp, appends ``(block, stamp)``
+    to the queue and evicts least-recently-used blocks (the queue's oldest live entries) while the cache
+    holds more than its capacity. One loop with the cache's counters in locals (``meta`` is written
+    back at the end): a call per block passed ~40 words of array arguments, most of a touch's cost.
+    """
+    if meta[inst, 5] != 0:
         for j in range(len(blocks) - 1, -1, -1):
             _touch_ranked(last_use, q_block, q_stamp, meta, inst, blocks[j], j)
+        return
+    cap = meta[inst, 0]
+    if cap <= 0:
+        return
+    qcap = q_block.shape[1]
+    count = meta[inst, 1]  # cached blocks
+    head = meta[inst, 2]   # the queue's oldest entry
+    tail = meta[inst, 3]   # one past its newest
+    clock = meta[inst, 4]  # the next stamp
+    for j in range(len(blocks) - 1, -1, -1):
+        b = blocks[j]
+        if tail == qcap:  # full: drop the stale entries
+            meta[inst, 1] = count
+            meta[inst, 2] = head
+            meta[inst, 3] = tail
+            _compact_queue(last_use, q_block, q_stamp, meta, inst)
+            head = meta[inst, 2]
+            tail = meta[inst, 3]
+        if last_use[inst, b] < 0:
+            count += 1
+        last_use[inst, b] = clock
+        q_block[inst, tail] = b
+        q_stamp[inst, tail] = clock
+        tail += 1
+        clock += 1
+        while count > cap:  # evict the least recently used (stale entries: refreshed since)
+            v = q_block[inst, head]
+            if last_use[inst, v] == q_stamp[inst, head]:
+                last_use[inst, v] = -1
+                count -= 1
+            head += 1
+    meta[inst, 1] = count
+    meta[inst, 2] = head
+    meta[inst, 3] = tail
+    meta[inst, 4] = clock
 
 
 @njit(cache=True)

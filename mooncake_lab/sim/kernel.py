@@ -698,8 +698,9 @@ def _kernel(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, rout
     if links is not None:  # rows: P·X prefill send links, P·X prefill receive links, D decode receive links
         rows = 2 * P * X + D
         slots = n + 1  # a request books each link at most once (a fetch's source is never its destination)
+        # block_ready is read only where a block is cached, and so was written when it was stored: no fill
         net = Links(np.empty((rows, slots)), np.empty((rows, slots)), np.zeros((rows, 2), dtype=np.int64),
-                    np.zeros((P, cache.last_use.shape[1])))
+                    np.empty((P, cache.last_use.shape[1])))
     else:
         net = Links(np.empty((0, 4)), np.empty((0, 4)), np.zeros((0, 2), dtype=np.int64), np.zeros((0, 1)))
     heap = ReadyHeap(np.empty((1, n + 1)), np.empty((1, n + 1), dtype=np.int64))  # one heap: row 0 (.heaps)
