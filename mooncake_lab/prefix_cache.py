@@ -100,7 +100,7 @@ from .traces import BLOCK_TOKENS, Trace
 from .validate import InputError, choice, describe, int_array, integer, memory
 
 __all__ = [
-    "CacheState", "new_cache_state", "pooled_cache_state", "route_requests", "simulate_lru", "LRUResult",
+    "CacheState", "new_cache_state", "pooled_cache_state", "pooled_array", "route_requests", "simulate_lru", "LRUResult",
     "simulate_cache", "CacheResult", "cache_hit_ratio", "ReferenceCache", "check_policy",
     "prefix_hit_tokens", "hit_ratio", "lru_hit_ratio", "stack_distances", "hit_ratio_curve",
     "infinite_cache_hit_ratio", "block_popularity", "replica_counts", "ROUTINGS", "EVICTION_POLICIES",
@@ -276,7 +276,7 @@ def new_cache_state(n_instances: int, n_blocks: int, capacity, *, alloc=None, po
 
 
 _POOL: list = []            # flat int64 buffers free for reuse (at most _POOL_MAX, largest kept)
-_POOL_MAX = 4               # two runs in parallel (simulate_all), two buffers each
+_POOL_MAX = 6               # two runs in parallel (simulate_all), three buffers each
 _POOL_LOCK = threading.Lock()
 
 
@@ -307,6 +307,22 @@ def pooled_cache_state(n_instances: int, n_blocks: int, capacity, policy: str = 
     finally:
         with _POOL_LOCK:
             _POOL.extend(taken)
+            _POOL.sort(key=lambda b: b.size)
+            del _POOL[:-_POOL_MAX]
+
+
+@contextmanager
+def pooled_array(shape: tuple, dtype=np.float64):
+    """An uninitialised array of ``shape`` (an 8-byte ``dtype``) for one run, from the pool of
+    :func:`pooled_cache_state`: a big array a run writes all over (the simulator's block availability, 8 ×
+    183k floats) costs ≈ 3,000 page faults each time it is new (≈ 3 ms). Do not keep it past the block."""
+    k = int(np.prod(shape, dtype=np.int64))
+    buf = _take(k)
+    try:
+        yield buf[:k].view(dtype).reshape(shape)
+    finally:
+        with _POOL_LOCK:
+            _POOL.append(buf)
             _POOL.sort(key=lambda b: b.size)
             del _POOL[:-_POOL_MAX]
 

@@ -487,3 +487,40 @@ def test_memory_estimate_counts_the_link_calendars_with_decode_rows():
         assert parts["link calendars"][0] == 8 * (2 * p + d) * (2 * 101 + 2)
         assert f"n_decode={d}" in parts["link calendars"][1]
     assert "link calendars" not in memory_estimate(tr, sim.ClusterConfig(network_contention=False))
+
+
+@pytest.mark.parametrize("fill", [np.nan, -1e300, 1e300])
+def test_block_availability_is_read_only_where_written(monkeypatch, fill):
+    """The kernel's per-block availability (Links.block_ready) comes uninitialised from a pool (no fill, no
+    page faults): a run whose table starts full of garbage gives the same results bit for bit."""
+    from contextlib import contextmanager
+
+    import mooncake_lab.sim.run as run_mod
+
+    tr = synthetic_trace("conversation-like", n_requests=1500, seed=5).replay(2.0)
+    cfgs = [sim.ClusterConfig(), sim.ClusterConfig(cpp_group_size=2, cache_capacity_blocks=300),
+            sim.ClusterConfig(prefill_policy="cache_aware", decode_binding="ready")]
+    want = [sim.simulate(tr, c).arrays for c in cfgs]
+
+    @contextmanager
+    def garbage(shape, dtype=np.float64):
+        yield np.full(shape, fill, dtype=dtype)
+
+    monkeypatch.setattr(run_mod, "pooled_array", garbage)
+    for c, w in zip(cfgs, want):
+        got = sim.simulate(tr, c).arrays
+        for k in w:
+            assert np.array_equal(got[k], w[k], equal_nan=True), k
+
+
+def test_pooled_array_is_reused_across_runs(monkeypatch):
+    import mooncake_lab.prefix_cache as pc
+    from mooncake_lab.prefix_cache import pooled_array
+
+    monkeypatch.setattr(pc, "_POOL", [])  # the pool keeps its largest buffers: start from an empty one
+    with pooled_array((3, 5)) as a:
+        assert a.shape == (3, 5) and a.dtype == np.float64
+        a[:] = 7.0
+        ptr = a.__array_interface__["data"][0]
+    with pooled_array((3, 5)) as b:  # the same buffer again (its old values: uninitialised by contract)
+        assert b.__array_interface__["data"][0] == ptr

@@ -651,7 +651,9 @@ def _kernel(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, rout
     KV); ``prm.load_metric``: 0 = max(TBT, memory) of the average instance, 1 = the mean per-instance
     TBT ratio (:mod:`.admission`; config.DECODE_BINDINGS / DECODE_LOAD_METRICS).
     ``links``: None (every transfer gets a whole NIC; numba then drops the link code, as for
-    ``policy_fn``) or True (``ClusterConfig.network_contention``: fetches and KV streams reserve
+    ``policy_fn``) or, with ``ClusterConfig.network_contention``, a (P, block ids) float array for
+    :attr:`~.state.Links.block_ready` (uninitialised: read only where a block is cached, so written when it
+    was stored; pooled by the caller, :func:`mooncake_lab.prefix_cache.pooled_array`): fetches and KV streams reserve
     the prefill nodes' send / receive links, a stream bound at arrival also its decode node's
     receive link, :mod:`.links`); ``out.fetch_wait`` / ``out.stream_wait``: the seconds each
     request's fetch / KV stream waited for them (0 without contention).
@@ -698,9 +700,7 @@ def _kernel(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, rout
     if links is not None:  # rows: P·X prefill send links, P·X prefill receive links, D decode receive links
         rows = 2 * P * X + D
         slots = n + 1  # a request books each link at most once (a fetch's source is never its destination)
-        # block_ready is read only where a block is cached, and so was written when it was stored: no fill
-        net = Links(np.empty((rows, slots)), np.empty((rows, slots)), np.zeros((rows, 2), dtype=np.int64),
-                    np.empty((P, cache.last_use.shape[1])))
+        net = Links(np.empty((rows, slots)), np.empty((rows, slots)), np.zeros((rows, 2), dtype=np.int64), links)
     else:
         net = Links(np.empty((0, 4)), np.empty((0, 4)), np.zeros((0, 2), dtype=np.int64), np.zeros((0, 1)))
     heap = ReadyHeap(np.empty((1, n + 1)), np.empty((1, n + 1), dtype=np.int64))  # one heap: row 0 (.heaps)

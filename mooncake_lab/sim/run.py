@@ -7,7 +7,7 @@ from contextlib import ExitStack, contextmanager
 
 import numpy as np
 
-from ..prefix_cache import check_touch_budget, new_cache_state, pooled_cache_state
+from ..prefix_cache import check_touch_budget, new_cache_state, pooled_array, pooled_cache_state
 from ..traces import Trace
 from ..validate import MEMORY_BUDGET_BYTES, InputError, choice
 from .config import ClusterConfig
@@ -246,11 +246,14 @@ def _simulate(trace, config, engine, spare):
         run_coupled_reference(trace, config, rc, u, z, out, max_kv, diag)
     elif engine == "numba":
         with pooled_cache_state(n_route, trace.n_blocks, rc.cache_capacity_blocks, config.cache_eviction) as st, \
-                _router_state(rc, n_route, trace.n_blocks) as (router, belief):
+                _router_state(rc, n_route, trace.n_blocks) as (router, belief), ExitStack() as stack:
+            # with contention: when each block is complete on each instance (Links.block_ready), pooled
+            links = (stack.enter_context(pooled_array((n_route, trace.n_blocks))) if config.network_contention
+                     else None)
             args = (TraceArrays(trace.arrival_s, trace.input_len, trace.output_len, trace.block_offsets,
                                 trace.block_ids),
                     rc.cost, _params(trace, config, rc, n_route, spare), u, z, st, Outputs(**out), max_kv, diag,
-                    True if config.network_contention else None, router, belief)
+                    links, router, belief)
             if student is None:
                 _kernel(*args)
             else:
