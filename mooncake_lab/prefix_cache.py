@@ -276,7 +276,7 @@ def new_cache_state(n_instances: int, n_blocks: int, capacity, *, alloc=None, po
 
 
 _POOL: list = []            # flat int64 buffers free for reuse (at most _POOL_MAX, largest kept)
-_POOL_MAX = 6               # two runs in parallel (simulate_all), three buffers each
+_POOL_MAX = 12              # two runs in parallel (simulate_all), up to six buffers each (a router's belief)
 _POOL_LOCK = threading.Lock()
 
 

@@ -125,14 +125,16 @@ def _router_state(rc, n_route: int, n_blocks: int):
     rp = rc.router
     if rc.policy < 4 or rp is None:
         yield None, None
-    else:
-        # entered_at / touched_at are read only where a block was sent (and so written): no fill needed
-        entered = np.empty((n_route, n_blocks if rc.policy == ROUTERS["sglang"] else 1))
+        return
+    with ExitStack() as stack:
+        # entered_at / touched_at are read only where a block was sent (and so written): no fill needed;
+        # pooled, as the caches are (a new (P, block ids) array costs thousands of page faults per run)
+        entered = stack.enter_context(pooled_array((n_route, n_blocks if rc.policy == ROUTERS["sglang"] else 1)))
         if rc.policy >= 5 and rp.belief:
             ttl = rp.belief_ttl < math.inf
-            with pooled_cache_state(n_route, n_blocks, rp.belief_capacity or n_blocks) as b:  # 0 = unbounded
-                touched = np.empty((n_route, n_blocks if ttl else 1))
-                yield rp, RouterBelief(b.last_use, b.q_block, b.q_stamp, b.meta, touched, entered)
+            b = stack.enter_context(pooled_cache_state(n_route, n_blocks, rp.belief_capacity or n_blocks))  # 0: unbounded
+            touched = stack.enter_context(pooled_array((n_route, n_blocks if ttl else 1)))
+            yield rp, RouterBelief(b.last_use, b.q_block, b.q_stamp, b.meta, touched, entered)
         else:
             b = new_cache_state(n_route, 0, 0)
             yield rp, RouterBelief(b.last_use, b.q_block, b.q_stamp, b.meta, np.zeros((n_route, 1)), entered)
