@@ -490,3 +490,24 @@ def test_pooled_cache_state_reuses_its_buffers_and_behaves_like_a_fresh_state(mo
     with pytest.raises(ValueError, match="n_instances"):
         with pc.pooled_cache_state(0, 5, 1):
             pass
+
+
+def test_pooled_cache_state_is_cleared_through_its_queues_and_refilled_after_an_error(monkeypatch):
+    """A state given back after a normal run is cleared by its queues (the pool marks it clean, so the next
+    run skips the fill); one given back by an error is refilled; either way the next state is empty."""
+    monkeypatch.setattr(pc, "_POOL", [])
+    t = _trace([[0, 1, 2], [0, 1, 3], [4], [0, 1, 2], [5, 6], [0, 5]] * 5 + [[7 + i] for i in range(100)])
+    assign = pc.route_requests(len(t), 3, "random", 1)
+    for policy in pc.EVICTION_POLICIES:
+        with pc.pooled_cache_state(3, t.n_blocks, 2, policy=policy) as st:
+            pc._replay_kernel(t.block_offsets, t.block_ids, assign, *st)
+            assert (st.last_use >= 0).any()
+        assert [e[1] for e in pc._POOL if e[1]] == [3 * t.n_blocks]  # last_use known clean
+        with pytest.raises(RuntimeError):
+            with pc.pooled_cache_state(3, t.n_blocks, 2, policy=policy) as st:
+                assert (st.last_use == -1).all()  # cleared through the queues, not filled
+                pc._replay_kernel(t.block_offsets, t.block_ids, assign, *st)
+                raise RuntimeError("a run that fails half-way")
+        assert all(e[1] == 0 for e in pc._POOL)  # dirty: the next one fills
+        with pc.pooled_cache_state(3, t.n_blocks, 2, policy=policy) as st:
+            assert (st.last_use == -1).all()
