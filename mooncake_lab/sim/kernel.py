@@ -42,12 +42,20 @@ earlier *stints* (admission → preemption) are kept as records of their first a
 Speed
 -----
 Numba reference-counts arrays: a function that takes an array increments its count on entry and
-decrements it on exit, and so does every view (``pa[d]``, a slice), each an atomic operation that
-LLVM cannot remove across a call. In this loop that was ~45% of the run time. The helpers below,
-in :mod:`.decode_math` and :mod:`mooncake_lab.prefix_cache` therefore compile with
-:data:`mooncake_lab.jit.helper_njit` (no reference counting, hence no allocation): they only index arrays that :func:`_kernel`'s caller
-or :func:`_kernel` itself keeps alive; only :func:`_kernel` allocates. Views are taken inside such
-helpers, not in the kernel's loop. ``benchmarks/bench_sim.py`` measures it.
+decrements it on exit, and so does every view (``pa[d]``, a slice) and every array taken out of a
+group (``dec.next_t``), each an atomic operation that LLVM cannot remove across a call (and that keeps
+it from holding values in registers across one). In the helpers that was ~45% of a run; in the loop
+itself, which takes arrays out of the state's groups at every step, about half of what remained. So only
+:func:`_kernel` allocates (the state, once per run); the pass over the arrivals, :func:`_run`, and the
+helpers below, in :mod:`.decode_math` and :mod:`mooncake_lab.prefix_cache` compile with
+:data:`mooncake_lab.jit.helper_njit` (no reference counting, hence no allocation): they only index
+arrays that :func:`_kernel` or its caller keeps alive (conversation 8P+8D kvcentric 87 → 46 ms when
+:func:`_run` was split off, results bit-identical). A call passes each array as ~7 words, so a helper
+called per block or per event takes only the arrays it uses (a cache touch per block was most of a
+touch's cost: :func:`mooncake_lab.prefix_cache._touch_blocks` is one loop). Big per-run tables come
+from a pool (:func:`mooncake_lab.prefix_cache.pooled_array`): a new one costs a page fault per 4 KiB
+written. ``benchmarks/bench_sim.py`` measures it; ``benchmarks/check_identical.py`` checks a change
+leaves every result bit-identical.
 """
 from __future__ import annotations
 
