@@ -55,6 +55,31 @@ def test_choice_exercises():
         _REGISTRY.pop("99.choice")
 
 
+def test_explain_is_feedback_computed_for_the_answer():
+    """``explain(answer, correct)`` gets the answer as checked and its text joins the verdict: after ``why``
+    when right, before the hint when wrong (lecture 09's Question 1 works a rule through with its numbers)."""
+    seen = []
+
+    def explain(value, ok):
+        seen.append((value, ok))
+        return f"[{value!r} {'ok' if ok else 'no'}]"
+
+    exercise(Exercise("99.explained", "Which instance?", answer=lambda: 1, rel_tol=0.0, unit="instance",
+                      hint="the rule", why="because", explain=explain))
+    exercise(Exercise("99.explained_choice", "compute or memory?", answer=lambda: "memory",
+                      choices=("compute", "memory"), explain=explain))
+    try:
+        right, wrong = check("99.explained", 1), check("99.explained", "0")
+        assert right and right.message.endswith("because [1.0 ok]")
+        assert not wrong and "[0.0 no] Hint: the rule" in wrong.message
+        assert "['compute' no]" in check("99.explained_choice", " Compute ").message
+        assert seen == [(1.0, True), (0.0, False), ("compute", False)]
+        assert "Not answered" in check("99.explained", ...).message and len(seen) == 3   # no answer, no call
+    finally:
+        _REGISTRY.pop("99.explained")
+        _REGISTRY.pop("99.explained_choice")
+
+
 def _wrong(ex, right):
     """An answer that must be rejected: another choice, the opposite truth, or a number far off."""
     if isinstance(right, bool):

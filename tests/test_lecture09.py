@@ -72,6 +72,143 @@ def test_sglang_and_aibrix_helpers_by_hand():
     assert ref.aibrix_bound(rp, load) == pytest.approx(mu + np.std(load))
 
 
+# ----------------------------------------------------------------------------- exercise 1: a changed state
+def test_exercise_1_changed_state_is_the_worked_one_with_one_number_changed():
+    ch = l09.changed_state()
+    diff = {(f, i) for f in ch for i in range(4) if ch[f][i] != l09.WORKED_STATE[f][i]}
+    assert diff == {("matched_blocks", 1)} and ch["matched_blocks"][1] == 7
+    assert l09.WORKED_STATE["matched_blocks"][1] == 2                 # the worked state is left as it was
+    t = l09.state_change()
+    assert list(t.index) == [("matched_blocks", 1)] and list(t.iloc[0]) == [2, 7]
+
+
+def test_exercise_1_answers_are_the_rules_on_the_changed_state_not_the_worked_table():
+    """The expected answers are what route_reference and the compiled route give on the changed state, and
+    at least one of the routers asked moves away from the worked table's choice — copying the table fails."""
+    from mooncake_lab.exercises import list_exercises
+    from mooncake_lab.sim.routers import route
+
+    ex = {e.id: e for e in list_exercises("09.changed_")}
+    assert set(ex) == {f"09.changed_{r}" for r in l09.EXERCISE_ROUTERS}
+    ri, q = l09.worked_inputs(l09.changed_state()), l09.WORKED_REQUEST
+    worked = l09.worked_request()["choice"]
+    moved = []
+    for r in l09.EXERCISE_ROUTERS:
+        rp = RouterConfig().resolve(r, False, 10 ** 6, 512)
+        args = (rp, ri, q["L"], q["n_blocks"], 512, q["u"], q["rr"], q["kv_cap"])
+        expected = ex[f"09.changed_{r}"].answer()
+        assert expected == ref.route_reference(*args) == int(route(*args))
+        moved.append(expected != int(worked[r]))
+    assert any(moved), "exercise 1's change leaves every asked router's choice as in the worked table"
+    # by hand: SGLang balanced (13 ≤ 64) → the deepest match is now instance 1 alone (7 blocks, 0.875 > 0.3);
+    # AIBrix: 14 − 1 = 13 > 8 keeps only the least loaded {2}, which matches nothing → 2, as in the worked table
+    assert (ex["09.changed_sglang"].answer(), int(worked["sglang"])) == (1, 0)
+    assert (ex["09.changed_aibrix"].answer(), int(worked["aibrix"])) == (2, 2)
+
+
+def test_exercise_1_answer_follows_the_change(monkeypatch):
+    """Nothing is typed in: another change gives another answer (instance 3 swamped → SGLang balances)."""
+    from mooncake_lab import check
+
+    monkeypatch.setattr(l09, "EXERCISE_CHANGE", {"inflight": {3: 100}})
+    assert check("09.changed_sglang", 2) and not check("09.changed_sglang", 1)
+    assert "imbalanced (both hold)" not in check("09.changed_sglang", 2).message   # the words of the branch
+    assert "both hold, so the cluster is imbalanced" in check("09.changed_sglang", 2).message
+
+
+def test_exercise_1_feedback_works_the_rule_with_its_numbers():
+    from mooncake_lab import check
+
+    right = check("09.changed_sglang", 1)
+    assert right and "→ instance 1" in right.message
+    for part in ("14 − 1 = 13", "abs = 64", "1.5 × 1 = 1.5", "balanced", "m = (6, 7, 0, 6)",
+                 "3,584 / 4,096 = 0.875", "threshold"):
+        assert part in right.message, part
+    copied = check("09.changed_sglang", 0)                         # the worked table's answer
+    assert not copied and "m_0 = 6 blocks, fewer than the deepest match" in copied.message
+    assert "worked table's choice" in copied.message and "→ instance" not in copied.message
+    assert "Hint:" in copied.message
+    other = check("09.changed_sglang", 3)
+    assert "m_3 = 6" in other.message and "worked table" not in other.message
+    a_right = check("09.changed_aibrix", 2)
+    assert a_right and "C = {2}" in a_right.message and "abs = 8" in a_right.message
+    assert "m_1 = 7" in a_right.message and "never count" in a_right.message
+    assert "above the load bound: n_0 = 10 > mean n + k_σ·σ(n) = 9.611" in \
+        l09.explain_choice("aibrix", _state(inflight=(10, 3, 5, 9)), given=0)
+    a_wrong = check("09.changed_aibrix", 1)
+    assert not a_wrong and "not a candidate: n_1 = 3 > min n = 1" in a_wrong.message and "m_1 = 7" in a_wrong.message
+    assert "numbered 0 to 3" in check("09.changed_aibrix", 2.5).message
+    assert "numbered 0 to 3" in check("09.changed_aibrix", 7).message
+
+
+def _state(**kw):
+    return {**l09.WORKED_STATE, **kw}
+
+
+@pytest.mark.parametrize("router,state,branch", [
+    ("sglang", l09.WORKED_STATE, "the deepest is 6 blocks, on instances {0, 3} (a tie"),
+    ("sglang", _state(inflight=(100, 3, 1, 14)), "both hold, so the cluster is imbalanced"),
+    ("sglang", _state(matched_blocks=(1, 1, 0, 0), deepest_entered=(5.0, 1.0, 0.0, 0.0)),
+     "is not above the threshold, too little to follow"),
+    ("aibrix", l09.WORKED_STATE, "no candidate matches the prompt (m_2 = 0)"),
+    # 10 − 3 ≤ 8: all are candidates; 3 (m 6, n 9) before 0 (m 6, n 10); bound 6.75 + σ = 9.61 → 3
+    ("aibrix", _state(inflight=(10, 3, 5, 9)), "the first within the bound → instance 3"),
+    # 0 and 3 tie in m and n: the draw's start floor(0.3 · 4) = 1 makes 3 first (AIBrix's shuffle, then stable sort)
+    ("aibrix", _state(inflight=(5, 3, 5, 5), matched_blocks=(6, 0, 0, 6)), "in the order m descending, n ascending: 3"),
+])
+def test_explain_choice_covers_each_branch(router, state, branch):
+    text = l09.explain_choice(router, state)
+    assert branch in text
+    assert re.findall(r"→ instance (\d)", text) == [str(l09.worked_request(state).loc[router, "choice"])]
+
+
+def test_explain_choice_agrees_with_the_rule_on_random_states():
+    """explain_choice walks the rule itself; it raises if its instance differs from route_reference / route."""
+    rng = np.random.default_rng(9)
+    for _ in range(40):
+        st = {"matched_blocks": tuple(rng.integers(0, 9, 4)), "tree_blocks": tuple(rng.integers(0, 999, 4)),
+              "pending_tokens": tuple(rng.uniform(0, 1e4, 4)), "live_kv_tokens": tuple(rng.uniform(0, 2e5, 4)),
+              "inflight": tuple(rng.integers(0, int(rng.choice([4, 12, 100])), 4)),
+              "queued": tuple(rng.integers(0, 5, 4)), "recent_requests": tuple(rng.integers(0, 30, 4)),
+              "recent_prefill_s": tuple(rng.uniform(0, 20, 4)), "deepest_entered": tuple(rng.choice([0.0, 10.0], 4))}
+        req = {**l09.WORKED_REQUEST, "u": float(rng.uniform())}
+        for r in l09.EXPLAINED:
+            choice = int(l09.worked_request(st, req).loc[r, "choice"])
+            assert re.findall(r"→ instance (\d)", l09.explain_choice(r, st, req)) == [str(choice)]
+            for g in set(range(4)) - {choice}:
+                assert f"instance {g} " in l09.explain_choice(r, st, req, given=g).lower()
+
+
+def test_exercise_1_hint_code_runs_in_the_notebook():
+    """The code the new hints show runs in lecture 09's namespace (tests/test_hints_run.py's helpers; its lecture
+    list leaves 09 out: the other hints there replay whole leaderboards)."""
+    import ast
+
+    from test_hints_run import _code_snippets, _free_names, _namespace_for
+    from mooncake_lab.exercises import list_exercises
+
+    snippets = {s for e in list_exercises("09.changed_") for s in _code_snippets(e.hint)}
+    assert {"l09.changed_state()", "l09.state_change()", "l09.parameter_table()"} <= snippets
+    for s in snippets:
+        tree = ast.parse(s, mode="eval")
+        ns = _namespace_for("09", _free_names(tree))
+        eval(compile(tree, "<hint>", "eval"), ns)
+
+
+def test_exercise_1_in_both_notebooks():
+    """The lecture shows the changed state and leaves the answers to the student; the solutions compute them."""
+    lec = nbformat.read(ROOT / "notebooks" / "09_after_mooncake.ipynb", as_version=4)
+    sol = nbformat.read(ROOT / "notebooks" / "solutions" / "09_after_mooncake.ipynb", as_version=4)
+    for nb in (lec, sol):
+        src = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+        assert "l09.changed_state()" in src and "l09.state_change()" in src
+        assert 'check("09.changed_sglang", answer_1a)' in src and 'check("09.changed_aibrix", answer_1b)' in src
+    lec_src = "\n".join(c.source for c in lec.cells if c.cell_type == "code")
+    assert "answer_1a = ...   #" in lec_src and "answer_1b = ...   #" in lec_src
+    sol_src = "\n".join(c.source for c in sol.cells if c.cell_type == "code")
+    assert 'l09.worked_request(changed)' in sol_src and 'wc.loc["aibrix", "choice"]' in sol_src
+
+
 def test_router_table_names_each_decode_rule():
     """The decode column says what runs on the pools: llm-d's fewest waiting, AIBrix's PD router with its spreads."""
     from mooncake_lab.sim.routers import DECODE_CHOICES, SYSTEM_DEFAULTS
@@ -200,6 +337,13 @@ BAD = [
     (lambda: l09.worked_request(request={**l09.WORKED_REQUEST, "u": 1.0}), "u"),
     (lambda: l09.worked_request(request={**l09.WORKED_REQUEST, "n_blocks": 3}), "n_blocks"),
     (lambda: l09.worked_request(request={"L": 10}), "request"),
+    (lambda: l09.changed_state({"inflight_x": {1: 2}}), "change"),
+    (lambda: l09.changed_state({"inflight": {4: 2}}), "instance 0 … 3"),
+    (lambda: l09.changed_state({"inflight": {True: 2}}), "instance 0 … 3"),
+    (lambda: l09.changed_state({"matched_blocks": {1: -1}}), "matched_blocks"),
+    (lambda: l09.changed_state({}), "non-empty"),
+    (lambda: l09.changed_state({"inflight": 3}), "instance → new value"),
+    (lambda: l09.explain_choice("dynamo"), "router"),
     (lambda: l09.leaderboard("conversation", "hybrid"), "arch"),
     (lambda: l09.leaderboards(stresses=("lecture 99",)), "stress"),
     (lambda: l09.belief_sweep("prodstack_rr"), "router"),

@@ -37,6 +37,24 @@ claim("09.worked_request", "One request of 4,096 tokens (8 blocks)",
 claim("09.worked_roles", "instance 0 and 3 hold most of its prefix, but 3 is the busiest; 1 holds a little; 2 is",
       _worked_roles)
 claim("09.block_box", "give 512-token blocks", _bt)
+
+
+def _change():
+    """(the instance, its new match, the prompt's blocks, its worked match) of exercise 1's change; NaN unless
+    the change is that one number (the text states one change of ``matched_blocks``)."""
+    l09 = _l09()
+    ch = l09.EXERCISE_CHANGE
+    if set(ch) != {"matched_blocks"} or len(ch["matched_blocks"]) != 1:
+        return float("nan")
+    (i, m), = ch["matched_blocks"].items()
+    return i, m, l09.WORKED_REQUEST["n_blocks"], l09.WORKED_STATE["matched_blocks"][i]
+
+
+_CHANGE = "instance 1 now holds 7 of the prompt's 8 blocks instead of 2"
+claim("09.change", _CHANGE, _change)
+claim("09.change_sglang", _CHANGE, _change, where="09.changed_sglang")
+claim("09.change_aibrix", _CHANGE, _change, where="09.changed_aibrix")
+
 claim("09.nodes", "on the same 16 nodes", lambda: _l09().ARCHITECTURES["coupled"]["n_coupled"])
 claim("09.dynamo_docs", "`overlap_score_weight` 0 is", lambda: _l09().DYNAMO_WEIGHTS[0],
       source="ai-dynamo/dynamo docs/router/kv_cache_routing.md@391befc4 (reference/routers.md §1a)")

@@ -30,7 +30,10 @@ class Exercise:
     ``hint`` is shown on a wrong answer; ``why`` after a right one. A choice question lists its
     ``choices`` (shown on a wrong answer); ``synonyms`` maps other words the lecture uses for a
     choice to it (``{"sticky": "session"}``). Choices compare case-insensitively, blanks and hyphens
-    as underscores.
+    as underscores. ``explain``, if given, is called as ``explain(answer, correct)`` with the answer as
+    checked (a number as a float, a choice as the allowed word, a truth value as a bool) and returns
+    feedback computed for that answer (e.g. a rule's terms with their numbers), shown after ``why`` on a
+    right answer and before ``hint`` on a wrong one.
     """
 
     id: str
@@ -42,6 +45,7 @@ class Exercise:
     why: str = ""
     choices: tuple[str, ...] = ()
     synonyms: dict = field(default_factory=dict)
+    explain: Callable[[Any, bool], str] | None = None
 
 
 @dataclass(frozen=True)
@@ -151,10 +155,20 @@ def _check(exercise_id: Any, answer: Any) -> Verdict:
     return _check_number(ex, _plain(answer), expected)
 
 
-def _verdict(ex: Exercise, ok: bool, expected: Any, given: str, extra: str = "") -> Verdict:
+def _explained(ex: Exercise, value: Any, ok: bool) -> str:
+    """`` " " + ex.explain(value, ok)`` (feedback computed for this answer), or "" without one."""
+    if ex.explain is None:
+        return ""
+    text = ex.explain(value, ok)
+    return f" {text}" if text else ""
+
+
+def _verdict(ex: Exercise, ok: bool, expected: Any, given: str, extra: str = "", value: Any = None) -> Verdict:
     if ok:
-        return Verdict(ex.id, True, f"Right: {_fmt(expected, ex.unit)}." + (f" {ex.why}" if ex.why else ""))
-    msg = f"Not quite: you gave {given}." + (f" {extra}" if extra else "") + (f" Hint: {ex.hint}" if ex.hint else "")
+        return Verdict(ex.id, True, f"Right: {_fmt(expected, ex.unit)}." + (f" {ex.why}" if ex.why else "")
+                       + _explained(ex, value, True))
+    msg = f"Not quite: you gave {given}." + (f" {extra}" if extra else "") + _explained(ex, value, False) \
+        + (f" Hint: {ex.hint}" if ex.hint else "")
     return Verdict(ex.id, False, msg)
 
 
@@ -168,7 +182,7 @@ def _check_bool(ex: Exercise, answer: Any, expected: bool) -> Verdict:
         value = words[answer.strip().lower()]
     else:
         return Verdict(ex.id, False, f"Expected True or False (or yes / no), got {describe(answer)}.")
-    return _verdict(ex, value == expected, expected, repr(value))
+    return _verdict(ex, value == expected, expected, repr(value), value=value)
 
 
 def _norm_choice(x: str) -> str:
@@ -189,7 +203,7 @@ def _check_choice(ex: Exercise, answer: Any, expected: Any) -> Verdict:
                        + (f" Hint: {ex.hint}" if ex.hint else ""))
     ok = _norm_choice(picked) == _norm_choice(str(expected))
     return _verdict(ex, ok, expected, repr(picked) if picked != answer.strip() else repr(answer),
-                    f"Allowed answers: {listed}.")
+                    f"Allowed answers: {listed}.", value=picked)
 
 
 _NUMBER = re.compile(r"^\s*([-+]?(?:\d[\d,_]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*?)\s*$")
@@ -299,6 +313,7 @@ def _check_number(ex: Exercise, answer: Any, expected: Any) -> Verdict:
     given = _fmt(answer if isinstance(answer, (int, float)) and not isinstance(answer, bool) else value, ex.unit)
     extra = " ".join(x for x in (_unit_slip(value, exp, ex) if not ok else "", _tolerance(ex, exp)) if x)
     if ok:
-        return _verdict(ex, True, expected, given)
-    msg = f"Not quite: you gave {given}." + (f" Hint: {ex.hint}" if ex.hint else "") + f" {extra}"
+        return _verdict(ex, True, expected, given, value=value)
+    msg = f"Not quite: you gave {given}." + _explained(ex, value, False) + (f" Hint: {ex.hint}" if ex.hint else "") \
+        + f" {extra}"
     return Verdict(ex.id, False, msg)

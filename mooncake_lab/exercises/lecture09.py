@@ -1,7 +1,8 @@
 """Exercises of lecture 09 — KV-aware routing after Mooncake.
 
 Expected answers come from :mod:`mooncake_lab.experiments.l09_routers` (the worked request's hand-set
-state; memoised runs on the conversation trace at lecture 04's stress).
+state with exercise 1's change, through the same rules as the worked table: ``rule_scores`` and the
+compiled ``route``; memoised runs on the conversation trace at lecture 04's stress).
 """
 from __future__ import annotations
 
@@ -13,8 +14,19 @@ def _l09():
     return l09
 
 
-def _worked_dynamo() -> int:
-    return int(_l09().worked_request().loc["dynamo", "choice"])
+def _changed_choice(router: str) -> int:
+    """The instance ``router`` picks in exercise 1's changed state (l09.worked_request: route_reference ≡ route)."""
+    l09 = _l09()
+    return int(l09.worked_request(l09.changed_state()).loc[router, "choice"])
+
+
+def _explain(router: str):
+    """Feedback for exercise 1: ``router``'s rule applied to the changed state, each term with its number
+    (l09.explain_choice); on a wrong answer, why that instance loses."""
+    def explain(value, correct: bool) -> str:
+        l09 = _l09()
+        return l09.explain_choice(router, l09.changed_state(), given=None if correct else value)
+    return explain
 
 
 def _prefix_imbalance() -> float:
@@ -32,16 +44,30 @@ def _stale_percent() -> float:
     return 100.0 * float(sweep.stale_share.iloc[0])
 
 
+_RULES_HINT = ("apply the one-line rules of §1 to the changed state (`l09.changed_state()`, the change in "
+               "`l09.state_change()`), the systems' thresholds from `l09.parameter_table()`. ")
+
 exercise(Exercise(
-    "09.worked_dynamo",
-    "Question 1 [worked request]: which instance (its index in the worked request's table) does `dynamo` "
-    "choose, in the coupled engine with its defaults?",
-    answer=_worked_dynamo, rel_tol=0.0, unit="instance",
-    hint="the `dynamo` row of the worked table (lower cost wins), or `mooncake_lab.sim.routers_reference.dynamo_cost` per "
-         "instance: the prefill blocks left after the overlap credit plus the decode blocks the instance holds, plus the "
-         "request's own.",
-    why="the decode term (KV held by the live requests, counted in blocks) dwarfs the prefill blocks a cache hit "
-        "saves, so in a coupled engine Dynamo's default mostly balances KV memory."))
+    "09.changed_sglang",
+    "Question 1a [rules by hand]: the worked request of §2, but instance 1 now holds 7 of the prompt's 8 blocks "
+    "instead of 2, everything else unchanged. Which instance does `sglang` pick now?",
+    answer=lambda: _changed_choice("sglang"), rel_tol=0.0, unit="instance",
+    hint=_RULES_HINT + "SGLang: first its balance test (is max n − min n above abs, and max n above rel · min n?); "
+         "if the cluster is balanced, the deepest match m wins when its match rate h/L is above the threshold.",
+    why="SGLang balances only when both of its imbalance tests hold; otherwise it follows the deepest match, "
+        "wherever that has moved.",
+    explain=_explain("sglang")))
+
+exercise(Exercise(
+    "09.changed_aibrix",
+    "Question 1b [rules by hand]: same changed state (instance 1 now holds 7 of the prompt's 8 blocks instead "
+    "of 2). Which instance does `aibrix` pick now?",
+    answer=lambda: _changed_choice("aibrix"), rel_tol=0.0, unit="instance",
+    hint=_RULES_HINT + "AIBrix: first the spread of in-flight requests against abs, which decides the candidates; "
+         "then, among the candidates, the deepest match within the load bound mean n + k_σ·σ(n).",
+    why="AIBrix looks at prefixes only among its candidates, and a large spread of in-flight requests leaves only "
+        "the least loaded: a deeper match on a busier instance never counts.",
+    explain=_explain("aibrix")))
 
 exercise(Exercise(
     "09.prefix_imbalance",

@@ -10,7 +10,8 @@
 * :func:`knowledge_cost`: each router with the true caches and with its own history (belief);
   :func:`belief_sweep` / :func:`belief_audit`: one router's belief capacity against the true cache, and
   the requests a stale belief sent to blocks the instance no longer (or never) held.
-* :func:`worked_request`: one request, four hand-set instances, each rule's per-instance numbers.
+* :func:`worked_request`: one request, four hand-set instances, each rule's per-instance numbers;
+  :func:`changed_state` / :func:`explain_choice`: exercise 1's changed state and a rule applied to it step by step.
 * :func:`dynamo_weight_sweep`, :func:`default_variants`, :func:`docs_box`: what the docs claim vs what we measure.
 * :data:`HISTORY`: the dated facts of ``reference/routers.md``.
 """
@@ -34,6 +35,7 @@ from .common import as_trace as _trace, memo_key, simulate_all
 __all__ = ["ROUTER_INFO", "ARCHITECTURES", "STRESS", "CONDUCTOR", "TRACES", "cluster", "run", "leaderboard",
            "leaderboards", "describe_leaderboards", "parameter_table", "knowledge_cost", "load_imbalance", "router_table", "decode_rules",
            "WORKED_STATE", "WORKED_REQUEST", "worked_inputs", "worked_request", "describe_worked", "belief_audit",
+           "EXERCISE_CHANGE", "EXERCISE_ROUTERS", "EXPLAINED", "changed_state", "state_change", "explain_choice",
            "BELIEF_CAPACITIES", "SWEEP_CACHE_BLOCKS", "belief_sweep", "describe_belief_sweep", "hot_first_block", "DYNAMO_WEIGHTS", "dynamo_weight_config",
            "dynamo_weight_sweep", "TBT_ROUTERS", "prefill_share_during_decode", "tbt_vs_ttft",
            "describe_tbt_vs_ttft", "instance_shares", "describe_instance_shares", "DEFAULT_VARIANTS", "default_variants", "docs_box", "HISTORY", "history"]
@@ -304,6 +306,200 @@ def describe_worked(table: pd.DataFrame) -> str:
     same = bool((table["choice"] == table["route (numba)"]).all())
     return (f"The eight routers pick {len(groups)} different instances for the same request — " + "; ".join(parts)
             + f". The compiled `route` {'agrees with' if same else 'DISAGREES with'} the plain-Python rule on every router.")
+
+
+
+# ------------------------------------------------------------------ exercise 1: the worked state, changed
+#: Exercise 1's change to :data:`WORKED_STATE` (field → {instance: new value}): instance 1 now holds 7 of the
+#: prompt's 8 blocks (2 in the worked state). Chosen so that the worked table does not hold the answer: SGLang,
+#: which follows the deepest match in a balanced cluster, moves to instance 1; AIBrix, whose spread test keeps
+#: only the least loaded instance as a candidate, does not move (tests/test_lecture09.py checks both against
+#: the worked table, so the exercise stays a question if a rule changes).
+EXERCISE_CHANGE = {"matched_blocks": {1: 7}}
+#: The routers exercise 1 asks about, in the order of its questions (1a, 1b).
+EXERCISE_ROUTERS = ("sglang", "aibrix")
+#: The routers :func:`explain_choice` walks through.
+EXPLAINED = ("sglang", "aibrix")
+
+
+def changed_state(change: dict | None = None, state: dict | None = None) -> dict:
+    """``state`` (default :data:`WORKED_STATE`) with ``change`` (default :data:`EXERCISE_CHANGE`: field →
+    {instance: new value}) applied; a new dict of tuples, ``state`` is left as it was."""
+    state = WORKED_STATE if state is None else state
+    change = EXERCISE_CHANGE if change is None else change
+    worked_inputs(state)   # validates the state
+    if not isinstance(change, dict) or not change:
+        raise fail("change", change, "a non-empty dict: field → {instance: new value}", "l09.changed_state")
+    out = {k: list(v) for k, v in state.items()}
+    n = len(next(iter(out.values())))
+    for f, values in change.items():
+        if f not in out:
+            raise fail("change", f, f"a field of the state: {', '.join(out)}", "l09.changed_state")
+        if not isinstance(values, dict) or not values:
+            raise fail(f"change[{f!r}]", values, "a non-empty dict: instance → new value", "l09.changed_state")
+        for i, v in values.items():
+            if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or not 0 <= i < n:
+                raise fail(f"change[{f!r}]", i, f"an instance 0 … {n - 1}", "l09.changed_state")
+            out[f][int(i)] = v
+    out = {k: tuple(v) for k, v in out.items()}
+    worked_inputs(out)     # validates the new values
+    return out
+
+
+def state_change(change: dict | None = None, state: dict | None = None) -> pd.DataFrame:
+    """One row per number :func:`changed_state` changes: field, instance, the value in ``state`` (default
+    :data:`WORKED_STATE`) and the value now."""
+    state = WORKED_STATE if state is None else state
+    new = changed_state(change, state)
+    rows = [{"field": f, "instance": i, "worked": state[f][i], "now": new[f][i]}
+            for f in state for i in range(len(state[f])) if new[f][i] != state[f][i]]
+    return pd.DataFrame(rows, columns=["field", "instance", "worked", "now"]).set_index(["field", "instance"])
+
+
+def _num(x) -> str:
+    """A number as the feedback prints it: whole numbers with thousands commas, others to 4 digits."""
+    x = x.item() if hasattr(x, "item") else x
+    if isinstance(x, float) and not x.is_integer():
+        return f"{x:.4g}"
+    return f"{int(x):,}"
+
+
+def _vec(xs) -> str:
+    return "(" + ", ".join(_num(x) for x in xs) + ")"
+
+
+def _set(xs) -> str:
+    return "{" + ", ".join(str(i) for i in xs) + "}"
+
+
+def _sglang_steps(rp, r, sc, L) -> tuple[list, int, object]:
+    """SGLang's rule on lists ``r`` (rule_scores ``sc``): (the steps in words with their numbers — the first
+    decides the branch —, the instance, and a function of an instance saying why the rule does not take it)."""
+    from ..sim.routers_reference import _hit, sglang_imbalanced
+
+    n, m, rate, entered = sc["inflight"], list(r.matched_blocks), sc["match_rate"], sc["deepest_entered"]
+    hi, lo = max(n), min(n)
+    least = n.index(lo)
+    imbalanced = sglang_imbalanced(rp, n)
+    above = lambda yes: "above" if yes else "not above"   # noqa: E731
+    test = (f"in flight n = {_vec(n)}: max n − min n = {_num(hi)} − {_num(lo)} = {_num(hi - lo)} is "
+            f"{above(hi - lo > rp.sglang_abs)} abs = {_num(rp.sglang_abs)} and max n = {_num(hi)} is "
+            f"{above(hi > rp.sglang_rel * lo)} rel · min n = {_num(rp.sglang_rel)} × {_num(lo)} = "
+            f"{_num(rp.sglang_rel * lo)}; ")
+    if imbalanced:
+        steps = [test + "both hold, so the cluster is imbalanced and SGLang takes the least loaded",
+                 f"argmin n → instance {least} (n = {_num(lo)})"]
+        return steps, least, lambda g: (f"instance {g} is not the least loaded: n_{g} = {_num(n[g])} > "
+                                        f"min n = {_num(lo)}")
+    k = max(m)
+    deepest = [i for i in range(len(m)) if m[i] == k]
+    b = min(deepest, key=lambda i: (entered[i], i))
+    steps = [test + (f"imbalanced needs both, so the cluster is balanced and SGLang follows the deepest match if its "
+                     f"match rate h/L is above the threshold {_num(rp.sglang_threshold)}"),
+             f"m = {_vec(m)}: the deepest is {_num(k)} blocks, on "
+             + (f"instances {_set(deepest)}" if len(deepest) > 1 else f"instance {b} alone")
+             + (f" (a tie: the tree's last_tenant, the first to store the prefix, instance {b} — its deepest block "
+                f"entered at {_num(entered[b])} s)" if len(deepest) > 1 else ""),
+             f"instance {b}'s match rate h/L = {_num(_hit(m[b], _BT, L))} / {_num(L)} = {_num(rate[b])} is "
+             f"{above(rate[b] > rp.sglang_threshold)} the threshold"]
+    if rate[b] > rp.sglang_threshold:
+        steps[-1] += f" → instance {b}"
+
+        def why(g):
+            if m[g] < k:
+                return (f"instance {g} matches m_{g} = {_num(m[g])} blocks, fewer than the deepest match "
+                        f"({_num(k)} blocks, held elsewhere)")
+            return (f"instance {g} ties at the deepest match but stored the prefix later "
+                    f"(its deepest block entered at {_num(entered[g])} s, the first holder's at "
+                    f"{_num(entered[b])} s)")
+        return steps, b, why
+    steps[-1] += f", too little to follow: argmin n → instance {least} (n = {_num(lo)})"
+    return steps, least, lambda g: (f"the deepest match covers too little of the prompt, and instance {g} is not the "
+                                    f"least loaded: n_{g} = {_num(n[g])} (min n = {_num(lo)})")
+
+
+def _aibrix_steps(rp, r, sc, u) -> tuple[list, int, object]:
+    """AIBrix's routeOriginal on lists ``r`` (rule_scores ``sc``), as :func:`_sglang_steps`."""
+    n, m, bound = sc["inflight"], sc["matched_blocks"], sc["bound"][0]
+    N, hi, lo = len(n), max(n), min(n)
+    least = n.index(lo)
+    restrict = hi - lo > rp.aibrix_abs
+    cand = [i for i in range(N) if n[i] == lo] if restrict else list(range(N))
+    steps = [f"in flight n = {_vec(n)}: max n − min n = {_num(hi)} − {_num(lo)} = {_num(hi - lo)} is "
+             f"{'above' if restrict else 'not above'} abs = {_num(rp.aibrix_abs)}, so the candidates are "
+             + (f"only the least loaded, C = {_set(cand)}" if restrict else f"all the instances, C = {_set(cand)}")]
+    if not any(m[i] > 0 for i in cand):
+        outside = [i for i in range(N) if i not in cand and m[i] > 0]
+        steps.append(f"no candidate matches the prompt ({', '.join(f'm_{i} = {_num(m[i])}' for i in cand)}), so "
+                     f"argmin n → instance {least}"
+                     + (f"; the matches outside C ({', '.join(f'm_{i} = {_num(m[i])}' for i in outside)}) never count"
+                        if outside else ""))
+
+        def why(g):
+            if g not in cand:
+                return (f"instance {g} is not a candidate: n_{g} = {_num(n[g])} > min n = {_num(lo)}, so its match "
+                        f"(m_{g} = {_num(m[g])}) is never looked at")
+            return (f"no candidate matches, and instance {g} is not the first least loaded: n_{g} = {_num(n[g])} "
+                    f"(min n = {_num(lo)})")
+        return steps, least, why
+    s = min(math.floor(u * N), N - 1)
+    order = sorted(cand, key=lambda i: (-m[i], n[i], (i - s) % N))
+    mu = sum(n) / N
+    sd = (bound - mu) / rp.aibrix_k if rp.aibrix_k else 0.0
+    within = [i for i in order if n[i] <= bound]
+    pick = within[0] if within else least
+    steps.append(f"in the order m descending, n ascending: "
+                 f"{', '.join(f'{i} (m = {_num(m[i])}, n = {_num(n[i])})' for i in order)}; the load bound mean n + "
+                 f"k_σ·σ(n) = {_num(mu)} + {_num(rp.aibrix_k)} × {_num(sd)} = {_num(bound)}")
+    steps.append(f"the first within the bound → instance {pick}" if within else
+                 f"none within the bound: argmin n → instance {least}")
+
+    def why(g):
+        if g not in cand:
+            return f"instance {g} is not a candidate: n_{g} = {_num(n[g])} > min n = {_num(lo)}"
+        if n[g] > bound:
+            return (f"instance {g} is above the load bound: n_{g} = {_num(n[g])} > mean n + k_σ·σ(n) = "
+                    f"{_num(bound)}")
+        return (f"instance {g} (m_{g} = {_num(m[g])}, n_{g} = {_num(n[g])}) comes after another candidate within the "
+                f"load bound (m descending, n ascending)")
+    return steps, pick, why
+
+
+def explain_choice(router: str, state: dict | None = None, request: dict | None = None, given=None) -> str:
+    """Markdown: ``router``'s one-line rule (one of :data:`EXPLAINED`) applied step by step to ``state``
+    (default :data:`WORKED_STATE`) and ``request`` (default :data:`WORKED_REQUEST`), each term with its number
+    from :func:`~mooncake_lab.sim.routers_reference.rule_scores` (the functions the rule uses), ending with the
+    instance it picks — which must be :func:`worked_request`'s choice (the plain-Python rule and the compiled
+    ``route``). With ``given`` (an instance the rule does not pick): the test that decides the branch and why
+    ``given`` loses, without naming the winner."""
+    from ..sim.routers_reference import rule_scores, _as_lists
+
+    choice(router, "router", EXPLAINED, "l09.explain_choice")
+    table = worked_request(state, request)
+    picked = int(table.loc[router, "choice"])
+    ri, q = worked_inputs(state), dict(WORKED_REQUEST if request is None else request)
+    r = _as_lists(ri)
+    rp = RouterConfig().resolve(router, False, 10 ** 6, _BT)
+    sc = rule_scores(rp, ri, q["L"], q["n_blocks"], _BT, q["kv_cap"])
+    if router == "sglang":
+        steps, mine, why = _sglang_steps(rp, r, sc, int(q["L"]))
+    else:
+        steps, mine, why = _aibrix_steps(rp, r, sc, float(q["u"]))
+    if mine != picked:
+        raise RuntimeError(f"l09.explain_choice: {router}: the steps give instance {mine}, the rule {picked}")
+    name = f"`{router}`"
+    if given is None or given == picked:
+        return f"{name}: " + "; ".join(steps) + "."
+    N = len(r.inflight)
+    g = given.item() if hasattr(given, "item") else given
+    if isinstance(g, bool) or not isinstance(g, (int, float)) or not math.isfinite(g) or g != int(g) or not 0 <= g < N:
+        return f"The instances are numbered 0 to {N - 1}: give one of them."
+    g = int(g)
+    worked = int(worked_request(None, request).loc[router, "choice"]) if state is not None else None
+    copied = (f" Instance {g} is the worked table's choice, but this state differs from the worked one."
+              if worked is not None and g == worked and worked != picked else "")
+    reason = why(g)
+    return f"{name}: " + steps[0] + f". {reason[0].upper()}{reason[1:]}." + copied
 
 
 # ------------------------------------------------------------------ what a stale belief costs
