@@ -1,12 +1,12 @@
 """Closed forms behind the decode jump: they must reproduce step-by-step sums of cm_decode_step_time."""
-import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from mooncake_lab.roofline import cm_decode_step_time, cost_model
+from mooncake_lab.sim.coupled import _tail_mean
 from mooncake_lab.sim.decode_math import (decode_lines, segment_pieces, steps_until_after, time_after,
                                           top_k_sum)
 
@@ -74,18 +74,55 @@ def test_first_boundary_after(key, b, ctx0, n, frac):
     assert k == (after[0] + 1 if len(after) else n)
 
 
-@settings(max_examples=200, deadline=None)
-@given(runs=st.lists(st.tuples(st.floats(0.001, 5.0), st.floats(0.0, 0.1), st.integers(1, 40)),
-                     min_size=1, max_size=12), frac=st.floats(0.01, 1.0))
-def test_top_k_sum_matches_sorting(runs, frac):
-    ra = np.array([r[0] for r in runs])
-    rd = np.array([r[1] for r in runs])
+def _top_k_reference(runs, k):
+    """Plain Python: every value of every run, sorted descending, the first ``k`` added in that order."""
+    values = sorted((a + d * i for a, d, m in runs for i in range(m)), reverse=True)
+    total = 0.0
+    for v in values[:k]:
+        total += v
+    return total
+
+
+# values on a coarse grid tie within runs (d = 0) and across them (a grid step of d); others are arbitrary
+_A = st.one_of(st.sampled_from([0.25, 0.5, 1.0, 1.5]), st.floats(0.001, 5.0))
+_D = st.one_of(st.just(0.0), st.sampled_from([0.25, 0.5]), st.floats(0.0, 0.1))
+_RUNS = st.lists(st.tuples(_A, _D, st.integers(0, 40)), max_size=14)
+_K = st.one_of(st.just(1), st.integers(1, 40), st.integers(1, 600))  # up to more than all the values
+
+
+@settings(max_examples=400, deadline=None)
+@given(runs=_RUNS, k=_K)
+@example(runs=[(1.0, 0.0, 5), (1.0, 0.0, 3), (0.5, 0.25, 4)], k=6)  # ties within and across runs
+@example(runs=[(1.0, 0.5, 0), (2.0, 0.0, 0), (0.5, 0.0, 2)], k=1)   # runs of length 0
+@example(runs=[(0.5, 0.25, 3), (1.0, 0.0, 2)], k=50)                # k above the number of values
+@example(runs=[], k=3)
+def test_top_k_sum_is_the_sorted_sum_exactly(runs, k):
+    # the simulator's results are bit-identical across implementations only if the same values are
+    # added in the same (descending) order: == on the float, not approx
+    ra = np.array([r[0] for r in runs], dtype=float)
+    rd = np.array([r[1] for r in runs], dtype=float)
     rm = np.array([r[2] for r in runs], dtype=np.int64)
-    allv = np.sort(np.concatenate([a + d * np.arange(m) for a, d, m in runs]))
-    k = max(1, math.ceil(frac * len(allv)))
-    scratch_k, scratch_i = np.empty(len(runs)), np.empty(len(runs), dtype=np.int64)
-    got = top_k_sum(ra, rd, rm.copy(), len(runs), k, scratch_k, scratch_i)
-    assert got == pytest.approx(allv[-k:].sum(), rel=1e-12)
+    n = len(runs)
+    got = top_k_sum(ra, rd, rm, n, k, np.empty(n), np.empty(n, dtype=np.int64))
+    assert got == _top_k_reference(runs, k)
+
+
+@settings(max_examples=300, deadline=None)
+@given(first=_A, events=st.lists(_A, max_size=120), runs=_RUNS, kk=st.integers(1, 40))
+@example(first=1.0, events=[1.0] * 30, runs=[(1.0, 0.0, 10)], kk=20)
+def test_coupled_tail_mean_is_the_sorted_sum_exactly(first, events, runs, kk):
+    # the coupled engine's user of top_k_sum: the first interval and the events' go through its sorted
+    # heap, the runs are screened by its smallest; row 1 of two logs, at an offset, as in the kernel
+    ev_v = np.full((2, len(events) + 7), np.nan)
+    ev_v[1, 3:3 + len(events)] = events
+    la, ld = np.full((2, len(runs) + 5), np.nan), np.full((2, len(runs) + 5), np.nan)
+    lm = np.zeros((2, len(runs) + 5), dtype=np.int64)
+    for r, (a, d, m) in enumerate(runs):
+        la[1, 2 + r], ld[1, 2 + r], lm[1, 2 + r] = a, d, m
+    n = kk + len(runs) + 1
+    got = _tail_mean(1, kk, first, ev_v, 3, 3 + len(events), np.empty(kk), 2, 2 + len(runs), la, ld, lm,
+                     np.empty(n), np.empty(n), np.empty(n, dtype=np.int64), np.empty(n), np.empty(n, dtype=np.int64))
+    assert got == _top_k_reference([(first, 0.0, 1)] + [(v, 0.0, 1) for v in events] + list(runs), kk) / kk
 
 
 def test_top_k_hand_example():
