@@ -54,6 +54,17 @@ bit-identical), conversation, thread CPU time of the whole ``simulate()``, old a
 (8 rounds of 11 runs, median of the medians / best, load average ≈ 1 on 2 cores): 16 coupled 63.5 / 60.2 →
 37.7 / 32.0 ms, chunked 512 78.3 / 73.7 → 46.3 / 38.8 ms, 8P+8D kvcentric 34.0 / 29.2 → 36.5 / 28.8 ms (the
 same within the noise: ``top_k_sum`` alone over the run's 11,959 calls takes 3.9 → 2.6 ms).
+Measured for the speed budgets of issues 14 and 16 (the pass over arrivals without reference counting,
+``kernel._run``; LRU touches in one loop; per-run tables and cleared caches from a pool, no page faults; the
+trace check compiled; the top-10% intervals above; every result bit-identical, ``check_identical.py``): the
+session's first commit (9e1371a) and its last in alternating processes, 5 rounds of 7 runs, thread CPU time of
+the whole ``simulate()``, median of the medians / best, conversation unless named: 8P+8D kvcentric 59.8 / 53.0 →
+45.6 / 33.3 ms (budget 60), toolagent-like 109.0 / 96.6 → 85.8 / 72.7 (budget 120); 16 coupled 79.8 / 73.5 →
+39.4 / 35.3, chunked 512 104.0 / 88.3 → 48.9 / 43.9; the routers, 8P+8D: dynamo 56.8 → 34.8, sglang 79.8 →
+41.4, llmd 80.3 → 45.7, prodstack_rr 82.5 → 38.2, prodstack_prefix 76.6 → 19.9, prodstack_kv 64.6 → 34.5,
+aibrix 88.7 → 52.3, preble 106.2 → 37.0. This VM's speed swings between rounds (the same code: kvcentric
+34.6–62.6 ms per round, old 55.0–93.0); in a quiet phase (6 rounds of 11) kvcentric 34.6, toolagent-like 72.9,
+16 coupled 37.4 ms.
 """
 from __future__ import annotations
 
