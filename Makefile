@@ -53,8 +53,8 @@ warmup: $(STAMP)
 nbform: $(STAMP)
 	$(BIN)/python -m mooncake_lab.notebook_form
 
-bench: $(STAMP)
-	for b in benchmarks/*.py; do $(BIN)/python $$b || exit 1; done
+bench: $(STAMP)  ## the speed benchmarks (check_*.py compare two versions: their docstrings)
+	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done
 
 clean:
 	rm -rf $(VENV) build .pytest_cache .hypothesis

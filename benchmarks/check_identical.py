@@ -72,11 +72,11 @@ def configs(conv, tool):
     return c
 
 
-def main(mode, path):
-    conv = load_trace_or_synthetic("conversation", download=False)
-    tool = synthetic_trace("toolagent-like")
+def save_or_compare(mode, path, cfgs) -> int:
+    """Run every ``{name: (trace, ClusterConfig fields)}`` and save (``mode`` "save") or compare (``"cmp"``) its
+    output arrays, per-instance peak KV and diagnostics with the file ``path``; 1 if anything differs."""
     saved = {}
-    for name, (tr, kw) in configs(conv, tool).items():
+    for name, (tr, kw) in cfgs.items():
         r = sim.simulate(tr, sim.ClusterConfig(**kw))
         for k, v in r.arrays.items():
             saved[f"{name}/{k}"] = np.asarray(v)
@@ -101,4 +101,5 @@ def main(mode, path):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2]))
+    sys.exit(save_or_compare(sys.argv[1], sys.argv[2], configs(load_trace_or_synthetic("conversation", download=False),
+                                                               synthetic_trace("toolagent-like"))))

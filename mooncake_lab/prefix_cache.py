@@ -275,9 +275,12 @@ def new_cache_state(n_instances: int, n_blocks: int, capacity, *, alloc=None, po
     return CacheState(last_use=last_use, q_block=qs[0], q_stamp=qs[1], meta=meta)  # queues: read only once written
 
 
-_POOL: list = []            # [buffer, clean]: flat int64 buffers free for reuse (at most _POOL_MAX, largest
-_POOL_MAX = 12              # kept) and how many of a buffer's first elements are known to be −1; two runs in
-_POOL_LOCK = threading.Lock()  # parallel (simulate_all), up to six buffers each (a router's belief)
+#: Flat int64 buffers free for reuse, as ``[buffer, clean]``: ``clean`` = how many of its first elements are
+#: known to be −1. At most _POOL_MAX (the largest) are kept: two runs in parallel (simulate_all), up to six
+#: buffers each (a router's belief).
+_POOL: list = []
+_POOL_MAX = 12
+_POOL_LOCK = threading.Lock()
 
 
 def _take(need: int) -> list:
@@ -296,15 +299,6 @@ def _give(entries: list) -> None:
         _POOL.extend(entries)
         _POOL.sort(key=lambda e: e[0].size)
         del _POOL[:-_POOL_MAX]
-
-
-@helper_njit
-def _live_entries(meta):
-    """Queue (or heap) entries of all caches: ``meta[:, 3] − meta[:, 2]`` summed."""
-    k = 0
-    for c in range(meta.shape[0]):
-        k += meta[c, 3] - meta[c, 2]
-    return k
 
 
 @helper_njit
@@ -339,7 +333,7 @@ def pooled_cache_state(n_instances: int, n_blocks: int, capacity, policy: str = 
         st = new_cache_state(n_instances, n_blocks, capacity, alloc=alloc, policy=policy)
         yield st
         k = st.last_use.size
-        if k and _live_entries(st.meta) <= k // 4:  # cheaper than a fill: clean it now
+        if k and int((st.meta[:, 3] - st.meta[:, 2]).sum()) <= k // 4:  # few queue entries: cheaper than a fill
             _clear_cached(st.last_use, st.q_block, st.meta)
             taken[0][1] = k
     finally:
