@@ -172,7 +172,7 @@ def cm_cpp_request_time(c, n_new, n_cached, chunk, n_stages, act_bytes_per_token
                           bandwidth, overlap)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # nogil: work computed ahead leaves the GIL to the student's move
 def _pipeline_kernel(c, arrival, n_new, n_cached, chunk, n_stages, act_bytes, bandwidth, overlap,
                      interleave, n_total):
     n_req = arrival.shape[0]

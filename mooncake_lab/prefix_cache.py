@@ -513,7 +513,7 @@ def _touch_blocks(last_use, q_block, q_stamp, meta, inst, blocks):
     meta[inst, 4] = clock
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # nogil: work computed ahead leaves the GIL to the student's move
 def _replay_kernel(offsets, block_ids, assignment, last_use, q_block, q_stamp, meta):
     """Replay requests in order through per-instance caches (each evicting by its ``meta[:, 5]``
     policy); leading hit blocks per request."""
@@ -713,7 +713,7 @@ def _fenwick_prefix(tree, i):
     return s
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # nogil: work computed ahead leaves the GIL to the student's move
 def _stack_distance_kernel(offsets, block_ids, n_blocks, never):
     """Per access: running max over the request's leading blocks of the LRU stack distance.
 

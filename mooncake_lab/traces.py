@@ -351,7 +351,7 @@ def _chain_clash(t: Trace):
     return tuple((j, int(np.searchsorted(off, j, side="right")) - 1, int(parent[j])) for j in (j0, j1))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # nogil: work computed ahead leaves the GIL to the student's move
 def _chains_consistent(key, off, n_keys):
     """Whether every id of ``key`` (block ids, dense ``0 … n_keys − 1``) has the same parent at each of its
     occurrences (−1: first block of a prompt): :func:`_chain_clash`'s check in one pass, without its
