@@ -511,3 +511,25 @@ def test_pooled_cache_state_is_cleared_through_its_queues_and_refilled_after_an_
         assert all(e[1] == 0 for e in pc._POOL)  # dirty: the next one fills
         with pc.pooled_cache_state(3, t.n_blocks, 2, policy=policy) as st:
             assert (st.last_use == -1).all()
+
+
+def test_pool_remembers_what_is_clean_beyond_a_smaller_run(monkeypatch):
+    """A run on fewer instances leaves the rest of a clean buffer clean (so going back to more instances
+    fills nothing), and a run on more instances fills only beyond the clean part (a move of
+    SchedulingDashboard from 8 to 24 prefill instances filled all 24 × 183k)."""
+    monkeypatch.setattr(pc, "_POOL", [])
+    t = _trace([[0, 1, 2], [0, 1, 3], [4], [0, 1, 2], [5, 6], [0, 5]] * 5 + [[7 + i] for i in range(100)])
+    n = t.n_blocks
+
+    def run(n_inst):
+        with pc.pooled_cache_state(n_inst, n, 2) as st:
+            assert (st.last_use == -1).all()
+            pc._replay_kernel(t.block_offsets, t.block_ids, pc.route_requests(len(t), n_inst, "random", 1), *st)
+        return max(e[1] for e in pc._POOL)
+
+    assert run(3) == 3 * n
+    assert run(1) == 3 * n          # instance 0 written and cleared; 1 and 2 untouched
+    buf = next(e[0] for e in pc._POOL if e[1])
+    buf[3 * n:4 * n] = 7            # beyond the clean part: must be filled by the next larger run
+    assert run(4) == 4 * n
+    assert run(2) == 4 * n
