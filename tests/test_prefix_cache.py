@@ -533,3 +533,27 @@ def test_pool_remembers_what_is_clean_beyond_a_smaller_run(monkeypatch):
     buf[3 * n:4 * n] = 7            # beyond the clean part: must be filled by the next larger run
     assert run(4) == 4 * n
     assert run(2) == 4 * n
+
+
+def test_prefault_pool_leaves_clean_written_buffers_for_a_bigger_run(monkeypatch):
+    """prefault_pool(k, 2): two pooled buffers whose first k elements are −1 and marked clean, which the
+    next runs of that size take as they are (no fill, no page to fault in); bad sizes are refused by name."""
+    monkeypatch.setattr(pc, "_POOL", [])
+    t = _trace([[0, 1, 2], [0, 1, 3], [4], [0, 1, 2], [5, 6], [0, 5]] * 5 + [[7 + i] for i in range(1000)])
+    n = t.n_blocks
+    with pc.pooled_cache_state(1, n, 2) as st:   # a small run first: its buffer has room for 4 instances
+        pc._replay_kernel(t.block_offsets, t.block_ids, np.zeros(len(t), dtype=np.int64), *st)
+    pc.prefault_pool(4 * n)
+    clean = sorted(e[1] for e in pc._POOL)
+    assert len(clean) >= 2 and clean[-2] >= 4 * n
+    assert all((e[0][:4 * n] == -1).all() for e in pc._POOL if e[1] >= 4 * n)
+    ready = [e[0] for e in pc._POOL if e[1] >= 4 * n]
+    with pc.pooled_cache_state(4, n, 2) as st, pc.pooled_array((4, n)) as avail:
+        assert (st.last_use == -1).all()
+        assert any(np.shares_memory(st.last_use, b) for b in ready)   # taken as it was
+        assert any(np.shares_memory(avail, b) for b in ready)
+    for bad in (-1, 2.5, float("nan"), "8"):
+        with pytest.raises(ValueError, match="n_elements"):
+            pc.prefault_pool(bad)
+    with pytest.raises(ValueError, match="n_buffers"):
+        pc.prefault_pool(10, 0)
