@@ -41,7 +41,8 @@ def _steps():
          lambda: [sim.simulate(tr, sim.ClusterConfig(engine_mode="coupled", chunked_prefill=True, prefill_policy=r))
                   for r in ("dynamo", "sglang", "aibrix")]),
         ("prefix caches (lecture 03)", lambda: (prefix_cache.lru_hit_ratio(tr, 100, n_instances=2),
-                                                prefix_cache.hit_ratio_curve(tr, [10, 100]))),
+                                                prefix_cache.hit_ratio_curve(tr, [10, 100]),
+                                                prefix_cache.prefault_pool(1))),
         ("CPP pipeline (lecture 05)", lambda: cpp.simulate_pipeline(np.zeros(2), np.array([8192, 4096]))),
     ]
 
