@@ -1,9 +1,9 @@
 """The network as a shared resource (``ClusterConfig.network_contention``): the rules both engines follow.
 
-Without contention (the default) every transfer gets the whole NIC: a fetch of ``n`` tokens takes
-:func:`~mooncake_lab.roofline.cm_kv_transfer_time` (``n`` × KV bytes per token / (NIC bandwidth ×
-the preset's RDMA efficiency)) / X, a KV stream to decode exposes :func:`.kernel._exposed_transfer`.
-With it, **each prefill node has a send link and a receive link, and each decode node a receive
+Without contention (``network_contention=False``; the default is True, the paper's setting) every
+transfer gets the whole NIC: a fetch of ``n`` tokens takes :func:`~mooncake_lab.roofline.cm_kv_transfer_time`
+(``n`` × KV bytes per token / (NIC bandwidth × the preset's RDMA efficiency)) / X, a KV stream to decode
+exposes :func:`.kernel._exposed_transfer`. With it (the default), **each prefill node has a send link and a receive link, and each decode node a receive
 link**, whose capacity is that same per-node bandwidth (``network_gbps``, else the node's NIC count
 × Gbps, × RDMA efficiency: one formula, ``cm_kv_transfer_time``), and transfers reserve them:
 
