@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
@@ -334,6 +335,36 @@ def test_long_prompts_carry_half_the_calibrated_work_and_the_order_holds_under_b
         m = chk[col]
         assert m["random"] > m["load"] > m["cache_aware"] > m["kvcentric"], col
     assert any(c.startswith("modern at 1.7") for c in chk.columns)   # ρ₀ = 1 at ≈ 1.75× under modern
+
+
+@pytest.mark.parametrize("trace_setup", ["released", "no-traces"], indirect=True)
+def test_fig8_under_the_check_preset_keeps_the_order_and_the_note_says_why(trace_setup):
+    """§4's Fig. 8 on `modern` (valid at the trace's prompt lengths): each workload at its own ρ₀ = 1 speed
+    keeps the paper's order; the note puts our means beside the paper's and gives the service times."""
+    from mooncake_lab.plots import scheduling as P
+    from mooncake_lab.traces import cached_trace
+
+    tr = cached_trace("conversation")
+    for t in S.TRACES:
+        sp = S.preset_check_speed(t)
+        assert sp == round(S.balanced_replay_speed(t, sim.ClusterConfig(preset=S.CHECK_PRESET)), 2)
+        assert S.offered_prefill_load(t, sim.ClusterConfig(preset=S.CHECK_PRESET), speed=sp) == pytest.approx(1, abs=0.01)
+        m = S.policy_comparison(t, sp, preset=S.CHECK_PRESET)["ttft_mean_s"]
+        assert m["random"] > m["load"] > m["cache_aware"] > m["kvcentric"], t
+    sp = S.preset_check_speed(tr)
+    assert f"{S.CHECK_PRESET} at {sp:g}×" in S.preset_check(tr).columns     # the preset check's runs
+    m = S.policy_comparison(tr, sp, preset=S.CHECK_PRESET)["ttft_mean_s"]
+    q = S.queueing_check(S.policy_runs(tr, sp, preset=S.CHECK_PRESET)).loc["random"]
+    qc = S.queueing_check(S.policy_runs(tr, S.DEFAULT_REPLAY_SPEED)).loc["random"]
+    assert q.mean_service_s < qc.mean_service_s and q.service_scv < qc.service_scv   # the "why"
+    note = S.fig8_note(tr)
+    assert f"at {sp:g}×" in note and tr.name in note and "the paper's order" in note
+    assert " / ".join(f"{m[p]:.3g}" for p in S.POLICIES) + " s" in note
+    assert "92.07 / 60.41 / 14.36 / 6.26 s" in note and f"{q.mean_service_s:.2f} s on average" in note
+    assert (pd.Series(S.PAPER_FIG8_TTFT_S) > m).all() and "shorter than the paper's" in note
+    fig = P.ttft_by_policy({"modern": S.ttft_samples(S.policy_runs(tr, sp, preset=S.CHECK_PRESET))},
+                           S.PAPER_FIG8_TTFT_S)
+    _labelled(fig)
 
 
 def test_algorithm_one_dashboard_says_when_the_fetch_made_it_slower():

@@ -216,6 +216,8 @@ claim("04.tool_speed", "at *its* balanced speed, 0.5× (ρ₀ = 2.03 at 1×)", l
 claim("04.box", "Each box spans the 25th–75th percentile of TTFT, whiskers 5–95%", lambda: [
     *_box_percentiles()])
 claim("04.slo", "the dashed line the 30 s SLO", lambda: paper.SLO_TTFT_S, source=paper.SLO_SOURCE)
+claim("04.fig8m_fit", "The calibrated fit extrapolates past 8k tokens\n(section 3)", lambda: [_fit_max_tokens() / 1000, 3])
+claim("04.fig8m_rho", "under `modern` (ρ₀ = 1)", lambda: 1)
 # ---- section 5 --------------------------------------------------------------------------------
 claim("04.hit_blind", "≈ 13% of prompt tokens", lambda: 100 * _comp().loc["load", "hit_ratio"], trace=R)
 claim("04.hit_kvc", "KVCache-centric reuses ≈ 37%", lambda: 100 * _comp().loc["kvcentric", "hit_ratio"], trace=R)
