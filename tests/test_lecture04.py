@@ -427,6 +427,9 @@ def test_network_section_shows_what_its_prose_says():
     for fig in (P.contention_ttft(tab), P.replicas_over_time({"a": reps[False], "b": reps[True]}, n_instances=8)):
         assert isinstance(fig, Figure) and fig.axes[0].get_title() and fig.axes[0].get_xlabel()
         assert "(" in fig.axes[0].get_ylabel() or "instances" in fig.axes[0].get_ylabel()
+    # the runs' clock is the replay's: the time axis names the speed
+    fig = P.replicas_over_time({"a": reps[False]}, n_instances=8, speed=S.DEFAULT_REPLAY_SPEED)
+    assert f"replayed at {S.DEFAULT_REPLAY_SPEED:g}×" in fig.axes[0].get_xlabel()
 
 
 @pytest.mark.parametrize("trace_setup", ["released", "no-traces"], indirect=True)

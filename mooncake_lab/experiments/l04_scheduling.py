@@ -422,7 +422,8 @@ def _figures() -> dict:
         "l04_instance_queues": plots.instance_queues_grid({p: instance_queues(r) for p, r in conv.items()}),
         "l04_hot_block_replicas": plots.replica_bars(replica_summary(conv), n_instances=8),
         "l04_contention_ttft": plots.contention_ttft(contention_comparison()),
-        "l04_replicas_over_time": plots.replicas_over_time(_replica_frames(contention_replicas()), n_instances=8),
+        "l04_replicas_over_time": plots.replicas_over_time(_replica_frames(contention_replicas()), n_instances=8,
+                                                         speed=DEFAULT_REPLAY_SPEED),
     }
 
 

@@ -218,10 +218,11 @@ def contention_ttft(table: pd.DataFrame):
 
 
 @styled
-def replicas_over_time(frames: dict, n_instances: int | None = None):
+def replicas_over_time(frames: dict, n_instances: int | None = None, speed: float | None = None):
     """Replica counts of hot blocks over time (FAST'25 Fig. 11's shape): per run of ``frames``
     (``{label: replicas_over_time frame}``), the mean over ranks 2 … top (line) with their min–max
-    (band); rank 1 (the system prompt) dotted."""
+    (band); rank 1 (the system prompt) dotted. ``speed``: the runs' replay speed, named on the time
+    axis (their clock is the replay's: at 0.4× the trace's hour lasts 2.5)."""
     fig, ax = new_figure(width=8.0, height=4.4)
     for k, (label, f) in enumerate(frames.items()):
         t = f.index.to_numpy() / 60.0
@@ -235,7 +236,7 @@ def replicas_over_time(frames: dict, n_instances: int | None = None):
     hi = n_instances or max(int(f.to_numpy().max()) for f in frames.values())
     ax.set_ylim(0, hi * 1.5)  # headroom for the legend above the curves
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_xlabel("time since the first arrival (min)")
+    ax.set_xlabel("time since the first arrival (min" + (f", trace replayed at {speed:g}×)" if speed else ")"))
     ax.set_ylabel("prefill instances holding the block")
     ax.set_title("Hot-block replicas over time (KVCache-centric)", y=1.0)
     ax.legend(loc="upper center", ncol=1, borderaxespad=0.3)
