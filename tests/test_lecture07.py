@@ -291,6 +291,26 @@ def test_paper_decode_semantics_make_every_policy_reject_the_same():
     assert "the decode pool never binds" in ov.describe_semantics(table)
 
 
+@pytest.mark.parametrize("trace", ov.TRACES)
+def test_isolation_table_the_memory_load_decides_the_ordering(trace):
+    """§6½'s one-at-a-time control, as the lecture's prose states it (released trace or stand-in): with
+    40k-token nodes but the paper's TBT load the decode checks (almost) never fire and the full pool preempts;
+    adding the memory term brings the paper's ordering back at the mild overload, output lengths unknown."""
+    t = ov.isolation_table(trace)
+    assert list(dict.fromkeys(t.index.get_level_values(0))) == list(ov.ISOLATION)
+    n = t.attrs["requests"]
+    for v in ov.ISOLATION_SPEEDS:
+        tbt40 = t.loc[("paper's + 40k-token decode nodes", v)]
+        assert not tbt40["paper_ordering"] and tbt40["after_prefill_baseline"] < 0.01 * n
+        assert max(tbt40[f"rejected_{p}"] for p in ov.POLICIES) - min(tbt40[f"rejected_{p}"] for p in ov.POLICIES) < 0.01 * n
+        assert tbt40["preemptions_early"] > 0 and t.loc[("lecture's", v), "preemptions_early"] == 0
+    mild = min(ov.ISOLATION_SPEEDS)
+    assert t.loc[("paper's + 40k-token nodes + memory load", mild), "paper_ordering"]
+    assert t.loc[("lecture's", mild), "paper_ordering"]
+    assert ov.ISOLATION["paper's + 40k-token nodes + memory load"]["output_lengths"] == "unknown"
+    assert "The paper's ordering appears at paper's + 40k-token nodes + memory load" in ov.describe_isolation(t)
+
+
 def test_split_table_decode_binds_only_when_starved():
     splits = ov.split_table("conversation")
     assert splits.attrs["requests"] == len(ov._trace("conversation"))

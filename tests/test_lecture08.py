@@ -123,6 +123,25 @@ def test_early_rejection_turns_away_long_prompts():
     assert r.rejected_tokens > 2.5 * r.rejected_requests
 
 
+def test_admission_control_says_which_check_rejects():
+    """The ablation's `predicted` share is the TTFT check at arrival: on the conversation trace (released or
+    stand-in) baseline, early and predicted reject the same requests, all on the prefill load, none after
+    prefill; the sentence says so only when that holds."""
+    tab = c.admission_control("conversation")
+    assert list(tab.index) == list(c.ADMISSIONS) and tab.loc["none", "rejected"] == 0
+    rej = tab.drop("none")
+    assert (rej.rejected == rej.by_prefill_load + rej.by_decode_load_only + rej.after_prefill + rej.too_large).all()
+    assert rej.capacity_rps.nunique() == 1 and rej.rejected.nunique() == 1 and rej.rejected.iloc[0] > 0
+    assert (rej.by_decode_load_only == 0).all() and (rej.after_prefill == 0).all()
+    assert tab.loc["predicted", "capacity_rps"] == pytest.approx(
+        c.capacity_table(c.capacity_curve(("mooncake",), progress=False)).loc["mooncake", 100])
+    text = c.describe_admission(tab)
+    assert "Every rejection is the TTFT check" in text and f"t_d = {c.config_of('mooncake').decode_time_s:g} s" in text
+    other = tab.copy()
+    other.loc["early", "by_decode_load_only"] = 1
+    assert "The policies differ here" in c.describe_admission(other)
+
+
 def test_coupled_without_chunking_never_meets_100ms_on_toolagent_like():
     curve = c.capacity_curve(("coupled",), trace="toolagent-like", progress=False)
     assert c.capacity_table(curve).loc["coupled", 100] == 0.0

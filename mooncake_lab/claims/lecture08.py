@@ -91,6 +91,7 @@ claim("08.more_requests", "75 % more requests", lambda: 100 * paper.ARXIV_REAL_G
 claim("08.cpp_x", "groups of X = 2 nodes", _x)
 claim("08.cpp_groups", "4 groups of 2", lambda: (_full().n_prefill // _x(), _x()))
 claim("08.single", "(8 single-node instances)", lambda: _full().n_prefill)
+claim("08.td", "uniform t_d = 10 s, the simulator's default", lambda: _full().decode_time_s)
 claim("08.decode_nodes", "on 8 decode nodes", lambda: _full().n_decode)
 claim("08.setup", "16 nodes of 8×A800", lambda: (_g().N_NODES, _node("a800x8").n_gpus))
 claim("08.slos", "TTFT ≤ 30 s and TBT ≤ 100 / 200 / 300 ms", lambda: (_g().TTFT_SLO_S, *_g().TBT_SLOS_MS),

@@ -76,7 +76,8 @@ exercise(Exercise(
     answer=_largest_share, choices=("disaggregation", "cpp", "kvcentric", "layerwise", "predicted"),
     hint="gain_shares(cap, 100).share — the index names the parts.",
     why="prediction-based early rejection: capacity counts requests, and turning away a few long prompts "
-        "frees the prefill pool for many short ones."))
+        "frees the prefill pool for many short ones. It is its TTFT check that rejects them: the decode pool never "
+        "binds here, so baseline and early rejection turn away the same requests (admission_control)."))
 
 exercise(Exercise(
     "08.rejected_tokens",

@@ -38,7 +38,8 @@ from .common import as_trace as _trace, simulate_all, simulate_at_speed
 
 __all__ = ["overload_comparison", "policy_counts", "policy_jobs", "PAPER_TABLE3_REJECTED", "DEFAULT_CONFIG", "DEFAULT_SPEED",
            "PAPER_DECODE", "LECTURE_SEMANTICS", "DECODE_SEMANTICS", "semantics_config", "semantics_table", "describe_semantics",
-           "SPLITS", "SPLIT_SPEEDS", "split_table", "describe_splits",
+           "SPLITS", "SPLIT_SPEEDS", "split_table", "describe_splits", "ISOLATION", "ISOLATION_SPEEDS",
+           "isolation_table", "describe_isolation",
            "POLICIES", "run", "policy_runs", "load_timeseries", "speed_sweep", "SWEEP_SPEEDS", "regime_table",
            "REGIMES",
            "rejection_ordering", "paper_ordering_holds", "crossover_speed", "real_kv_capacity_tokens",
@@ -411,6 +412,59 @@ def semantics_table(traces=TRACES, speed: float = DEFAULT_SPEED, semantics=tuple
     return pd.DataFrame(rows).set_index(["trace", "semantics"])
 
 
+#: Replay speeds of :func:`isolation_table`: a mild overload and the paper's 2×.
+ISOLATION_SPEEDS = (1.0, DEFAULT_SPEED)
+#: The paper's decode semantics with the lecture's choices added one at a time (name → ClusterConfig
+#: overrides on top of DEFAULT_CONFIG): which of the five differences of §6½ decides Table 3's ordering.
+ISOLATION = {
+    "paper's": dict(PAPER_DECODE),
+    "paper's + 40k-token decode nodes": {**PAPER_DECODE,
+                                         "decode_kv_capacity_tokens": DEFAULT_CONFIG["decode_kv_capacity_tokens"]},
+    "paper's + 40k-token nodes + memory load": {**PAPER_DECODE,
+                                                "decode_kv_capacity_tokens": DEFAULT_CONFIG["decode_kv_capacity_tokens"],
+                                                "decode_load_metric": "tbt_or_memory"},
+    "lecture's": dict(LECTURE_SEMANTICS),
+}
+
+
+def isolation_table(trace: Trace | str = "toolagent-like", speeds=ISOLATION_SPEEDS) -> pd.DataFrame:
+    """:func:`semantics_table`'s columns for each variant of :data:`ISOLATION` and replay speed (8P+8D), plus
+    the decode preemptions under early rejection and goodput per policy. Index: (variant, speed)."""
+    tr = _trace(trace)
+    rows = []
+    for name, kw in ISOLATION.items():
+        for v in speeds:
+            df = overload_comparison(tr, float(v), **kw)
+            pre = int(run(tr, float(v), admission="early", **kw).arrays["preemptions"].sum())
+            rows.append({"variant": name, "speed": float(v), **_rejected_row(df), "preemptions_early": pre,
+                         **{f"goodput_{p}": int(df.loc[p, "goodput"]) for p in df.index}})
+    out = pd.DataFrame(rows).set_index(["variant", "speed"])
+    out.attrs.update(requests=len(tr), trace=tr.name)
+    return out
+
+
+def describe_isolation(table: pd.DataFrame) -> str:
+    """Markdown: where the paper's ordering appears in an :func:`isolation_table` (computed)."""
+    def rows(name):
+        return [(v, r) for (k, v), r in table.iterrows() if k == name]
+    parts = []
+    for name in dict.fromkeys(table.index.get_level_values(0)):
+        parts.append(f"{name}: " + ", ".join(f"{v:g}× {_counts_text(r)} ({r['ordering']}; {r['preemptions_early']:,} "
+                                             f"preemptions under early)" for v, r in rows(name)))
+    holds = [f"{k} at {v:g}×" for (k, v), r in table.iterrows() if r["paper_ordering"]]
+    out = (f"On `{table.attrs['trace']}`, rejected baseline / early / predicted — " + "; ".join(parts) + ". "
+           + (f"The paper's ordering appears at {', '.join(holds)}." if holds else
+              "The paper's ordering appears in none of these rows."))
+    tbt40 = rows("paper's + 40k-token decode nodes")
+    if tbt40 and all(int(r[f"after_prefill_{p}"]) == 0 and r["rejected_baseline"] == r["rejected_early"]
+                     == r["rejected_predicted"] for _, r in tbt40 for p in POLICIES):
+        v, r = tbt40[-1]
+        out += (f" With 40k-token nodes but the TBT-based load, no policy's decode check fires — the step time stays "
+                f"far below the SLO while the memory is full — and at {v:g}× only {int(r['goodput_early']):,} of "
+                f"{table.attrs['requests']:,} requests meet both SLOs.")
+    return out
+
+
 def split_table(trace: Trace | str = "conversation", splits=SPLITS, speeds=SPLIT_SPEEDS,
                 semantics: str = "paper") -> pd.DataFrame:
     """:func:`semantics_table`'s columns for each P:D split (``(n_prefill, n_decode)``) and replay
@@ -488,7 +542,9 @@ def requests_per_node(capacity_tokens: float, trace: Trace | str = "toolagent-li
 def _metrics() -> list[Metric]:
     df = overload_comparison()
     src = (f"{_TABLE3}; ours: toolagent-like synthetic trace (23,608 requests) at {DEFAULT_SPEED}×, "
-           f"8P+8D, preset 'modern', decode KV 40k tokens/node (a decode-bound overload)")
+           f"8P+8D, preset 'modern', decode KV 40k tokens/node (a decode-bound overload), the lecture's decode semantics "
+           f"(LECTURE_SEMANTICS, not the paper's: {', '.join(f'{k}={v!r}' for k, v in LECTURE_SEMANTICS.items())}), "
+           "t_d derived (decode_time_estimate)")
     out = [Metric(f"overload.rejected.{p}", float(df.loc[p, "rejected"]), "requests", PAPER_TABLE3_REJECTED[p], src)
            for p in POLICIES]
     out += [Metric(f"overload.completed.{p}", float(df.loc[p, "completed"]), "requests", None, src)
