@@ -117,6 +117,43 @@ def test_request_capacity_ratio_is_the_papers_metric_at_the_traces_own_load():
     assert "+498%" in g.describe_ratio(t, "x")                       # the paper's gain quoted beside ours
 
 
+def test_fig1_curve_plots_the_ratio_against_the_tbt_threshold_with_the_papers_readings():
+    """Fig. 1's axes: one line per cluster through request_capacity_ratio's values at each threshold, the
+    paper's 100 ms readings as marks (only for the clusters it has one), title and units."""
+    from mooncake_lab import paper
+    from mooncake_lab.experiments import l06_goodput as g
+    from mooncake_lab.plots import goodput as gp
+
+    tr = g._trace("conversation").head(1500)
+    t = g.request_capacity_ratio(1.0, g.FIG1_THRESHOLDS_MS, trace=tr)
+    assert (t.diff(axis=1).iloc[:, 1:] >= 0).all().all()
+    pts = g.fig1_paper_points()
+    assert pts == {"mooncake": paper.FIG1_AT_100MS_PERCENT["mooncake"], "vllm": paper.FIG1_AT_100MS_PERCENT["vllm"],
+                   "vllm + chunked prefill": paper.FIG1_AT_100MS_PERCENT["vllm_chunked"]}
+    fig = gp.plot_capacity_ratio(t, pts)
+    _labelled(fig)
+    ax = fig.axes[0]
+    lines = {ln.get_label(): ln for ln in ax.lines}
+    for name, row in t.iterrows():
+        assert list(lines[name].get_xdata()) == list(g.FIG1_THRESHOLDS_MS)
+        assert list(lines[name].get_ydata()) == list(row)
+    marks = [ln for ln in ax.lines if ln.get_label().startswith("paper")]
+    assert sorted(float(m.get_ydata()[0]) for m in marks) == sorted(pts.values())
+    assert all(float(m.get_xdata()[0]) == 100 for m in marks)
+    assert "ms" in ax.get_xlabel() and "%" in ax.get_ylabel() and "Fig. 1" in ax.get_title()
+
+
+def test_paper_box_says_the_2x_of_the_vllm_tbt_row_is_ours():
+    from mooncake_lab.experiments import l06_goodput as g
+
+    tr = g._trace("conversation").head(1500)
+    ratio = g.request_capacity_ratio(1.0, trace=tr)
+    box = g.paper_box(ratio, g.capacity_table(g.attainment_curve(trace=tr, progress=False)),
+                      g.pd_sweep(trace=tr, progress=False), g.run("coupled", 2.0, tr), "x")
+    row = next(r for r in box.splitlines() if r.startswith("| vLLM meets the TBT SLO"))
+    assert "chosen by us" in row and f"{ratio.loc['vllm', 100]:.1f}%" in row
+
+
 def test_pd_sweep_marks_a_capacity_at_the_top_of_the_sweep_as_a_lower_bound():
     from mooncake_lab.experiments import l06_goodput as g
 

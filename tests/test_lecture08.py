@@ -317,3 +317,16 @@ def test_glossary_has_lecture_08_terms():
 
     terms = set(glossary("08")["term"])
     assert {"ablation (leave-one-out)", "heterogeneous disaggregation (level 3)", "break-even network price"} <= terms
+
+
+def test_describe_rates_gives_the_analytic_bound_beside_the_simulated_capacity_and_why():
+    from mooncake_lab.experiments import l08_capstone as c
+
+    r = c.node_rates("conversation", "a800x8")
+    n = c.config_of("mooncake").n_prefill
+    cap = c.capacity_table(c.capacity_curve(("no_predicted",), progress=False)).loc["no_predicted", 100]
+    text = c.describe_rates()
+    bound = n * r["prefill_rps"]
+    assert f"≈ {bound:.1f} req/s" in text and f"{cap:.1f} req/s" in text
+    assert f"({100 * (bound / cap - 1):+.0f}%" in text
+    assert ("busy all the time" in text) == (bound >= cap)

@@ -8,7 +8,7 @@ import numpy as np
 from . import PALETTE, new_figure, styled
 
 __all__ = ["BatchingPanels", "CapacityPlot", "PDSweepPlot", "plot_batching", "plot_tbt_vs_batch", "plot_capacity", "plot_pd_sweep",
-           "plot_tbt_cdf"]
+           "plot_tbt_cdf", "plot_capacity_ratio"]
 
 _NAMES = {"mooncake": "Mooncake (P/D disaggregated)", "coupled": "coupled (vLLM-like)",
           "coupled_chunked": "coupled + chunked prefill"}
@@ -204,4 +204,24 @@ def plot_tbt_cdf(results: dict, tbt_slo_ms=100):
     ax.set_ylabel("requests at or below (%)")
     ax.set_title("Per-request TBT: who stalls?")
     ax.legend(fontsize=mpl.rcParams["legend.fontsize"])
+    return fig
+
+
+@styled
+def plot_capacity_ratio(ratio, paper: dict | None = None, speed: float = 1.0):
+    """FAST'25 Fig. 1's axes: % of requests meeting both SLOs (``ratio``: clusters × TBT thresholds in ms,
+    :func:`~mooncake_lab.experiments.l06_goodput.request_capacity_ratio`) against the TBT threshold, one
+    line per cluster; ``paper``: ``{cluster: %}`` read from the paper's figure at 100 ms (black marks)."""
+    fig, ax = new_figure(width=8.0, height=4.4)
+    x = np.asarray(ratio.columns, dtype=float)
+    for k, (name, row) in enumerate(ratio.iterrows()):
+        ax.plot(x, row.to_numpy(dtype=float), "o-", ms=4, color=PALETTE[k % len(PALETTE)], label=str(name))
+    for k, (name, pct) in enumerate((paper or {}).items()):
+        ax.plot([100.0], [pct], marker="x^v"[k % 3], ms=9, mew=2, ls="none", color="black",
+                label=f"paper, {name} (read from its Fig. 1)")
+    ax.set_ylim(0, 105)
+    ax.set_xlabel("TBT threshold (ms)")
+    ax.set_ylabel("requests meeting both SLOs (%)")
+    ax.set_title(f"Request capacity ratio vs TBT threshold ({speed:g}× the trace's load; FAST'25 Fig. 1)")
+    ax.legend(fontsize=mpl.rcParams["legend.fontsize"], loc="lower right")
     return fig
