@@ -65,6 +65,12 @@ the whole ``simulate()``, median of the medians / best, conversation unless name
 aibrix 88.7 → 52.3, preble 106.2 → 37.0. This VM's speed swings between rounds (the same code: kvcentric
 34.6–62.6 ms per round, old 55.0–93.0); in a quiet phase (6 rounds of 11) kvcentric 34.6, toolagent-like 72.9,
 16 coupled 37.4 ms.
+Measured at issue 14's close (the simulator unchanged since 3aa35e3; thread CPU time of the whole ``simulate()``,
+5 rounds of 11 runs, 3aa35e3 and the session's last commit in alternating processes, load average ≈ 1 on 2 cores,
+median of each round): conversation 8P+8D kvcentric 28.2–29.6 vs 27.1–29.6 ms (budget 60), toolagent-like
+59.8–61.5 vs 61.3–61.8 ms (budget 120); at the session's start 23.8 / 54.0 ms; with the other core running this
+project's CI-like suite 29.9–33.8 / 60.0–68.8 ms. ``bench_dashboards.py`` (released traces): 94 of 94 controls
+within 150 ms, the slowest single move 99 ms (PolicyComparisonDashboard kv).
 """
 from __future__ import annotations
 
