@@ -482,3 +482,19 @@ def test_instance_shares_by_hand():
     assert l09.describe_instance_shares(df, "x") == (
         "With `x`, instance 0 takes 75% of the requests (an even share is 33%) at a hit ratio of 0.500; the other "
         "instances 0%–25% each, at 0.000–0.000.")
+
+
+# ----------------------------------------------------------------------------- the prose's unnumbered statements
+def test_what_the_prose_says_of_the_runs_holds(board):
+    """Statements the lecture makes without a number, on the trace it runs (released or stand-in): every prompt
+    shares the first block (§3, §6's box, exercise 2's feedback); the Conductor's kvcentric leads the pools'
+    board (the summary); on coupled nodes TBT separates the policies and Dynamo keeps the fewest within it
+    (§3's "Why Dynamo", the summary); an unbounded belief goes stale only for prodstack_prefix, which loads one
+    instance (§4)."""
+    assert l09.hot_first_block("conversation")["share"] == 1.0
+    assert board.index[0] == "kvcentric"
+    tv = l09.tbt_vs_ttft()
+    assert tv.tbt_slo.idxmin() == "dynamo" and np.ptp(tv.tbt_slo) > np.ptp(tv.ttft_slo)
+    kc = l09.knowledge_cost(arch="coupled")
+    spread = kc.drop(index="prodstack_prefix")
+    assert kc.loc["prodstack_prefix", "stale_share_belief"] > 0.05 > 0.01 > spread.stale_share_belief.max()

@@ -60,10 +60,10 @@ KNOBS = {
              _RC.resolve("llmd", True, 1, BLOCK_TOKENS).llmd_w_prefix,
              "prefix scorer weight against queue (1 P/D, 2 coupled) and KV (0 P/D, 2 coupled)"),
     # production-stack kv_aware_threshold (tokens, default 2000): the longest match is taken only when
-    # it leaves fewer than this many tokens to compute; else the lowest-QPS instance.
+    # it leaves at most this many tokens to compute; else the lowest-QPS instance.
     "prodstack_kv": ("prodstack_kv_threshold", "prod-stack KV threshold (tokens)",
                      (0, 500, 1000, 2000, 4000, 8000, 16000, 32000), _RC.prodstack_kv_threshold,
-                     "match taken when the uncached rest < threshold tokens; else lowest QPS"),
+                     "match taken when the uncached rest ≤ threshold tokens; else lowest QPS"),
     # AIBrix IMBALANCE_ABS (running requests; code default 8): above it only the least loaded compete.
     "aibrix": ("aibrix_imbalance_abs", "AIBrix imbalance (requests)", (0, 1, 2, 4, 8, 16, 32, 64),
                _RC.aibrix_imbalance_abs,

@@ -163,7 +163,9 @@ def leaderboard(trace: Trace | str = "conversation", arch: str = "disaggregated"
 def knowledge_cost(trace: Trace | str = "conversation", arch: str = "disaggregated", stress: str = "lecture 04",
                    routers=None, speed: float | None = None) -> pd.DataFrame:
     """Each router (default: those that match prefixes) with the true caches and with its own history:
-    hit ratio and mean TTFT under both, and what the belief costs (TTFT ratio believed / true)."""
+    hit ratio and mean TTFT under both, what the belief costs (TTFT ratio believed / true), and the share of
+    the belief run's requests sent to an instance believed to hold more of their prefix than it did
+    (:func:`belief_audit`'s ``stale_share``)."""
     _check(arch, stress, "l09.knowledge_cost")
     names = [r for r in ROUTERS if r != "prodstack_rr"] if routers is None else list(routers)
     tr, speed = _trace(trace), _speed(trace, stress, speed)
@@ -175,7 +177,8 @@ def knowledge_cost(trace: Trace | str = "conversation", arch: str = "disaggregat
         rows.append({"router": r, "default": SYSTEM_DEFAULTS[r][0],
                      "hit_ratio_true": t["hit_ratio"], "hit_ratio_belief": b["hit_ratio"],
                      "ttft_mean_true_s": t["ttft_mean_s"], "ttft_mean_belief_s": b["ttft_mean_s"],
-                     "ttft_ratio": b["ttft_mean_s"] / t["ttft_mean_s"] if t["ttft_mean_s"] > 0 else float("nan")})
+                     "ttft_ratio": b["ttft_mean_s"] / t["ttft_mean_s"] if t["ttft_mean_s"] > 0 else float("nan"),
+                     "stale_share_belief": belief_audit(runs[2 * k + 1])["stale_share"]})
     return pd.DataFrame(rows).set_index("router")
 
 
@@ -185,10 +188,12 @@ def decode_rules() -> dict:
     rc = RouterConfig()
     return {
         "least_kv": "least KV held + queued (Mooncake's Algorithm 1 line 24; Dynamo's load-only decode router)",
-        "least_requests": "fewest running + queued + bound in flight",
+        "least_requests": "fewest running + queued + bound in flight (the deprecated select_worker_pair's least "
+                          "load; SGLang's PD router now runs its decode policy, cache_aware by default)",
         "round_robin": "round robin over the decode nodes (production-stack's orchestrated P/D)",
-        "least_queued": "fewest waiting (llm-d's decode profile, prefix 2 + queue 1: the prefix score is 0, "
-                        "our decode nodes keep no prefix cache); ties at random",
+        "least_queued": "fewest waiting (llm-d's decode profile, prefix 2 + queue 1, with the prefix score 0: "
+                        "our decode nodes keep no prefix cache, where llm-d's router-side LRU would list what it "
+                        "sent to each decode pod); ties at random",
         "aibrix_pd": (f"AIBrix's PD router: an idle node or a running spread ≥ {rc.aibrix_decode_max_request:g} → "
                       f"the least running; a throughput spread > {rc.aibrix_decode_max_throughput:g} tok/s → the "
                       "slowest; else argmin (running/max + 1 − tok/s / max) / (free KV % / max)"),
@@ -671,7 +676,7 @@ def hot_first_block(trace: Trace | str = "conversation") -> dict:
 
 
 # ------------------------------------------------------------------ why a router wins TTFT and loses TBT
-#: The routers compared on the coupled nodes (the leaderboard's top three and Dynamo).
+#: The policies compared on the coupled nodes: Dynamo, SGLang and llm-d, and the Conductor's cache_aware.
 TBT_ROUTERS = ("dynamo", "sglang", "llmd", "cache_aware")
 
 
