@@ -157,8 +157,9 @@ output lengths), kv_cap its capacity.
     ``least_queued`` (llm-d, ``disagg-profile-handler`` runs the decode profile first;
     ``deploy/config/pd-epp-config.yaml``@ebab6879 decode profile = prefix-cache scorer 2 + queue scorer 1
     on the decode pods): our decode nodes keep no prefix cache, so the prefix score is 0 on every one
-    (in llm-d the decode pod's vLLM does keep one) and the pick is argmax of the queue score = the
-    fewest waiting q_d; ties by the decode tie-break (the draw's leftover u2, above).
+    (a simplification: llm-d's approximate prefix scorer reads the router's own LRU of what it sent to each
+    decode pod, which would score them) and the pick is argmax of the queue score = the fewest waiting q_d;
+    ties by the decode tie-break (the draw's leftover u2, above).
     ``aibrix_pd`` (AIBrix's ``loadImbalanceSelectDecodePod`` / ``scoreDecodePods``, same file):
     free_d = round(100 − 100 · KV_d / kv_cap) (half away from zero), ≤ 0 → 0.1; the maxima of r, thr
     and free start at 1. min r = 0 or max r − min r ≥ 32 (``AIBRIX_DECODE_MAX_REQUEST``) → the first
