@@ -89,6 +89,9 @@ def test_tp_comm_share_and_preset_variant():
     cal = roofline.get_preset("calibrated")
     assert ex.with_tp_comm(cal) is cal
     assert ex.with_tp_comm("modern").tp_comm and not roofline.get_preset("modern").tp_comm
+    # section 7's words for calibrated's shares: "about a third on the A800 and a quarter on the A100"
+    assert ex.tp_comm_share(M, A800, "calibrated") == pytest.approx(1 / 3, abs=0.02)
+    assert ex.tp_comm_share(M, hardware.A100_NODE, "calibrated") == pytest.approx(1 / 4, abs=0.02)
 
 
 def test_with_nvlink():

@@ -13,6 +13,25 @@ def _prefill_pflop_8k() -> float:
     return get_model("llama2-70b").prefill_flops(8192) / 1e15
 
 
+def _explain_pflop_8k(value: float, ok: bool) -> str:
+    """Names the two counts a wrong answer most likely is: FAST'25 Eq. 1, or attention without the causal ½."""
+    import math
+
+    from ..models import fast25_eq1_prefill_flops
+
+    if ok:
+        return ""
+    m = get_model("llama2-70b")
+    eq1 = fast25_eq1_prefill_flops(8192, m.n_layers, m.d_model) / 1e15
+    full = (m.prefill_flops(8192) + m.attention_flops_coefficient() * 8192 ** 2 / 2) / 1e15
+    if math.isclose(value, eq1, rel_tol=0.01):
+        return (f"That is FAST'25 Eq. 1's {eq1:.3g} PFLOP (linear coefficient b = 22, no causal ½, no LM head), "
+                "not a count from the model's shapes.")
+    if math.isclose(value, full, rel_tol=0.01):
+        return f"That counts every query against every key ({full:.3g} PFLOP): a causal mask halves attention."
+    return ""
+
+
 def _measured_mfu_8k() -> float:
     from ..experiments.l01_roofline import measured_prefill_mfu
     df = measured_prefill_mfu()
@@ -40,7 +59,8 @@ exercise(Exercise(
     answer=_prefill_pflop_8k, unit="PFLOP", rel_tol=0.02,
     hint="n × (linear + LM head FLOP per token) + causal attention 4·L·d·n²/2; or models.get_model(...).prefill_flops.",
     why="1.12 PFLOP in the matmuls + 0.09 in causal attention + 0.004 in the LM head ≈ 1.21 PFLOP "
-        "(FAST'25 Eq. 1 says 1.14: smaller linear coefficient, no causal ½)."))
+        "(FAST'25 Eq. 1 says 1.14: smaller linear coefficient, no causal ½).",
+    explain=_explain_pflop_8k))
 
 exercise(Exercise(
     "01.measured_mfu_8k", "MFU of the measured TP8 8k prefill (1.55 s on 8 × A100, 312 TFLOP/s each), as a fraction.",
