@@ -179,6 +179,16 @@ def test_unit_slips_get_a_hint_naming_the_unit(demos, ex_id, answer, named):
     assert not v and named in v.message, v.message
 
 
+def test_binary_prefix_hint_only_for_answers_in_bytes(demos):
+    """1.024^k off is KB vs KiB only where the unit is bytes: a PFLOP answer 1.024² off (lecture 01's
+    Eq. 1 estimate of an 8k prefill, 1.143 for 1.214 PFLOP) is a plain wrong answer, not a unit slip."""
+    assert "binary" in check("99.bytes", 327_680 * 1.024 ** 2).message
+    for k in (2, -2, 3):
+        assert "binary" not in check("99.pflop", 5.7 * 1.024 ** k).message
+    v = check("01.prefill_pflop_8k", 1.143)
+    assert not v and "binary" not in v.message
+
+
 def test_no_unit_hint_for_a_plain_wrong_answer(demos):
     assert "unit" not in check("99.secs", 3.1).message and "times the expected" not in check("99.secs", 3.1).message
 

@@ -250,12 +250,13 @@ _BINARY = [(1.024 ** k, f"{1.024 ** k:.4g} times") for k in (1, 2, 3, 4, -1, -2,
 
 def _unit_slip(value: float, expected: float, ex: Exercise) -> str:
     """A hint naming the unit when ``value`` is ``expected`` off by a power of ten, by 100 (% vs
-    fraction) or by 1.024^k (KB vs KiB); else ""."""
+    fraction) or, for an answer in bytes, by 1.024^k (KB vs KiB); else ""."""
     if expected == 0 or value == 0 or (value < 0) != (expected < 0):
         return ""
     r, tol = value / expected, max(ex.rel_tol, 0.005)
     unit = ex.unit.strip()
-    for factor, text in _SLIPS + _BINARY:
+    in_bytes = unit.endswith(("B", "B/s", "byte", "bytes"))   # only byte units have binary prefixes
+    for factor, text in _SLIPS + (_BINARY if in_bytes else []):
         if math.isclose(r, factor, rel_tol=tol):
             break
     else:
