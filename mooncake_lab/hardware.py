@@ -252,10 +252,13 @@ A800_NODE = Node("a800x8", A800, source="Mooncake testbed: 8 × A800-SXM4-80GB, 
                  "(arXiv §8.1 'up to 800 Gbps'; FAST'25 §5.1)")
 A800_NODE_8X400G = replace(A800_NODE, name="a800x8-8x400g", nic_count=8, nic_gbps=400.0,
                            source="FAST'25 §5.4.1 transfer-engine test: 8 × 400 Gbps RoCE")
-A100_NODE = Node("a100x8", A100, source="8 × A100-SXM4-80GB (DGX A100-like), 4 × 200 Gbps")
-H800_NODE = Node("h800x8", H800, source="8 × H800-SXM5 (FAST'25 Eq. 2 example), 4 × 200 Gbps")
-H100_NODE = Node("h100x8", H100, source="8 × H100-SXM5, 4 × 200 Gbps")
-H20_NODE = Node("h20x8", H20, source="8 × H20, 4 × 200 Gbps")
+#: The other node types keep the A800 testbed's NICs, DRAM and SSDs — an assumption, not a datasheet figure,
+#: so that a comparison of nodes changes only the GPUs.
+_SAME_NICS = "4 × 200 Gbps RDMA assumed (the A800 testbed's, FAST'25 §5.1)"
+A100_NODE = Node("a100x8", A100, source=f"8 × A100-SXM4-80GB (DGX A100-like), {_SAME_NICS}")
+H800_NODE = Node("h800x8", H800, source=f"8 × H800-SXM5 (FAST'25 Eq. 2 example), {_SAME_NICS}")
+H100_NODE = Node("h100x8", H100, source=f"8 × H100-SXM5, {_SAME_NICS}")
+H20_NODE = Node("h20x8", H20, source=f"8 × H20, {_SAME_NICS}")
 
 NODES: dict[str, Node] = {n.name: n for n in (A800_NODE, A800_NODE_8X400G, A100_NODE, H800_NODE,
                                               H100_NODE, H20_NODE)}
