@@ -196,6 +196,8 @@ claim("05.tp_bytes", "2 × 80 × 2(X−1)/X × 8,192 × 2 B ≈ 3.9 MB per token
     2, _m().n_layers, 2, -1, _m().d_model, _m().bytes_per_param, _tp_bytes() / 1e6, 4])
 claim("05.sp_bytes", "(X − 1)/X × n × 320 KiB per node", lambda: [1, _kv() / 1024])
 claim("05.cpp_bytes", "(X − 1) boundaries × n × 16 KiB", lambda: [1, _act() / 1024])
+claim("05.tp_x4", "**TP across 4 nodes** only halves the TTFT",   # at X = 4 (more nodes do better: 2.5× at 8)
+      lambda: 4 if 1.9 < _one() / _sch().loc["tp", "ttft_s"] < 2.1 else float("nan"))
 claim("05.tp_read", "≈ 5.9 s of all-reduce on top of 6.25 s of compute at 128k", lambda: [
     _tp_comm_s(), _one() / 4, N / K])
 claim("05.tp_read2", "it sends ≈ **2 TB** through the NICs", lambda: _sch().loc["tp", "net_gb"] / 1000)
@@ -208,6 +210,9 @@ claim("05.1m", "The **1M-token thought experiment**: on one node a 1M-token pref
 claim("05.1m_cpp", "CPP over 8 nodes brings it to ≈ 2 minutes — still 4× the SLO", lambda: [
     8, _cppt(M1, 8) / 60, _cppt(M1, 8) / _slo()], rel_tol=0.1)
 claim("05.1m_kv", "the KV of 1M tokens is 344 GB", lambda: [M1 / 2 ** 20, M1 * _kv() / 1e9])
+claim("05.1m_hbm", "it fits in one node's 687 GB of HBM beside the 138 GB of weights, but only one\n"
+      "such request at a time; CPP spreads it by layers (86 GB per node at X = 4)", lambda: [
+    _hbm_one_request() / 1e9, _m().weight_bytes() / 1e9, M1 * _kv() / 4 / 1e9, 4])
 claim("05.dash2", "Dashboard 2 · schemes", lambda: 2)
 claim("05.try1gb", "At **1 GB/s** TP collapses", lambda: _in_range(1, *_bw_slider()))
 # ---- section 3 --------------------------------------------------------------------------------
@@ -216,7 +221,7 @@ claim("05.inter_setup", "Suppose a 128k prompt arrives at t = 0 and short prompt
 claim("05.fifo", "all 32 chunks of the long prompt enter stage 0 first, and every short request waits ≈ 6 s", lambda: [
     N // 4096, 0, _short("fifo")], rel_tol=0.05)
 claim("05.slot0", "each free slot at stage 0", lambda: 0)
-claim("05.inter", "The short requests drop from ≈ 6 s to ≈ 0.5 s; the long one pays the short ones' chunk time (≈ 0.2 s, 3%)",
+claim("05.inter", "The short requests drop from ≈ 6 s to ≈ 0.6 s; the long one pays the short ones' chunk time (≈ 0.2 s, 3%)",
       lambda: [_short("fifo"), _short("interleave"), _long_extra(), 100 * _long_extra() / _inter().loc[0, "ttft_s"]],
       rel_tol=0.15)
 # ---- section 4 --------------------------------------------------------------------------------
@@ -236,7 +241,7 @@ claim("05.box_cpp", "128k: 25.0 s → 13.2 / 7.2 / 4.3 s on 2 / 4 / 8 nodes", la
 claim("05.box_chunk", "fixed overhead per stage, chunk 4,096", lambda: _l().DEFAULT_CHUNK)
 claim("05.box_tp", "7.2 s vs 12.2 s at X = 4; 6.4 GB vs 2 TB sent", lambda: [
     _cppt(), _sch().loc["tp", "ttft_s"], 4, _sch().loc["cpp", "net_gb"], _sch().loc["tp", "net_gb"] / 1000])
-claim("05.box_nvlink", "RDMA 87 GB/s is ~5× slower than NVLink per node", lambda: [_bw(), _node().gpu.nvlink_bw / 1e9 / _bw()],
+claim("05.box_nvlink", "a node's RDMA 87 GB/s is ~5× below the NVLink of one GPU", lambda: [_bw(), _node().gpu.nvlink_bw / 1e9 / _bw()],
       rel_tol=0.1)
 claim("05.box_sp", "SP 6.3 s (faster), but 129 GB sent", lambda: [_sch().loc["sp", "ttft_s"], _sch().loc["sp", "net_gb"]])
 claim("05.box_f7", "layer-wise adds ≈ 0.1 s at every length; serialized ≈ 0.11 s at 8k, ≈ 0.87 s at 128k", lambda: [
@@ -293,6 +298,7 @@ claim("05.e4_q", "X in {1, 2, 4, 8, 16} that prefills a 262,144-token", lambda: 
 claim("05.e4_q2", "within the 30 s TTFT SLO ('modern' preset, chunk 4,096)", lambda: [_slo(), _l().DEFAULT_CHUNK], where=E4)
 claim("05.e4_why", "One node needs ≈ 78 s, two ≈ 40 s, four ≈ 21 s", lambda: [
     _cppt(2 * N, 1), _cppt(2 * N, 2), _cppt(2 * N, 4)], where=E4)
+claim("05.e4_why2", "from 128k (≈ 25 s on one node)", lambda: [N / K, _one()], where=E4)
 claim("05.e5_q", "(to 128 GB/s DRAM) a 131,072-token", lambda: [_node().h2d_bw / 1e9, N], where=E5)
 claim("05.e5_hint", "(n × 320 KiB / 128 GB/s) / 80", lambda: [_kv() / 1024, _node().h2d_bw / 1e9, _m().n_layers], where=E5)
 claim("05.e5_why", "43 GB / 128 GB/s = 0.336 s serialized, / 80 layers ≈ 4.2 ms", lambda: [
@@ -301,6 +307,13 @@ claim("05.e5_why", "43 GB / 128 GB/s = 0.336 s serialized, / 80 layers ≈ 4.2 m
 claim("05.e5_why2", "bars are ≈ 0.1 s at every length", lambda: _fit()["layerwise_mean_s"], where=E5, source=_F7S)
 claim("05.e5_why3", "its serialized ones ≈ 0.87 s at 128k: see the comparison in section 4", lambda: [
     _F7["serialized"][N], N / K, 4], where=E5, source=_F7S)
+
+
+def _hbm_one_request() -> float:
+    """One node's HBM (B) if the KV of one 1M-token request fits beside the weights and two do not, else NaN."""
+    hbm = _node().n_gpus * _node().gpu.hbm_bytes
+    free = hbm - _m().weight_bytes()
+    return hbm if M1 * _kv() <= free < 2 * M1 * _kv() else float("nan")
 
 
 def _attn_share(n: int) -> float:

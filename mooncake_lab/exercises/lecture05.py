@@ -67,7 +67,8 @@ exercise(Exercise(
     answer=_min_x_256k, unit="nodes", rel_tol=0.0,
     hint="`[cpp.cpp_ttft('llama2-70b', 'a800x8', 262144, x) for x in (1, 2, 4, 8, 16)]`",
     why="One node needs ≈ 78 s, two ≈ 40 s, four ≈ 21 s: attention is quadratic, so doubling the prompt "
-        "roughly triples the work and doubles the nodes needed."))
+        "from 128k (≈ 25 s on one node) roughly triples the work, and the group needed grows from one node "
+        "to four."))
 
 
 def _store_hidden_ms() -> float:

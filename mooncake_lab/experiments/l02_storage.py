@@ -274,7 +274,9 @@ def layerwise_store(model="llama2-70b", node="a800x8", lengths: Iterable[int] = 
         rows.append({"n_tokens": n, "prefill_s": pre, "store_s": store, "serialized_s": ser, "layerwise_s": lw,
                      "exposed_serialized_s": ser - pre, "exposed_layerwise_s": lw - pre,
                      "hidden_fraction": (ser - lw) / store})
-    return pd.DataFrame(rows)
+    df = pd.DataFrame(rows)
+    df.attrs["preset"] = preset if isinstance(preset, str) else getattr(preset, "name", "custom")
+    return df
 
 
 def fig7_comparison(model="llama2-70b", node="a800x8", preset="ideal") -> pd.DataFrame:

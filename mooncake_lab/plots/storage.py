@@ -317,7 +317,8 @@ def store_latency_bars(ax, df: pd.DataFrame) -> None:
 def layerwise_store(df: pd.DataFrame, paper: pd.DataFrame | None = None):
     """Paper Fig. 7's experiment: left, prefill + KV store time, serialized vs layer-wise (ours); right,
     the store latency added to the prefill (log y), ours beside the paper's bars when ``paper``
-    (``l02_storage.fig7_comparison``) is given."""
+    (``l02_storage.fig7_comparison``) is given. The left title names ``df.attrs["preset"]`` (set by
+    ``l02_storage.layerwise_store``; "ideal" if absent)."""
     fig, (ax1, ax2) = new_figure(1, 2, width=11, height=4.4)
     x = df["n_tokens"]
     ax1.plot(x, df["serialized_s"], "o-", color=PALETTE[3], label="prefill, then store (serialized)")
@@ -327,7 +328,7 @@ def layerwise_store(df: pd.DataFrame, paper: pd.DataFrame | None = None):
     _tokens_log2(ax1.xaxis, x.min(), x.max())
     ax1.set_xlabel("prompt length (tokens)")
     ax1.set_ylabel("prefill + KV store (s)")
-    ax1.set_title("ours: total time (ideal preset, 128 GB/s)")
+    ax1.set_title(f"ours: total time ({df.attrs.get('preset', 'ideal')} preset, 128 GB/s)")
     ax1.legend(fontsize="small", loc="upper left")
     if paper is not None:
         store_latency_bars(ax2, paper)
