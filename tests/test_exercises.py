@@ -187,6 +187,11 @@ def test_binary_prefix_hint_only_for_answers_in_bytes(demos):
         assert "binary" not in check("99.pflop", 5.7 * 1.024 ** k).message
     v = check("01.prefill_pflop_8k", 1.143)
     assert not v and "binary" not in v.message
+    # the closest factor is named: an answer in GiB for GB is 1.024⁻³ off, not 1.024⁻² (both within 3%)
+    from mooncake_lab.exercises import list_exercises
+    want = next(e for e in list_exercises("05") if e.id == "05.boundary_gb").answer()
+    msg = check("05.boundary_gb", want * 1.024 ** -3).message
+    assert f"{1.024 ** -3:.4g} times" in msg and f"{1.024 ** -2:.4g} times" not in msg
 
 
 def test_no_unit_hint_for_a_plain_wrong_answer(demos):

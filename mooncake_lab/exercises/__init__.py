@@ -256,11 +256,11 @@ def _unit_slip(value: float, expected: float, ex: Exercise) -> str:
     r, tol = value / expected, max(ex.rel_tol, 0.005)
     unit = ex.unit.strip()
     in_bytes = unit.endswith(("B", "B/s", "byte", "bytes"))   # only byte units have binary prefixes
-    for factor, text in _SLIPS + (_BINARY if in_bytes else []):
-        if math.isclose(r, factor, rel_tol=tol):
-            break
-    else:
+    near = [(abs(r / factor - 1), factor, text) for factor, text in _SLIPS + (_BINARY if in_bytes else [])
+            if math.isclose(r, factor, rel_tol=tol)]
+    if not near:
         return ""
+    _, factor, text = min(near)   # the closest (1.024⁻³ for GiB vs GB, not 1.024⁻² within a 3% tolerance)
     where = f"the answer is in {unit}" if unit else "check the unit asked for"
     if factor in (100.0, 0.01):
         if unit == "%":
