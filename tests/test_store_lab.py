@@ -86,6 +86,7 @@ def test_recorded_run_has_provenance_and_the_documented_behaviour():
     assert before["one"][0] == L.TRANSFER_FAIL and after["one"][0] == L.OBJECT_NOT_FOUND
     assert all(rc > 0 for rc in after["two_first_on_killed"] + after["two_first_on_survivor"])
     assert rep["two_replicas_after"] == [1]
+    assert all(r["replay_s"] < 10 for r in res["eviction"])   # "the whole replay" is within the 10 s lease
     for r in res["eviction"]:
         s = L.hits_array(r["store_hits"])
         assert len(s) == L.N_ACCESSES and s.mean() == pytest.approx(r["store_hit"])
@@ -254,15 +255,18 @@ def _lab_claims():
         ("16 MiB per point", [L.TRANSFER_BYTES / 2**20]), ("shared 2-core machine", [2]),
         ("a whole 160 MiB block at this lab's fastest 2 MiB read", [L.KV_BLOCK_BYTES / 2**20, L.KV_LAYER_BYTES / 2**20]),
         ("the same at 87 GB/s", [rdma[0]]),
-        ("` = 0.9: above 90 % use", [0.9, 90]), ("` = 0.05: it removes 5 % of", [0.05, 5]),
+        ("` = 0.9: above 90 % use", [0.9, 90]), ("` = 0.05: each round removes 5 % as many", [0.05, 5]),
         ("` = 10 s: a **read**", [10]), ("it fails (−200)", [L.NO_AVAILABLE_HANDLE]),
         (f"stream of 2,000 block accesses (Zipf over 2,000 keys", [L.N_ACCESSES, L.N_KEYS]),
         ("**32 MiB pool** (2 × 16 MiB", [L.POOL_MIB, 2, L.POOL_MIB / 2]),
         ("up to\n20 times", [retries]), ("holds 512, 256 or 128 values (64, 128, 256 KiB)",
                                         caps + [s / 1024 for s in L.EVICTION_SIZES]),
-        ("**1 ms lease**", [1]), ("once use passes 90 % and then removes 5 % of the evictable", [L.HIGH_WATERMARK * 100, 5]),
+        ("**1 ms lease**", [1]), ("once use passes 90 % and then removes 5 % of its objects", [L.HIGH_WATERMARK * 100, 5]),
         ("at 90 % of the capacity less the pins (the second table) the 1 ms store", [L.HIGH_WATERMARK * 100, 1]),
         ("**default 10 s lease** every key read in the last 10 s", [10, 10]),
+        ("(each took less than 10 s: column `replay_s`)", [10]),
+        ("(`dynamic_replication_admission_qps_threshold` = 0.8 reads/s)", [L.DYNAMIC_REPLICATION_QPS]),
+        ("(`dynamic_replication_heat_window_seconds` = 10 s)", [L.HEAT_WINDOW_S]),
         ("(code −200, `NO_AVAILABLE_HANDLE`", [L.NO_AVAILABLE_HANDLE]), ("four **hard-pinned** keys", []),
         ("a\nmoving window of 200 accesses", [EvictionChart.window]),
         ("**SIGKILL memory node 0**", [0]), ("(all on node 0)", [0]), ("node 0's heartbeats", [0]),
@@ -283,7 +287,7 @@ def _lab_claims():
         ("160 MiB = 167,772,160 bytes; divide by 87 × 10^9 B/s", [160, L.KV_BLOCK_BYTES, rdma[0], 1e9]),
         ("every key read in the last 10 s", [10]), ("\"1ms\" or \"10s\"", [1, 10]), ("\n\n1ms\n\n10s\n", [1, 10]), ("at FAST'25's 87 GB/s (4×200 Gbps RDMA)", [rdma[0], 4, 200]),
         ("−800 is TRANSFER_FAIL", [L.TRANSFER_FAIL]), ("−704, OBJECT_NOT_FOUND", [L.OBJECT_NOT_FOUND]),
-        ("a 1 ms lease", [1]), ("A 10 s lease pins every key read in the last 10 s", [10, 10]),
+        ("a 1 ms lease", [1]), ("A 10 s lease protects every key read in the last 10 s", [10, 10]),
     ], pins, polls_default
 
 
@@ -319,6 +323,8 @@ def test_the_master_defaults_the_lab_quotes(tmp_path):
     assert float(default("eviction_ratio")) == pytest.approx(0.05)
     assert default("default_kv_lease_ttl") == "10000"   # ms: the "10 s" the lab quotes
     assert default("client_ttl") == "10" and default("dynamic_replication_mode") == "off"
+    assert float(default("dynamic_replication_admission_qps_threshold")) == pytest.approx(L.DYNAMIC_REPLICATION_QPS)
+    assert int(default("dynamic_replication_heat_window_seconds")) == L.HEAT_WINDOW_S
 
 
 def test_can_run_live_gives_the_reason(monkeypatch):
@@ -428,13 +434,24 @@ def test_put_get_round_trip_with_checksums(lab):
 
 
 @live
-def test_close_stops_every_process_by_pid():
+def test_close_stops_every_process_by_pid_and_leaves_no_logs():
+    import glob
+    import tempfile
+
+    logs = lambda: set(glob.glob(f"{tempfile.gettempdir()}/mooncake-store-lab-*"))  # noqa: E731 (the supervisor's)
+    before = logs()
     lab = StoreLab(nodes=1, segment_mib=16, clients=("writer",)).start()
     pids = list(lab.live_pids().values())
     assert len(pids) == 4 and all(_alive(p) for p in pids)
+    assert len(logs() - before) == 1
     lab.close()
     assert _wait_dead(pids, 5) == []
     lab.close()  # idempotent
+    for _ in range(50):   # the supervisor removes its log folder as it exits
+        if logs() <= before:
+            break
+        time.sleep(0.1)
+    assert logs() <= before
 
 
 @live
@@ -492,3 +509,4 @@ def test_eviction_agrees_with_exact_lru_under_a_short_lease():
     assert short["pins_kept"] == short["pins"] == default["pins_kept"]   # hard pins survive eviction
     assert short["put_failures"] == 0 and set(short["first_put_failures"]) <= {str(L.NO_AVAILABLE_HANDLE)}
     assert short["agreement"] >= default["agreement"]
+    assert default["replay_s"] < 10   # the 10 s lease covers the whole replay, as the prose says

@@ -86,5 +86,5 @@ class FailureDashboard(Dashboard):
             f"node0 was SIGKILLed; the master dropped it {rep['node_dropped_after_s']:.1f} s later "
             f"(client_ttl = {rep['client_ttl_s']:g} s). {rep['two_first_on_killed']} of the {rep['n_two']} "
             f"two-replica keys listed node0 first ({probed_dead} of the {probed} two-replica reads probed are of "
-            f"those). Replicas per two-replica key afterwards: {rep['two_replicas_after']} (nothing re-replicates).")
+            f"those). Replicas per two-replica key afterwards: {rep['two_replicas_after']} (none was re-created).")
         self.view.update(self.res, int(self.value("replicas")), self.value("phase"))

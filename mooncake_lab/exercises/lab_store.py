@@ -58,7 +58,7 @@ exercise(Exercise(
     hint="A key read within the last lease TTL cannot be evicted. Which TTL keeps the eviction order closest "
          "to pure recency?",
     why="With a 1 ms lease nothing is protected for long, so 'lease expired longest ago' is 'used longest ago': "
-        "LRU. A 10 s lease pins every key read in the last 10 s — the whole replay here."))
+        "nearly LRU. A 10 s lease protects every key read in the last 10 s — the whole replay here."))
 
 exercise(Exercise(
     "lab.code_before_ttl",

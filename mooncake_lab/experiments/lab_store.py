@@ -28,7 +28,7 @@ __all__ = ["KV_LAYER_BYTES", "KV_BLOCK_BYTES", "FAST25_RDMA_GBPS", "TRANSFER_SIZ
            "RECORDED", "load_recorded", "hits_array", "NO_AVAILABLE_HANDLE", "OBJECT_NOT_FOUND",
            "TRANSFER_FAIL", "lease_agreement", "MAIN_LAB", "can_run_live", "header",
            "recorded_note", "eviction_lab", "start_labs", "MODE_ENV", "measure_roundtrip", "HIGH_WATERMARK",
-           "watermark_capacity", "watermark_agreement"]
+           "watermark_capacity", "watermark_agreement", "DYNAMIC_REPLICATION_QPS", "HEAT_WINDOW_S"]
 
 MiB = 1 << 20
 KiB = 1 << 10
@@ -50,6 +50,9 @@ EVICTION_SIZES = (64 * KiB, 128 * KiB, 256 * KiB)  # → 512, 256, 128 blocks of
 N_KEYS, N_ACCESSES, ZIPF_A = 2000, 2000, 1.0       # the replayed stream
 #: ``eviction_high_watermark_ratio``: mooncake_master's default (``--help``; tests check it).
 HIGH_WATERMARK = 0.9
+#: ``dynamic_replication_admission_qps_threshold`` (reads/s) and ``dynamic_replication_heat_window_seconds``:
+#: the master's defaults for when a key counts as hot (``--help``; tests check them).
+DYNAMIC_REPLICATION_QPS, HEAT_WINDOW_S = 0.8, 10
 
 RECORDED = "store_lab_recorded.json"
 #: ``MOONCAKE_LAB_STORE=recorded`` makes the lab show the recording even where the store could run.

@@ -22,7 +22,7 @@ def transfer_chart(res: dict, rdma_gbps: dict | None = None):
     """GB/s of each put and get API per value size over TCP loopback, with FAST'25's RDMA figures."""
     rows = res["transfer"]
     sizes = sorted({r["value_bytes"] for r in rows})
-    fig, axes = new_figure(1, 2, width=9.5, height=3.8, sharey=True)
+    fig, axes = new_figure(1, 2, width=9.5, height=4.6, sharey=True)
     for ax, kind in zip(axes, ("put", "get")):
         apis = list(dict.fromkeys(r[f"{kind}_api"] for r in rows))
         w = 0.8 / len(apis)
@@ -34,9 +34,9 @@ def transfer_chart(res: dict, rdma_gbps: dict | None = None):
             ax.axhline(g, color=PALETTE[3 + k], ls="--", lw=1.2, label=f"FAST'25 {label}: {g:g} GB/s")
         ax.set_yscale("log")
         ax.set_xticks(range(len(sizes)), [_size_label(s) for s in sizes])
-        ax.set_xlabel("value size")
+        ax.set_xlabel("value size (bytes per value)")
         ax.set_title(f"{kind}: {'writer → memory nodes' if kind == 'put' else 'memory nodes → reader'}", y=1.0)
-        ax.legend(fontsize=7, loc="center left")
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)  # below: bars stay visible
     axes[0].set_ylabel("throughput (GB/s, log)")
     fig.suptitle(f"Mooncake Store over TCP loopback ({res['version']}, {res['date']}) vs RDMA")
     return fig

@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import importlib.util
 import os
+import shutil
 import signal
 import socket
 import struct
@@ -189,13 +190,18 @@ class Supervisor:
         self.workers.clear()
         self.master = None
 
+    def close(self):
+        """:meth:`stop`, then remove the processes' logs (nothing left in /tmp)."""
+        self.stop()
+        shutil.rmtree(self.logdir, ignore_errors=True)
+
 
 def main(read_fd: int, write_fd: int, private: bool) -> None:
     rx, tx = conn(read_fd, write_fd)
     sup = Supervisor()
 
     def on_term(signum, frame):
-        sup.stop()
+        sup.close()
         os._exit(0)
 
     signal.signal(signal.SIGTERM, on_term)
@@ -219,7 +225,7 @@ def main(read_fd: int, write_fd: int, private: bool) -> None:
             except Exception as err:
                 tx.send(("err", f"{type(err).__name__}: {err}"))
     finally:
-        sup.stop()
+        sup.close()
         try:
             tx.send(("ok", None))
         except OSError:
