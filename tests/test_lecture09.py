@@ -455,7 +455,7 @@ def test_describe_tbt_vs_ttft_both_branches_by_hand():
     df = pd.DataFrame({"ttft_slo": [0.9, 0.8], "tbt_slo": [0.3, 0.6], "slo_attainment": [0.3, 0.5],
                        "hit_ratio": [0.2, 0.4], "prefill_share_during_decode": [0.4, 0.2]}, index=["a", "b"])
     assert l09.describe_tbt_vs_ttft(df) == (
-        "Within the TTFT SLO the routers keep 0.800–0.900 of the requests, within the TBT SLO 0.300–0.600: TBT is "
+        "Within the TTFT SLO the policies keep 0.800–0.900 of the requests, within the TBT SLO 0.300–0.600: TBT is "
         "what separates them here. "
         "`a` keeps the most requests within the TTFT SLO (0.900); `a` the fewest within the TBT SLO (0.300, "
         "against 0.600–0.600 for the others). Ordered by hit ratio, they are ordered by TBT SLO share too: every "

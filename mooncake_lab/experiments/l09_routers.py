@@ -732,7 +732,7 @@ def describe_tbt_vs_ttft(df: pd.DataFrame) -> str:
     best_ttft, worst_tbt = df.ttft_slo.idxmax(), df.tbt_slo.idxmin()
     w = df.loc[worst_tbt]
     others = df.drop(index=worst_tbt)
-    out = (f"Within the TTFT SLO the routers keep {df.ttft_slo.min():.3f}–{df.ttft_slo.max():.3f} of the requests, "
+    out = (f"Within the TTFT SLO the policies keep {df.ttft_slo.min():.3f}–{df.ttft_slo.max():.3f} of the requests, "
            f"within the TBT SLO {df.tbt_slo.min():.3f}–{df.tbt_slo.max():.3f}"
            + (": TBT is what separates them here. " if np.ptp(df.tbt_slo) > np.ptp(df.ttft_slo) else ". ")
            + f"`{best_ttft}` keeps the most requests within the TTFT SLO ({df.ttft_slo.max():.3f}); "
@@ -852,7 +852,7 @@ def docs_box(sweep: pd.DataFrame, variants: pd.DataFrame, boards: dict | None = 
          ("TTFT " + ("falls" if ttft_down else "does not fall") + ", TBT " + ("rises" if tbt_up else "does not rise")
           + (": the weight trades the prefill a cache hit saves against spreading decode (the D term)" if tbt_up else
              ": in a chunked coupled engine the prefill chunks a cache hit saves are the ones that stall the decode "
-             "batch, so TBT falls too; the D term keeps decode spread whatever the weight"))),
+             "batch, so TBT falls too"))),
         ("AIBrix README: block 128, imbalance 16, σ factor 2 (the code: 4, 8, 1)",
          f"coupled, conversation: code defaults {a.loc['code', 'slo_attainment']:.3f} SLO attainment, hit ratio {a.loc['code', 'hit_ratio']:.3f}; "
          f"README {a.loc['README', 'slo_attainment']:.3f}, {a.loc['README', 'hit_ratio']:.3f}",
