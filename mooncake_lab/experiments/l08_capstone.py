@@ -106,9 +106,10 @@ def run(system: str = "mooncake", speed: float = 1.0, trace: Trace | str = "conv
 
 
 def capacity_curve(systems=SYSTEMS, speeds=SPEEDS, tbt_slos_ms=TBT_SLOS_MS, trace: Trace | str = "conversation",
-                   progress: bool = True, stop_below: bool = True) -> pd.DataFrame:
+                   progress: bool = True, stop_below: bool = True, extra: dict | None = None) -> pd.DataFrame:
     """Tidy table, one row per system × speed × TBT SLO: rate_rps, attainment (share of requests
-    meeting both SLOs) and attainment_tokens (share of prompt tokens in such requests).
+    meeting both SLOs) and attainment_tokens (share of prompt tokens in such requests). ``extra``:
+    ClusterConfig overrides on top of every system's (e.g. ``admission=...``).
 
     ``stop_below``: a system's sweep stops after the first speed at which every attainment is below
     90% (:func:`~mooncake_lab.experiments.l06_goodput.effective_capacity` reads nothing past it;
@@ -119,7 +120,8 @@ def capacity_curve(systems=SYSTEMS, speeds=SPEEDS, tbt_slos_ms=TBT_SLOS_MS, trac
 
     tr = _trace(trace)
     speeds = sorted(float(v) for v in speeds)
-    key = (id(tr), tuple(systems), tuple(speeds), tuple(tbt_slos_ms), bool(stop_below))
+    extra = dict(extra or {})
+    key = (id(tr), tuple(systems), tuple(speeds), tuple(tbt_slos_ms), bool(stop_below), tuple(sorted(extra.items())))
     hit = _CURVES.get(key)
     if hit is not None and hit[0] is tr:
         return hit[1].copy()
@@ -129,7 +131,7 @@ def capacity_curve(systems=SYSTEMS, speeds=SPEEDS, tbt_slos_ms=TBT_SLOS_MS, trac
     active = list(systems)
     with tqdm(total=len(systems) * len(speeds), desc=f"capacity {tr.name}", disable=not progress, leave=False) as bar:
         for v in speeds:  # all systems still in the sweep at this speed run in parallel threads
-            runs = simulate_all([(tr, v, config_of(s)) for s in active])
+            runs = simulate_all([(tr, v, config_of(s, **extra)) for s in active])
             still = []
             for s, res in zip(active, runs):
                 new = [dict(trace=tr.name, system=s, speed=v, rate_rps=rate * v, tbt_slo_ms=x,
@@ -343,17 +345,15 @@ def admission_control(trace: Trace | str = "conversation", speed: float = 5.0, t
     (predicted TTFT / TTFT SLO) exceeds the threshold θ — the TTFT check every policy but ``none``
     makes (arXiv v3 Algorithm 1) — at arrival on the decode load alone, and after prefill."""
     tr = _trace(trace)
-    rate = g.trace_rate(tr)
     rows = []
     for adm in ADMISSIONS:
-        runs = simulate_all([(tr, float(v), config_of("mooncake", admission=adm)) for v in SPEEDS])
-        curve = pd.DataFrame(dict(rate_rps=[rate * v for v in SPEEDS],
-                                  attainment=[g.attainment(r, tbt_slo_ms) for r in runs]))
+        curve = capacity_curve(("mooncake",), tbt_slos_ms=(tbt_slo_ms,), trace=tr, progress=False,
+                               extra=dict(admission=adm))
         r = run("mooncake", float(speed), tr, admission=adm)
         a, theta = r.arrays, r.config.admission_threshold
         at = a["outcome"] == sim.REJECTED_AT_ARRIVAL
         by_prefill = at & (a["prefill_load"] > theta)
-        rows.append(dict(admission=adm, capacity_rps=g.effective_capacity(curve), rejected=int((a["outcome"] != sim.COMPLETED).sum()),
+        rows.append(dict(admission=adm, capacity_rps=float(capacity_table(curve).loc["mooncake", tbt_slo_ms]), rejected=int((a["outcome"] != sim.COMPLETED).sum()),
                          by_prefill_load=int(by_prefill.sum()), by_decode_load_only=int((at & ~by_prefill).sum()),
                          after_prefill=int((a["outcome"] == sim.REJECTED_AFTER_PREFILL).sum()),
                          too_large=int((a["outcome"] == sim.REJECTED_TOO_LARGE).sum())))
