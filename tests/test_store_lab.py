@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import OrderedDict
 from pathlib import Path
@@ -459,6 +460,7 @@ def test_a_killed_kernel_takes_the_store_down():
     code = ("import json, sys, time\nfrom mooncake_lab.store_lab import StoreLab\n"
             "lab = StoreLab(nodes=1, segment_mib=16, clients=('writer',)).start()\n"
             "print(json.dumps(lab.live_pids()), flush=True)\ntime.sleep(120)\n")
+    before = _logs()
     child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
                              env=dict(os.environ, PYTHONPATH=str(ROOT)))
     try:
@@ -468,10 +470,12 @@ def test_a_killed_kernel_takes_the_store_down():
         assert ready, "the child did not start its lab within 90 s"
         pids = list(json.loads(child.stdout.readline()).values())
         assert len(pids) == 4 and all(_alive(p) for p in pids)
+        assert len(_logs() - before) == 1
     finally:
         os.kill(child.pid, signal.SIGKILL)
         child.wait(10)
     assert _wait_dead(pids, 10) == [], "store processes outlived their kernel"
+    assert _logs() <= before, "the killed kernel's lab left its log folder"
 
 
 @live
@@ -510,3 +514,373 @@ def test_eviction_agrees_with_exact_lru_under_a_short_lease():
     assert short["put_failures"] == 0 and set(short["first_put_failures"]) <= {str(L.NO_AVAILABLE_HANDLE)}
     assert short["agreement"] >= default["agreement"]
     assert default["replay_s"] < 10   # the 10 s lease covers the whole replay, as the prose says
+
+
+# ------------------------------------------------- the pipe protocol (issue 24: replies by id)
+class _Peer:
+    """A request handler served by :func:`_proto.serve` in a thread: the far end of a Channel."""
+
+    def echo(self, x):
+        return x
+
+    def slow(self, s, x=None):
+        time.sleep(s)
+        return x
+
+
+@pytest.fixture
+def channel():
+    from mooncake_lab.store_lab._proto import Channel, conn, serve
+
+    r1, w1 = os.pipe()
+    r2, w2 = os.pipe()
+    peer_rx, peer_tx = conn(r1, w2)
+    th = threading.Thread(target=serve, args=(peer_rx, peer_tx, _Peer(), ("echo", "slow")), daemon=True)
+    th.start()
+    ch = Channel(r2, w1, "the test peer")
+    yield ch
+    ch.close()
+    th.join(5)
+    peer_rx.close()
+    peer_tx.close()
+
+
+def test_a_reply_after_its_call_timed_out_goes_to_nobody(channel):
+    with pytest.raises(StoreLabError, match="no answer from the test peer within 0.2 s"):
+        channel.ask("slow", 0.2, s=0.6, x="late")
+    assert channel.ask("echo", 5, x=7) == 7          # not the late "late"
+    assert channel.stale == 1
+    assert [channel.ask("echo", 5, x=i) for i in range(5)] == list(range(5))
+
+
+def test_a_ctrl_c_while_waiting_leaves_the_next_call_its_own_answer(channel):
+    threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
+    with pytest.raises(KeyboardInterrupt):
+        channel.ask("slow", 5, s=0.6, x="interrupted")
+    assert channel.ask("echo", 5, x="mine") == "mine" and channel.stale == 1
+
+
+def test_two_threads_on_one_channel_each_get_their_own_replies(channel):
+    wrong = []
+
+    def run(j):
+        for i in range(200):
+            got = channel.ask("echo", 10, x=(j, i))
+            if got != (j, i):
+                wrong.append(got)
+
+    threads = [threading.Thread(target=run, args=(j,)) for j in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not any(t.is_alive() for t in threads), "deadlocked"
+    assert wrong == []
+
+
+def test_a_message_is_sent_whole_and_the_ctrl_c_raised_after(channel):
+    from mooncake_lab.store_lab._proto import whole_message
+
+    done = []
+    with pytest.raises(KeyboardInterrupt):
+        with whole_message():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)
+            done.append("rest of the message")
+    assert done == ["rest of the message"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler   # restored
+
+
+def test_the_peer_refuses_requests_it_does_not_serve(channel):
+    with pytest.raises(StoreLabError, match="unknown request '__init__'"):
+        channel.ask("__init__", 5)
+    assert channel.ask("echo", 5, x=1) == 1
+
+
+# ------------------------------------------------------------- flags, memory, calls: refused by name
+_FLAG_NAMES = (list(store_lab.RESERVED_FLAGS) + ["no" + f for f in store_lab.RESERVED_FLAGS]
+               + list(store_lab.META_FLAGS) + ["client_ttl", "default_kv_lease_ttl", "eviction_ratio",
+                                               "dynamic_replication_mode", "log_dir", "v"])
+
+
+def _last_wins(args: list[str]) -> dict:
+    """The flags a gflags program ends up with: the last --name=value (or --noname) of each."""
+    out = {}
+    for a in args[1:]:
+        name, _, val = a[2:].partition("=")
+        if not _ and name.startswith("no"):
+            name, val = name[2:], "false"
+        out[name] = val
+    return out
+
+
+def test_no_combination_of_user_flags_moves_a_reserved_one():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from mooncake_lab.store_lab._supervisor import master_args
+
+    ports = {"rpc": 1111, "metadata": 2222, "metrics": 3333}
+    own = _last_wins(master_args("m", ports, {}))
+    assert own["rpc_address"] == own["http_metadata_server_host"] == own["metrics_host"] == "127.0.0.1"
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.dictionaries(st.sampled_from(_FLAG_NAMES), st.one_of(st.integers(), st.booleans(),
+                                                                    st.sampled_from(["0.0.0.0", "x", "1ms"]))))
+    def check(flags):
+        try:
+            StoreLab(master_flags=flags)
+        except InputError as err:
+            bad = [k for k in flags if k in store_lab.RESERVED_FLAGS or k in store_lab.META_FLAGS
+                   or k[2:] in store_lab.RESERVED_FLAGS]
+            assert bad and "master_flags" in str(err)
+            return
+        got = _last_wins(master_args("m", ports, flags))
+        assert {k: got[k] for k in own} == own
+        assert not set(got) & set(store_lab.META_FLAGS)
+
+    check()
+
+
+@pytest.mark.parametrize("flag", ["flagfile", "tryfromenv", "fromenv", "undefok", "helpxml", "nologtostderr",
+                                  "noenable_http_metadata_server"])
+def test_gflags_meta_flags_and_negated_reserved_flags_are_refused(flag):
+    with pytest.raises(InputError, match=f"master_flags: got '{flag}'"):
+        StoreLab(master_flags={flag: "/tmp/flags.txt"})
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    ({"nodes": 8, "segment_mib": 4096, "buffer_mib": 4096}, "segment_mib"),
+    ({"segment_mib": 15}, "segment_mib"), ({"segment_mib": 1}, "segment_mib"),
+    ({"buffer_mib": 10**6}, "buffer_mib"), ({"master_flags": {"client_ttl": float("inf")}}, "client_ttl"),
+    ({"master_flags": {"client_ttl": "3\n--rpc_port=1"}}, "client_ttl"),
+])
+def test_a_lab_beyond_the_store_or_the_machine_is_refused_by_name(kwargs, field):
+    with pytest.raises(InputError, match=field):
+        StoreLab(**kwargs)
+
+
+def test_the_labs_of_one_kernel_share_a_budget_of_the_machines_memory(monkeypatch):
+    monkeypatch.setattr(store_lab, "store_status", lambda: (True, "0.3.13.post1"))
+    monkeypatch.setattr(store_lab, "memory_budget_mib", lambda: 300)
+    lab = StoreLab(nodes=2, segment_mib=128, buffer_mib=16)          # 2 × 128 + 4 × 16 = 320 MiB
+    with pytest.raises(StoreLabError, match=r"2 × 128 \+ 4 × 16 = 320 MiB.*300 MiB"):
+        lab.start()
+    assert lab._proc is None
+
+
+def test_memory_budget_is_half_the_available_memory_at_most_the_cap():
+    avail = next(int(line.split()[1]) // 1024 for line in open("/proc/meminfo") if line.startswith("MemAvailable:"))
+    assert store_lab.memory_budget_mib() == min(store_lab.MAX_LAB_MIB, avail // 2)
+
+
+@pytest.mark.parametrize("call, field", [
+    (lambda lab: lab.put(["a", "b"], 2**28), "size"),                              # > one 64 MiB segment
+    (lambda lab: lab.put([f"k{i}" for i in range(300)], 2**20, api="put_batch"), "size"),   # 300 MiB batch
+    (lambda lab: lab.get([f"k{i}" for i in range(300)], 2**20, api="batch_get_into"), "size"),
+    (lambda lab: lab.put(["k" * 2000], 10), "keys"), (lambda lab: lab.put(["a\nb"], 10), "keys"),
+    (lambda lab: lab.put({"a": 1}, 10), "keys"), (lambda lab: lab.get_rc(["a"], 10), "key"),
+    (lambda lab: lab.call("writer", "__init__"), "method"), (lambda lab: lab.call("writer", "setup"), "method"),
+    (lambda lab: lab.call("nobody", "put"), "who"), (lambda lab: lab.call("writer", "put", timeout_s=0), "timeout_s"),
+    (lambda lab: lab.kill("node0", sig=int(signal.SIGSTOP)), "sig"), (lambda lab: lab.kill("node0", sig=True), "sig"),
+    (lambda lab: lab.kill("node7"), "who"),
+])
+def test_calls_the_store_cannot_serve_are_refused_before_any_request(call, field):
+    lab = StoreLab()   # not started: the checks fire before a request is sent
+    with pytest.raises(InputError, match=rf"\b{field}\b"):
+        call(lab)
+
+
+def test_a_whole_put_holds_one_value_at_a_time_in_the_worker():
+    """``put`` (one key at a time) is bounded by the value's size, not keys × size: no batch limit."""
+    lab = StoreLab()
+    with pytest.raises(StoreLabError, match="not running"):   # passed validation: 300 × 1 MiB is fine
+        lab.put([f"k{i}" for i in range(300)], 2**20)
+
+
+def test_record_checks_its_path_before_running_the_lab(monkeypatch, tmp_path):
+    monkeypatch.setattr(L, "run_all", lambda *a, **k: pytest.fail("ran the lab before checking the path"))
+    for bad in ("/nonexistent/x.json", tmp_path / "x.txt", tmp_path, 3):
+        with pytest.raises(InputError, match="record.path"):
+            L.record(bad)
+    monkeypatch.setattr(L, "run_all", lambda *a, **k: {"ok": 1})
+    assert json.loads(L.record(tmp_path / "x.json").read_text()) == {"ok": 1}
+
+
+def test_start_on_a_running_lab_refuses_and_leaves_it_running(monkeypatch):
+    lab = StoreLab()
+    lab._proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        with pytest.raises(StoreLabError, match=r"running \(supervisor PID \d+\); it is left as it is"):
+            lab.start()
+        assert lab._proc.poll() is None
+    finally:
+        lab._proc.kill()
+        lab._proc.wait()
+        lab._proc = None
+
+
+def _bad_results():
+    res = L.load_recorded()
+
+    def edit(path, value):
+        r = json.loads(json.dumps(res))
+        *head, last = path
+        d = r
+        for k in head:
+            d = d[k]
+        if value is KeyError:
+            del d[last]
+        else:
+            d[last] = value
+        return r
+
+    n = len(res["eviction"][0]["store_hits"])
+    return [
+        ("EvictionDashboard", edit(["eviction"], []), r"res\['eviction'\]"),
+        ("EvictionDashboard", edit(["eviction", 0, "store_hits"], "2" * n), "store_hits"),
+        ("EvictionDashboard", edit(["eviction", 0, "lru_hits"], "01"), "lru_hits"),
+        ("EvictionDashboard", edit(["eviction", 0, "agreement"], float("nan")), "agreement"),
+        ("EvictionDashboard", edit(["eviction", 0, "capacity_blocks"], KeyError), "capacity_blocks"),
+        ("EvictionDashboard", edit(["eviction", 0], "row"), r"res\['eviction'\]\[0\]"),
+        ("EvictionDashboard", {"eviction": None}, r"res\['eviction'\]"),
+        ("FailureDashboard", edit(["replication", "timeline"], KeyError), "timeline"),
+        ("FailureDashboard", edit(["replication", "timeline"], [{}]), "timeline"),
+        ("FailureDashboard", edit(["replication", "timeline", 0, "one"], ["-800"]), "one"),
+        ("FailureDashboard", edit(["replication", "before_kill"], KeyError), "before_kill"),
+        ("FailureDashboard", edit(["replication", "node_dropped_after_s"], -1), "node_dropped_after_s"),
+        ("FailureDashboard", [], "res"),
+    ]
+
+
+@pytest.mark.parametrize("dashboard, res, field", _bad_results(), ids=lambda x: x if isinstance(x, str) else "")
+def test_the_labs_dashboards_refuse_malformed_results_by_field(dashboard, res, field):
+    from mooncake_lab.dashboards import store_lab as dash
+
+    with pytest.raises(InputError, match=field):
+        getattr(dash, dashboard)(res)
+
+
+def test_log_folders_of_dead_labs_are_swept_and_live_ones_kept(tmp_path, monkeypatch):
+    from mooncake_lab.store_lab import logs
+
+    monkeypatch.setattr(logs.tempfile, "gettempdir", lambda: str(tmp_path))
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead_start = logs.start_time(dead.pid) or 1
+    dead.wait()
+    folders = {name: tmp_path / f"pfx-{name}" for name in ("dead", "alive", "reused", "old", "young")}
+    for d in folders.values():
+        d.mkdir()
+    (folders["dead"] / logs.OWNER).write_text(f"{dead.pid} {dead_start}\n")
+    (folders["alive"] / logs.OWNER).write_text(f"{os.getpid()} {logs.start_time(os.getpid())}\n")
+    (folders["reused"] / logs.OWNER).write_text(f"{os.getpid()} {logs.start_time(os.getpid()) - 1}\n")  # PID reused
+    os.utime(folders["old"], (time.time() - 3600, time.time() - 3600))
+    gone = logs.sweep("pfx-")
+    assert sorted(p.name for p in gone) == ["pfx-dead", "pfx-old", "pfx-reused"]
+    assert folders["alive"].is_dir() and folders["young"].is_dir()
+
+
+# ------------------------------------------- live: timeouts, Ctrl-C, threads and kills (issue 24)
+def _logs() -> set:
+    import glob
+    import tempfile
+
+    return set(glob.glob(f"{tempfile.gettempdir()}/mooncake-store-lab-*"))
+
+
+@pytest.fixture(scope="module")
+def small_lab():
+    with StoreLab(nodes=1, segment_mib=16, clients=("writer",), timeout_s=20) as lab:
+        lab.put(["here"], 100, who="writer")
+        yield lab
+
+
+_LONG = [f"long{i}" for i in range(200_000)]   # a replay of minutes, cut short by each test
+
+
+@live
+def test_after_a_timed_out_call_the_next_call_gets_its_own_answer_at_once(small_lab):
+    with pytest.raises(StoreLabError, match="no answer .* within 1 s"):
+        small_lab.call("writer", "replay", timeout_s=1, keys=_LONG, size=100)
+    t0 = time.perf_counter()
+    assert small_lab.is_exist(["here", "never"], who="writer") == [1, 0]
+    assert time.perf_counter() - t0 < 10, "the cancelled replay went on holding the worker"
+    assert small_lab.put(["after"], 100, who="writer")["rc"] == [0]
+
+
+@live
+def test_after_a_ctrl_c_in_a_replay_every_later_call_gets_its_own_answer(small_lab):
+    threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+    with pytest.raises(KeyboardInterrupt):
+        small_lab.replay(_LONG, 100, who="writer")
+    assert small_lab.is_exist(["here", "never"], who="writer") == [1, 0]
+    assert small_lab.live_pids().keys() == {"supervisor", "master", "node0", "writer"}
+    assert [small_lab.is_exist([k], who="writer") for k in ("here", "never", "here")] == [[1], [0], [1]]
+
+
+@live
+def test_a_jupyter_interrupt_does_not_reach_the_lab(small_lab):
+    """Jupyter interrupts a kernel by signalling its process group: the lab has a session of its own."""
+    assert os.getsid(small_lab.pids["supervisor"]) != os.getsid(0)
+    assert os.getpgid(small_lab.pids["supervisor"]) != os.getpgid(0)
+
+
+@live
+def test_two_threads_on_one_lab_get_every_reply_right(small_lab):
+    wrong = []
+
+    def run(j):
+        for i in range(100):
+            key = f"th{j}-{i}"
+            if small_lab.put([key], 64 + j, who="writer")["rc"] != [0]:
+                wrong.append(("put", key))
+            if small_lab.is_exist([key, "never"], who="writer") != [1, 0]:
+                wrong.append(("is_exist", key))
+
+    threads = [threading.Thread(target=run, args=(j,)) for j in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not any(t.is_alive() for t in threads), "deadlocked"
+    assert wrong == []
+
+
+@live
+def test_a_lab_started_from_a_thread_outlives_the_thread():
+    box = {}
+    th = threading.Thread(target=lambda: box.setdefault("lab", StoreLab(nodes=1, segment_mib=16,
+                                                                          clients=("writer",)).start()))
+    th.start()
+    th.join(90)
+    lab = box["lab"]
+    try:
+        time.sleep(1.0)
+        assert lab.running and lab.put(["t"], 10, who="writer")["rc"] == [0]
+        pids, logdir = list(lab.live_pids().values()), lab.logdir
+    finally:
+        lab.close()
+    assert _wait_dead(pids, 10) == [] and not os.path.exists(logdir)
+
+
+@live
+def test_a_killed_supervisor_takes_its_processes_and_the_kernel_removes_its_logs():
+    lab = StoreLab(nodes=1, segment_mib=16, clients=("writer",)).start()
+    pids, logdir = lab.live_pids(), lab.logdir
+    assert os.path.isdir(logdir)
+    os.kill(pids["supervisor"], signal.SIGKILL)
+    assert _wait_dead(list(pids.values()), 10) == []
+    with pytest.raises(StoreLabError, match="not running .*supervisor exited"):
+        lab.is_exist(["x"], who="writer")
+    lab.close()
+    assert not os.path.exists(logdir)
+
+
+@live
+def test_kill_with_sigterm_ends_the_process_and_says_how():
+    with StoreLab(nodes=1, segment_mib=16, clients=("writer", "reader")) as lab:
+        assert lab.kill("reader", sig=signal.SIGTERM) != 0
+        assert "reader" not in lab.live_pids()
+        with pytest.raises(StoreLabError, match="not running"):
+            lab.is_exist(["x"], who="reader")
+        assert lab.is_exist(["x"], who="writer") == [0]

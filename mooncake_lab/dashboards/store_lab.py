@@ -8,7 +8,6 @@ from __future__ import annotations
 import ipywidgets as widgets
 
 from ..plots import store_lab as plots
-from ..validate import InputError, describe
 from . import Dashboard
 
 __all__ = ["EvictionDashboard", "FailureDashboard"]
@@ -16,15 +15,11 @@ _STYLE = {"description_width": "initial"}
 
 
 def _results(res, where: str, needs: str) -> dict:
-    """``res`` (the lab's results: :func:`experiments.lab_store.results`), or the recorded real run if None."""
-    if res is None:
-        from ..experiments.lab_store import load_recorded
+    """``res`` (the lab's results: :func:`experiments.lab_store.results`), checked for what the
+    dashboard reads, or the recorded real run if None."""
+    from ..experiments.lab_store import check_results, load_recorded
 
-        return load_recorded()
-    if not isinstance(res, dict) or needs not in res:
-        raise InputError(f"{where}(res=...): got {describe(res)}; allowed: the lab's results (a dict with "
-                         f"{needs!r}: experiments.lab_store.results()[0]), or None for the recorded run")
-    return res
+    return load_recorded() if res is None else check_results(res, (needs,), where)
 
 
 class EvictionDashboard(Dashboard):

@@ -28,7 +28,8 @@ __all__ = ["KV_LAYER_BYTES", "KV_BLOCK_BYTES", "FAST25_RDMA_GBPS", "TRANSFER_SIZ
            "RECORDED", "load_recorded", "hits_array", "NO_AVAILABLE_HANDLE", "OBJECT_NOT_FOUND",
            "TRANSFER_FAIL", "lease_agreement", "MAIN_LAB", "can_run_live", "header",
            "recorded_note", "eviction_lab", "start_labs", "MODE_ENV", "measure_roundtrip", "HIGH_WATERMARK",
-           "watermark_capacity", "watermark_agreement", "DYNAMIC_REPLICATION_QPS", "HEAT_WINDOW_S"]
+           "watermark_capacity", "watermark_agreement", "DYNAMIC_REPLICATION_QPS", "HEAT_WINDOW_S",
+           "check_results"]
 
 MiB = 1 << 20
 KiB = 1 << 10
@@ -379,8 +380,81 @@ def lease_agreement(res: dict) -> dict[str, float]:
     return {k: float(np.mean(a)) for k, a in out.items()}
 
 
+# What the figures and dashboards read of a result set: field → check (a value's type and range).
+def _rate(x, name, where):
+    return v.real(x, name, lo=0, hi=1, where=where)
+
+
+def _count(x, name, where):
+    return v.integer(x, name, lo=0, where=where)
+
+
+def _rcs(x, name, where):
+    if not isinstance(x, list) or not all(isinstance(r, int) and not isinstance(r, bool) for r in x):
+        raise v.fail(name, x, "a list of return codes (int)", where)
+
+
+def _lease(x, name, where):
+    if not (isinstance(x, str) and x):
+        raise v.fail(name, x, "a lease TTL, e.g. '1ms'", where)
+
+
+def _bits(x, name, where):
+    if not (isinstance(x, str) and x and set(x) <= {"0", "1"}):
+        raise v.fail(name, x, "a hit string of '0' (miss) and '1' (hit), one per access", where)
+
+
+_EVICTION_ROW = {"lease": _lease,
+                 "capacity_blocks": lambda x, n, w: v.integer(x, n, lo=1, where=w),
+                 "value_bytes": lambda x, n, w: v.integer(x, n, lo=1, where=w),
+                 "store_hits": _bits, "lru_hits": _bits, "pins": _count, "pins_kept": _count,
+                 **{k: _rate for k in ("store_hit", "lru_hit", "agreement", "store_hit_first_half",
+                                       "lru_hit_first_half", "store_hit_second_half", "lru_hit_second_half")}}
+_PROBE = {"one": _rcs, "two_first_on_killed": _rcs, "two_first_on_survivor": _rcs}
+_REPLICATION = {"node_dropped_after_s": lambda x, n, w: v.real(x, n, lo=0, where=w),
+                "client_ttl_s": lambda x, n, w: v.real(x, n, lo=0, lo_open=True, where=w),
+                "two_first_on_killed": _count, "n_two": lambda x, n, w: v.integer(x, n, lo=1, where=w),
+                "two_replicas_after": _rcs}
+
+
+def _fields(d, spec: dict, name: str, where: str) -> None:
+    if not isinstance(d, dict):
+        raise v.fail(name, d, f"a dict with {', '.join(spec)}", where)
+    for k, check in spec.items():
+        if k not in d:
+            raise v.fail(name, f"a dict without {k!r}", f"the lab's results (fields {', '.join(spec)})", where)
+        check(d[k], f"{name}[{k!r}]", where)
+
+
+def check_results(res, parts=("eviction", "replication"), where: str = "results") -> dict:
+    """``res`` if it holds what the figures and dashboards read of ``parts`` (each row's fields, types
+    and ranges: hit strings of 0/1 as long as the stream, rates in [0, 1], return codes as ints),
+    else an :class:`~mooncake_lab.validate.InputError` naming the first bad field."""
+    if not isinstance(res, dict):
+        raise v.fail("res", res, "the lab's results: a dict (experiments.lab_store.results()[0])", where)
+    if "eviction" in parts:
+        rows = res.get("eviction")
+        if not isinstance(rows, list) or not rows:
+            raise v.fail("res['eviction']", rows, "a non-empty list of eviction runs", where)
+        for i, r in enumerate(rows):
+            _fields(r, _EVICTION_ROW, f"res['eviction'][{i}]", where)
+            if len(r["store_hits"]) != len(r["lru_hits"]) or r["pins_kept"] > r["pins"]:
+                raise v.fail(f"res['eviction'][{i}]", "store_hits and lru_hits of different lengths, or "
+                             "more pins kept than pinned", "one hit per access in both; pins_kept <= pins", where)
+    if "replication" in parts:
+        rep = res.get("replication")
+        _fields(rep, _REPLICATION, "res['replication']", where)
+        tl = rep.get("timeline")
+        if not isinstance(tl, list) or len(tl) != 2:
+            raise v.fail("res['replication']['timeline']", tl, "two probes (before and after client_ttl)", where)
+        for i, t in enumerate(tl):
+            _fields(t, _PROBE, f"res['replication']['timeline'][{i}]", where)
+        _fields(rep.get("before_kill"), {"one": _rcs, "two": _rcs}, "res['replication']['before_kill']", where)
+    return res
+
+
 def load_recorded(path=None) -> dict:
-    """The committed recording of :func:`run_all` (or the JSON at ``path``)."""
+    """The committed recording of :func:`run_all` (or the JSON at ``path``), checked."""
     if path is None:
         text = resources.files("mooncake_lab").joinpath("data", RECORDED).read_text()
     else:
@@ -389,7 +463,7 @@ def load_recorded(path=None) -> dict:
     for field in ("version", "date", "machine", "transfer", "eviction", "replication"):
         if field not in data:
             raise ValueError(f"{path or RECORDED}: missing field {field!r}")
-    return data
+    return check_results(data, where=str(path or RECORDED))
 
 
 def results(live: bool | None = None) -> tuple[dict, str]:
@@ -419,9 +493,19 @@ def recorded_note(why: str) -> str:
 
 
 def record(path=None) -> Path:
-    """Run the store and write the results as the committed recording (``python -m ... record``)."""
+    """Run the store and write the results as the committed recording (``python -m ... record``);
+    ``path`` (a ``.json`` file in a folder that exists and can be written) is checked first."""
+    import os
+
+    path = Path(__file__).resolve().parents[1] / "data" / RECORDED if path is None else path
+    if not isinstance(path, (str, os.PathLike)) or Path(path).suffix != ".json":
+        raise v.fail("path", path, "a path ending in .json", "record")
+    path = Path(path)
+    if not path.parent.is_dir() or not os.access(path.parent, os.W_OK) or path.is_dir():
+        raise v.fail("path", str(path), "a .json file in a folder that exists and that you can write "
+                                        f"({path.parent} {'is not writable' if path.parent.is_dir() else 'does not exist'})",
+                     "record")
     data = run_all()
-    path = Path(path) if path else Path(__file__).resolve().parents[1] / "data" / RECORDED
     path.write_text(json.dumps(data, indent=1) + "\n")
     return path
 

@@ -5,9 +5,12 @@
 so the master's HTTP metadata server (which binds ``0.0.0.0`` whatever it is told) and the Transfer
 Engine's wildcard ports are reachable from nowhere. The supervisor starts ``mooncake_master`` and
 one process per store client ("memory nodes" that contribute a DRAM segment, and segment-less
-writer/reader clients), and the kernel talks to it over pipes. Every process is stopped by PID on
-:meth:`StoreLab.close`, on ``with`` exit and at interpreter exit (atexit); they also die with their
-parent (PR_SET_PDEATHSIG) and the supervisor stops its children when the kernel's pipe closes.
+writer/reader clients), and the kernel talks to it over pipes (each request has an id its reply
+echoes: a late reply is discarded, never returned to the next call). Every process is stopped by PID
+on :meth:`StoreLab.close`, on ``with`` exit and at interpreter exit (atexit). The supervisor runs in a
+session of its own (Ctrl-C and Jupyter interrupts reach the kernel, not the lab); it watches the
+kernel and, when the kernel dies (even by SIGKILL), stops its children and removes its log folder.
+Its children die with it (PR_SET_PDEATHSIG); were it SIGKILLed, the kernel removes the folder.
 
 Where no namespace can be made, :class:`StoreLab` refuses to start unless
 ``allow_host_network=True`` or ``MOONCAKE_LAB_STORE_HOST_NETWORK=1`` says to run on the host.
@@ -15,6 +18,7 @@ Where no namespace can be made, :class:`StoreLab` refuses to start unless
 from __future__ import annotations
 
 import atexit
+import math
 import os
 import platform
 import shutil
@@ -25,9 +29,13 @@ import weakref
 from functools import lru_cache
 
 from .. import validate as v
-from ._proto import StoreLabError, ask, conn, stop_pids
+from . import logs
+from ._proto import Channel, StoreLabError, stop_pids
+from ._supervisor import LOG_PREFIX
+from ._worker import METHODS as WORKER_METHODS
 
-__all__ = ["StoreLab", "StoreLabError", "start_all", "store_status", "isolation", "HOST_NETWORK_ENV", "PACKAGE"]
+__all__ = ["StoreLab", "StoreLabError", "start_all", "store_status", "isolation", "HOST_NETWORK_ENV", "PACKAGE",
+           "memory_budget_mib", "MIN_SEGMENT_MIB", "MAX_BATCH_BYTES", "MAX_KEYS", "MAX_KEY_CHARS"]
 
 PACKAGE = "mooncake-transfer-engine-non-cuda"
 HOST_NETWORK_ENV = "MOONCAKE_LAB_STORE_HOST_NETWORK"
@@ -89,28 +97,76 @@ EXPOSURE = ("the master's RPC port, its HTTP metadata server (bound to 0.0.0.0 w
             "in 12300–17000): an unauthenticated KV store anyone on your network could read and write")
 
 
-def _keys(keys) -> list[str]:
-    keys = [keys] if isinstance(keys, str) else list(keys)
-    if not keys or not all(isinstance(k, str) and k for k in keys):
-        raise v.fail("keys", keys, "a non-empty list of non-empty strings")
-    return keys
+#: The store's smallest segment: ``setup`` of a memory node with less fails (−600, seen with 0.3.13.post1).
+MIN_SEGMENT_MIB = 16
+#: Bytes one call may hold in a worker at once (a batch API keeps all its values; ``put``/``get`` one).
+MAX_BATCH_BYTES = 256 * MiB
+#: Keys per call, characters per key: the key list crosses two pipes.
+MAX_KEYS, MAX_KEY_CHARS = 1_000_000, 1024
+#: The most memory all the labs of one kernel may ask for (segments + buffers), MiB; also at most
+#: half of what the machine has available when a lab starts (:func:`memory_budget_mib`).
+MAX_LAB_MIB = 8192
 
 
-def _size(size) -> int:
-    return v.integer(size, "size", lo=1, hi=1 << 30)  # bytes per value
+def memory_budget_mib() -> int:
+    """MiB the labs of this kernel may use: min(:data:`MAX_LAB_MIB`, half of MemAvailable)."""
+    try:
+        for line in open("/proc/meminfo"):
+            if line.startswith("MemAvailable:"):
+                return min(MAX_LAB_MIB, int(line.split()[1]) // 1024 // 2)
+    except (OSError, ValueError, IndexError):
+        pass
+    return MAX_LAB_MIB
+
+
+def _keys(keys, where: str) -> list[str]:
+    if isinstance(keys, str):
+        keys = [keys]
+    elif not isinstance(keys, (list, tuple)):
+        raise v.fail("keys", keys, "a key (str) or a list of keys", where)
+    if not 1 <= len(keys) <= MAX_KEYS:
+        raise v.fail("keys", f"{len(keys)} keys", f"1 to {MAX_KEYS:,} keys per call", where)
+    for i, k in enumerate(keys):
+        if not (isinstance(k, str) and 0 < len(k) <= MAX_KEY_CHARS and k.isprintable()):
+            raise v.fail("keys", k, f"non-empty printable strings of at most {MAX_KEY_CHARS} characters", where, i)
+    return list(keys)
 
 
 #: Flags the lab sets itself (loopback addresses, its ports, the metadata server): not overridable.
+#: They also come last on the master's command line (the last occurrence wins).
 RESERVED_FLAGS = ("rpc_port", "rpc_address", "enable_http_metadata_server", "http_metadata_server_host",
                   "http_metadata_server_port", "metrics_host", "metrics_port", "logtostderr")
+#: gflags' own flags: each reads flags from elsewhere (a file, the environment), hides errors or exits,
+#: so any of them could set a reserved flag behind the lab's back.
+META_FLAGS = ("flagfile", "fromenv", "tryfromenv", "undefok", "help", "helpfull", "helpshort", "helpxml",
+              "helpon", "helpmatch", "helppackage", "version", "tab_completion_columns", "tab_completion_word")
+
+
+def master_flag(k, val) -> None:
+    """Refuse a ``master_flags`` entry that is not a plain flag the lab leaves to the user."""
+    where = "StoreLab.master_flags"
+    if not (isinstance(k, str) and k.isidentifier() and k.isascii() and k.islower()):
+        raise v.fail("master_flags", k, "mooncake_master flag names (e.g. 'client_ttl')", where)
+    if k in RESERVED_FLAGS or (k.startswith("no") and k[2:] in RESERVED_FLAGS):
+        raise v.fail("master_flags", k, f"a flag the lab does not set itself (it sets {', '.join(RESERVED_FLAGS)})",
+                     where)
+    if k in META_FLAGS:
+        raise v.fail("master_flags", k, f"a mooncake_master flag, not one of gflags' own ({', '.join(META_FLAGS)}): "
+                                        "they read flags from a file or the environment", where)
+    if isinstance(val, bool) or (isinstance(val, (int, float)) and not isinstance(val, bool)):
+        if isinstance(val, float) and not math.isfinite(val):
+            raise v.fail(f"master_flags[{k!r}]", val, "a finite number", where)
+        return
+    if not (isinstance(val, str) and val and val.isprintable() and not any(ch.isspace() for ch in val)):
+        raise v.fail(f"master_flags[{k!r}]", val, "a number, a bool or a non-empty string without spaces", where)
 #: ``ReplicateConfig`` settings :meth:`StoreLab.put` and :meth:`StoreLab.replay` accept.
 CONFIG_KEYS = ("replica_num", "preferred_segment", "hard_pin", "soft_pin")
 
 
-def _die_with_parent():
-    from ._proto import die_with_parent
-
-    die_with_parent()
+def _key(key, where: str) -> str:
+    if not isinstance(key, str):
+        raise v.fail("key", key, "one key (a non-empty string)", where)
+    return _keys([key], where)[0]
 
 
 class StoreLab:
@@ -124,9 +180,10 @@ class StoreLab:
     def __init__(self, nodes: int = 2, segment_mib: int = 64, clients=("writer", "reader"),
                  buffer_mib: int = 64, master_flags: dict | None = None,
                  allow_host_network: bool | None = None, timeout_s: float = 60.0):
-        self.nodes = [f"node{i}" for i in range(v.integer(nodes, "nodes", lo=1, hi=8))]
-        self.segment_mib = v.integer(segment_mib, "segment_mib", lo=1, hi=4096)
-        self.buffer_mib = v.integer(buffer_mib, "buffer_mib", lo=1, hi=4096)
+        where = "StoreLab"
+        self.nodes = [f"node{i}" for i in range(v.integer(nodes, "nodes", lo=1, hi=8, where=where))]
+        self.segment_mib = v.integer(segment_mib, "segment_mib", lo=MIN_SEGMENT_MIB, hi=MAX_LAB_MIB, where=where)
+        self.buffer_mib = v.integer(buffer_mib, "buffer_mib", lo=1, hi=MAX_LAB_MIB, where=where)
         if isinstance(clients, str) or not isinstance(clients, (list, tuple)):
             raise v.fail("clients", clients, "a list or tuple of client names, e.g. ('writer', 'reader')")
         self.clients = list(clients)
@@ -137,21 +194,29 @@ class StoreLab:
             raise v.fail("master_flags", master_flags, "a dict of mooncake_master flags, e.g. {'client_ttl': 3}")
         self.master_flags = dict(master_flags or {})
         for k, val in self.master_flags.items():
-            if not (isinstance(k, str) and k.isidentifier() and k.islower()):
-                raise v.fail("master_flags", k, "mooncake_master flag names (e.g. 'client_ttl')")
-            if k in RESERVED_FLAGS:
-                raise v.fail("master_flags", k, f"a flag the lab does not set itself (it sets {', '.join(RESERVED_FLAGS)})")
-            if not isinstance(val, (str, int, float, bool)) or any(ch.isspace() for ch in str(val)) or str(val) == "":
-                raise v.fail(f"master_flags[{k!r}]", val, "a number, a bool or a string without spaces")
+            master_flag(k, val)
+        if self.memory_mib > MAX_LAB_MIB:
+            raise v.fail("nodes, segment_mib, buffer_mib", self._memory_formula(),
+                         f"at most {MAX_LAB_MIB:,} MiB for a lab (segments + buffers)", where)
         self.timeout_s = v.real(timeout_s, "timeout_s", lo=1, hi=600)
         if allow_host_network is None:
             allow_host_network = os.environ.get(HOST_NETWORK_ENV, "") == "1"
         self.allow_host_network = v.flag(allow_host_network, "allow_host_network")
         self._proc: subprocess.Popen | None = None
-        self._rx = self._tx = None
+        self._ch: Channel | None = None
+        self.logdir: str | None = None
         self.segments: dict[str, str] = {}
         self.pids: dict[str, int] = {}
         self.isolated = False
+
+    @property
+    def memory_mib(self) -> int:
+        """MiB the lab asks for: every node's segment plus every client's (nodes' too) buffer."""
+        return len(self.nodes) * self.segment_mib + (len(self.nodes) + len(self.clients)) * self.buffer_mib
+
+    def _memory_formula(self) -> str:
+        return (f"{len(self.nodes)} × {self.segment_mib} + {len(self.nodes) + len(self.clients)} × "
+                f"{self.buffer_mib} = {self.memory_mib:,} MiB")
 
     # --- life cycle ------------------------------------------------------------------------
     def start(self) -> "StoreLab":
@@ -159,12 +224,18 @@ class StoreLab:
         start_all([self])
         return self
 
-    def _spawn(self) -> None:
+    def _spawn(self, others_mib: int = 0) -> None:
         ok, why = store_status()
         if not ok:
             raise StoreLabError(why)
-        if self._proc is not None:
-            raise StoreLabError("this StoreLab is already started")
+        budget = memory_budget_mib()
+        if others_mib + self.memory_mib > budget:
+            raise StoreLabError(
+                f"StoreLab: this lab asks for {self._memory_formula()} (nodes × segment_mib + nodes and "
+                f"clients × buffer_mib), {others_mib:,} MiB more are held by this kernel's other labs, and "
+                f"the labs may use {budget:,} MiB here (half the available memory, at most {MAX_LAB_MIB:,}): "
+                f"ask for less, or close() another lab")
+        logs.sweep(LOG_PREFIX)   # folders of labs whose kernel and supervisor were both killed
         prefix, how = isolation()
         if prefix is None:
             if not self.allow_host_network:
@@ -177,25 +248,20 @@ class StoreLab:
         r1, w1 = os.pipe()  # kernel -> supervisor
         r2, w2 = os.pipe()  # supervisor -> kernel
         cmd = prefix + [sys.executable, "-m", "mooncake_lab.store_lab._supervisor", str(r1), str(w2),
-                        "1" if prefix else "0"]
-        # Started from this (the calling) thread: PR_SET_PDEATHSIG fires when the creating thread exits.
-        self._proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, pass_fds=(r1, w2),
-                                      preexec_fn=_die_with_parent)
+                        "1" if prefix else "0", str(os.getpid())]
+        # A session of its own: Ctrl-C / a Jupyter interrupt (sent to the kernel's process group) does
+        # not reach it. No PR_SET_PDEATHSIG: it fires when the *thread* that started the child ends
+        # (a lab started from a thread would die with it); the supervisor watches the kernel instead.
+        self._proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, pass_fds=(r1, w2), start_new_session=True)
         os.close(r1)
         os.close(w2)
-        self._rx, self._tx = conn(r2, w1)
+        self._ch = Channel(r2, w1, "the lab's supervisor", cancel=self._cancel)
         _OPEN.add(self)
 
-    def _recv(self, what: str):
-        if not self._rx.poll(self.timeout_s):
-            raise StoreLabError(f"{what}: no answer within {self.timeout_s:g} s")
-        try:
-            status, value = self._rx.recv()
-        except (EOFError, OSError) as err:
-            raise StoreLabError(f"{what}: the supervisor is gone ({err})") from None
-        if status != "ok":
-            raise StoreLabError(f"{what}: {value}")
-        return value
+    def _cancel(self) -> None:
+        """A call was abandoned (timeout, Ctrl-C): the supervisor asks the busy worker to stop it."""
+        if self._proc is not None and self._proc.poll() is None:   # our child, not yet reaped
+            os.kill(self._proc.pid, signal.SIGUSR1)
 
     def _specs(self) -> list:
         return [(n, self.segment_mib * MiB, self.buffer_mib * MiB) for n in self.nodes] + \
@@ -208,26 +274,28 @@ class StoreLab:
         self.close()
 
     def close(self) -> None:
-        """Stop every process of the lab by PID (the supervisor stops its children first) and wait."""
+        """Stop every process of the lab by PID (the supervisor stops its children first), wait, and
+        remove the lab's log folder if the supervisor could not."""
         if self._proc is None:
             return
+        interrupted = None
         if self._proc.poll() is None:
             try:
-                self._tx.send(("exit", {}))
-                self._rx.poll(8)
-            except (OSError, EOFError):
+                self._ch.ask("exit", 8)
+            except StoreLabError:
                 pass
+            except KeyboardInterrupt as err:  # finish stopping the lab first, then raise it
+                interrupted = err
         # The supervisor stops its children by PID before it exits; were it killed instead, they get
         # SIGKILL from the kernel (PR_SET_PDEATHSIG). Their PIDs are not signalled from here: once
         # they are gone, those numbers may belong to someone else's processes.
         stop_pids([self._proc], grace_s=5)
-        for c in (self._rx, self._tx):
-            try:
-                c.close()
-            except OSError:
-                pass
-        self._proc = None
+        self._ch.close()
+        logs.remove(self.logdir)
+        self._proc = self._ch = self.logdir = None
         _OPEN.discard(self)
+        if interrupted is not None:
+            raise interrupted
 
     @property
     def running(self) -> bool:
@@ -236,13 +304,27 @@ class StoreLab:
     # --- requests --------------------------------------------------------------------------
     def _ask(self, op: str, timeout_s: float | None = None, **kwargs):
         if not self.running:
-            raise StoreLabError("the lab is not running: use `with StoreLab() as lab:` or lab.start()")
-        return ask(self._rx, self._tx, op, timeout_s or self.timeout_s, **kwargs)
+            why = "" if self._proc is None else f" (its supervisor exited: {self._proc.returncode}; close() it and start a new one)"
+            raise StoreLabError(f"the lab is not running{why}: use `with StoreLab() as lab:` or lab.start()")
+        return self._ch.ask(op, timeout_s or self.timeout_s, **kwargs)
 
     def call(self, who: str, method: str, timeout_s: float | None = None, **kwargs):
-        """Ask the store client ``who`` (a node or a client name) to run ``method``."""
-        t = timeout_s or self.timeout_s
+        """Ask the store client ``who`` (a node or a client name) to run ``method`` (one of the
+        worker's requests: put, get, get_rc, is_exist, replica_desc, replay, remove_all)."""
+        where = "StoreLab.call"
+        v.choice(who, "who", self.nodes + self.clients, where)
+        v.choice(method, "method", WORKER_METHODS[1:], where)
+        t = self.timeout_s if timeout_s is None else v.real(timeout_s, "timeout_s", lo=1, hi=600, where=where)
         return self._ask("call", timeout_s=t + 5, name=who, method=method, kwargs=kwargs, call_timeout_s=t)
+
+    def _size(self, size, n_keys: int, batch: bool, where: str) -> int:
+        """``size`` bytes per value: at most one node's segment (nothing larger can be stored), and
+        a batch's values together at most :data:`MAX_BATCH_BYTES` (they are held at once)."""
+        size = v.integer(size, "size", lo=1, hi=self.segment_mib * MiB, where=where)
+        if batch and size * n_keys > MAX_BATCH_BYTES:
+            raise v.fail("size", size, f"at most {MAX_BATCH_BYTES // MiB} MiB per batch call: {n_keys:,} keys × "
+                                       f"{size:,} B = {size * n_keys / MiB:,.0f} MiB; split the keys", where)
+        return size
 
     def _config(self, cfg: dict, where: str, extra=()) -> dict:
         """Check ``ReplicateConfig`` settings (:data:`CONFIG_KEYS`) before they reach a worker."""
@@ -262,37 +344,50 @@ class StoreLab:
 
     def put(self, keys, size, who="writer", api="put", **cfg):
         """Put each key's value (``size`` bytes, derived from the key) from client ``who``: rc per key, seconds."""
-        return self.call(who, "put", keys=_keys(keys), size=_size(size),
-                         api=v.choice(api, "api", ("put", "put_batch", "batch_put_from")),
-                         **self._config(cfg, "StoreLab.put", extra=("retries",)))
+        where = "StoreLab.put"
+        keys = _keys(keys, where)
+        api = v.choice(api, "api", ("put", "put_batch", "batch_put_from"), where)
+        return self.call(who, "put", keys=keys, size=self._size(size, len(keys), api != "put", where), api=api,
+                         **self._config(cfg, where, extra=("retries",)))
 
     def get(self, keys, size, who="reader", api="get", check=True):
         """Read keys on client ``who``; ``ok`` per key says the content matched its checksum."""
-        return self.call(who, "get", keys=_keys(keys), size=_size(size),
-                         api=v.choice(api, "api", ("get", "get_batch", "batch_get_into")), check=v.flag(check, "check"))
+        where = "StoreLab.get"
+        keys = _keys(keys, where)
+        api = v.choice(api, "api", ("get", "get_batch", "batch_get_into"), where)
+        return self.call(who, "get", keys=keys, size=self._size(size, len(keys), api != "get", where), api=api,
+                         check=v.flag(check, "check", where))
 
     def get_rc(self, key, size, who="reader"):
         """One ``get_into``: the bytes read, or the store's negative error code."""
-        return self.call(who, "get_rc", key=_keys([key])[0], size=_size(size))
+        where = "StoreLab.get_rc"
+        return self.call(who, "get_rc", key=_key(key, where), size=self._size(size, 1, False, where))
 
     def is_exist(self, keys, who="reader"):
-        return self.call(who, "is_exist", keys=_keys(keys))
+        return self.call(who, "is_exist", keys=_keys(keys, "StoreLab.is_exist"))
 
     def replica_desc(self, key, who="reader"):
-        return self.call(who, "replica_desc", key=_keys([key])[0])
+        return self.call(who, "replica_desc", key=_key(key, "StoreLab.replica_desc"))
 
     def replay(self, keys, size, who="writer", **cfg):
         """``is_exist``-before-``put`` over ``keys`` in order; ``hits`` is a bool array."""
         import numpy as np
 
-        r = self.call(who, "replay", keys=_keys(keys), size=_size(size),
-                      **self._config(cfg, "StoreLab.replay", extra=("retries",)))
+        where = "StoreLab.replay"
+        keys = _keys(keys, where)
+        r = self.call(who, "replay", keys=keys, size=self._size(size, len(keys), False, where),
+                      **self._config(cfg, where, extra=("retries",)))
         r["hits"] = np.frombuffer(r["hits"], dtype=np.int8).astype(bool)
         return r
 
     def kill(self, who: str, sig: int = int(signal.SIGKILL)) -> int:
-        """Send ``sig`` (default SIGKILL) to one process of the lab (a node, a client or "master")."""
-        rc = self._ask("kill", name=who, sig=v.integer(sig, "sig", lo=1, hi=int(signal.SIGRTMAX)))
+        """Send ``sig`` (SIGKILL, the default, or SIGTERM) to one process of the lab (a node, a client
+        or "master") and wait for it to end; returns its exit status."""
+        where = "StoreLab.kill"
+        v.choice(who, "who", self.nodes + self.clients + ["master"], where)
+        sig = int(sig) if isinstance(sig, int) and not isinstance(sig, bool) else sig   # signal.SIGKILL too
+        sig = v.choice(sig, "sig", (int(signal.SIGKILL), int(signal.SIGTERM)), where)
+        rc = self._ask("kill", name=who, sig=int(sig))
         self.pids.pop(who, None)
         return rc
 
@@ -311,22 +406,37 @@ class StoreLab:
 
 
 def start_all(labs) -> list:
-    """Start several labs at once (their processes start in parallel); on any error all are closed."""
+    """Start several labs at once (their processes start in parallel); on any error all are closed.
+    A lab that is already running is refused (and left running)."""
     labs = list(labs)
+    for i, lab in enumerate(labs):
+        if not isinstance(lab, StoreLab):
+            raise v.fail("labs", lab, "StoreLab objects (not yet started)", "start_all", i)
+        if lab._proc is not None:
+            state = (f"running (supervisor PID {lab._proc.pid})" if lab.running else
+                     "started once already (its supervisor has exited)")
+            raise StoreLabError(f"start: this StoreLab is {state}; it is left as it is: use it, or close() it "
+                                f"and start() again")
+    if len({id(lab) for lab in labs}) != len(labs):
+        raise v.fail("labs", "the same StoreLab twice", "distinct labs", "start_all")
+
+    def step(op: str, make_kwargs):
+        posted = [(lab, lab._ch.post(op, **make_kwargs(lab))) for lab in labs]
+        return [(lab, lab._ch.collect(rid, op, lab.timeout_s)) for lab, rid in posted]
+
     try:
+        held = sum(lab.memory_mib for lab in list(_OPEN) if lab.running)
         for lab in labs:
-            lab._spawn()
+            lab._spawn(held)
+            held += lab.memory_mib
         for lab in labs:
-            lab.pids["supervisor"] = lab._recv("supervisor start")["pid"]
-        for lab in labs:
-            lab._tx.send(("start_master", {"flags": lab.master_flags}))
-        for lab in labs:
-            lab.ports = lab._recv("start_master")
-            lab.pids["master"] = lab.ports.pop("pid")
-        for lab in labs:
-            lab._tx.send(("start_workers", {"specs": lab._specs()}))
-        for lab in labs:
-            for name, info in lab._recv("start_workers").items():
+            hello = lab._ch.collect(0, "supervisor start", lab.timeout_s)
+            lab.pids["supervisor"], lab.logdir = hello["pid"], hello["logdir"]
+        for lab, ports in step("start_master", lambda lab: {"flags": lab.master_flags}):
+            lab.ports = ports
+            lab.pids["master"] = ports.pop("pid")
+        for lab, got in step("start_workers", lambda lab: {"specs": lab._specs()}):
+            for name, info in got.items():
                 lab.pids[name] = info["pid"]
                 if name in lab.nodes:
                     lab.segments[name] = info["segment"]

@@ -4,7 +4,8 @@
 loopback up (PRIVATE=1), then starts ``mooncake_master`` and the worker processes as its own
 children (each dies with it: PR_SET_PDEATHSIG), and answers the kernel's requests over the pipes.
 When the kernel's end of the pipe closes (the kernel stopped or was killed), or on SIGTERM, it stops
-every child by PID and exits.
+every child by PID and exits; it also watches its parent (the kernel) and does the same, removing
+its log folder, within a fraction of a second of the kernel's death — even a SIGKILL.
 """
 from __future__ import annotations
 
@@ -18,11 +19,13 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
 
-from ._proto import StoreLabError, ask, conn, die_with_parent, stop_pids
+from ._proto import Channel, conn, StoreLabError, die_with_parent, reply, serve, stop_pids
+from ._worker import METHODS as WORKER_METHODS
 
 # The Transfer Engine looks for a LAN address unless told which one to advertise; in the namespace
 # there is only loopback. (It still binds its port on the wildcard address: hence the namespace.)
@@ -74,24 +77,49 @@ def master_binary() -> str:
     return str(Path(next(iter(spec.submodule_search_locations))) / "mooncake_master")
 
 
+#: Prefix of the supervisor's log folder in the temporary directory; its ``owner`` file names the
+#: supervisor (PID and start time), so a folder whose owner is dead can be swept (``logs.sweep``).
+LOG_PREFIX = "mooncake-store-lab-"
+
+
+def master_args(binary: str, ports: dict, flags: dict) -> list[str]:
+    """``mooncake_master``'s command line: the user's ``flags`` first, the lab's own flags last (the
+    last occurrence of a flag wins), so nothing before them can move the lab's addresses or ports."""
+    own = [f"--rpc_port={ports['rpc']}", "--rpc_address=127.0.0.1",
+           "--enable_http_metadata_server=true", "--http_metadata_server_host=127.0.0.1",
+           f"--http_metadata_server_port={ports['metadata']}",
+           "--metrics_host=127.0.0.1", f"--metrics_port={ports['metrics']}", "--logtostderr=true"]
+    user = [f"--{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in flags.items()]
+    return [binary, *user, *own]
+
+
 class Supervisor:
+    #: The requests the kernel may send.
+    OPS = ("start_master", "start_workers", "call", "kill", "pids", "http", "listening")
+    #: Signals :meth:`kill` sends: each ends a process (a stopped one would leave the lab waiting).
+    SIGNALS = (int(signal.SIGKILL), int(signal.SIGTERM))
+
     def __init__(self):
-        self.logdir = Path(tempfile.mkdtemp(prefix="mooncake-store-lab-"))
+        from .logs import claim_logdir
+
+        self.logdir = claim_logdir(LOG_PREFIX)
         self.master = None
         self.ports: dict[str, int] = {}
-        self.workers: dict[str, tuple[subprocess.Popen, object, object]] = {}
+        self.workers: dict[str, tuple[subprocess.Popen, Channel]] = {}
+        self.current: subprocess.Popen | None = None  # the worker whose answer is awaited
+
+    def cancel(self, *_):
+        """SIGUSR1 (the kernel abandoned its call): ask the worker it waits for to stop that work."""
+        p = self.current
+        if p is not None and p.poll() is None:
+            os.kill(p.pid, signal.SIGUSR1)
 
     # --- processes -------------------------------------------------------------------------
     def start_master(self, flags: dict, timeout_s: float = 15.0):
         if self.master is not None:
             raise StoreLabError("the master is already running")
         self.ports = {"rpc": free_port(), "metadata": free_port(), "metrics": free_port()}
-        args = [master_binary(), f"--rpc_port={self.ports['rpc']}", "--rpc_address=127.0.0.1",
-                "--enable_http_metadata_server=true", "--http_metadata_server_host=127.0.0.1",
-                f"--http_metadata_server_port={self.ports['metadata']}",
-                "--metrics_host=127.0.0.1", f"--metrics_port={self.ports['metrics']}",
-                "--logtostderr=true"]
-        args += [f"--{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in flags.items()]
+        args = master_args(master_binary(), self.ports, flags)
         log = open(self.logdir / "master.log", "wb")
         self.master = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                        preexec_fn=die_with_parent, close_fds=True)
@@ -119,42 +147,64 @@ class Supervisor:
                                  preexec_fn=die_with_parent, env=dict(os.environ, **WORKER_ENV))
             os.close(r1)
             os.close(w2)
-            rx, tx = conn(r2, w1)
-            self.workers[name] = (p, rx, tx)
+            self.workers[name] = (p, Channel(r2, w1, f"worker {name!r}", cancel=lambda p=p: (
+                p.poll() is None and os.kill(p.pid, signal.SIGUSR1))))
         common = {"hostname": "127.0.0.1", "metadata_server": f"http://127.0.0.1:{self.ports['metadata']}/metadata",
                   "master": f"127.0.0.1:{self.ports['rpc']}"}
-        for name, seg, buf in specs:  # segments first, in order: node names map to segments
-            self.workers[name][2].send(("setup", dict(common, segment_bytes=seg, buffer_bytes=buf)))
-        out, deadline = {}, time.monotonic() + timeout_s
-        for name, _, _ in specs:
-            p, rx, _ = self.workers[name]
+        # all set up at once, each in a thread (segments first, in order: node names map to segments)
+        done: dict[str, object] = {}
+
+        def setup(name, seg, buf):
             try:
-                if not rx.poll(max(0.0, deadline - time.monotonic())):
-                    raise StoreLabError(f"setup: no answer within {timeout_s:g} s")
-                status, value = rx.recv()
-            except (EOFError, OSError) as err:
-                raise StoreLabError(f"worker {name!r} died during setup ({err}); log: {self.log_tail(name)}") from None
-            if status != "ok":
-                raise StoreLabError(f"worker {name!r}: {value}; log: {self.log_tail(name)}")
-            out[name] = {"pid": p.pid, "segment": value}
+                done[name] = self.workers[name][1].ask(
+                    "setup", timeout_s, **dict(common, segment_bytes=seg, buffer_bytes=buf))
+            except StoreLabError as err:
+                done[name] = err
+
+        threads = [threading.Thread(target=setup, args=spec, daemon=True) for spec in specs]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout_s + 1)
+        out = {}
+        for name, _, _ in specs:
+            got = done.get(name, StoreLabError(f"setup: no answer within {timeout_s:g} s"))
+            if isinstance(got, StoreLabError):
+                raise StoreLabError(f"worker {name!r}: {got}; log: {self.log_tail(name)}")
+            out[name] = {"pid": self.workers[name][0].pid, "segment": got}
         return out
 
     def call(self, name: str, method: str, kwargs: dict, call_timeout_s: float = 30.0):
         if name not in self.workers:
             raise StoreLabError(f"no worker {name!r}; have {sorted(self.workers)}")
-        p, rx, tx = self.workers[name]
+        if method not in WORKER_METHODS or method == "setup":
+            raise StoreLabError(f"no request {method!r}; allowed: {', '.join(WORKER_METHODS[1:])}")
+        p, ch = self.workers[name]
         if p.poll() is not None:
             raise StoreLabError(f"worker {name!r} is not running (exit {p.returncode})")
-        return ask(rx, tx, method, call_timeout_s, **kwargs)
+        self.current = p
+        try:
+            return ch.ask(method, call_timeout_s, **kwargs)
+        finally:
+            self.current = None
 
-    def kill(self, name: str, sig: int = int(signal.SIGKILL)):
+    def kill(self, name: str, sig: int = int(signal.SIGKILL), timeout_s: float = 10.0):
+        """Send ``sig`` (one of :data:`SIGNALS`) to one process and reap it; SIGKILL if it outlives
+        ``timeout_s``. Returns its exit status (negative: the signal that ended it)."""
+        if sig not in self.SIGNALS:
+            raise StoreLabError(f"signal {sig} is not one that ends a process; allowed: SIGKILL (9), SIGTERM (15)")
         p = self.master if name == "master" else self.workers.get(name, (None,))[0]
         if p is None:
             raise StoreLabError(f"no process {name!r}")
         if p.poll() is not None:  # reaped: its PID may be someone else's now
             raise StoreLabError(f"{name!r} has already stopped (exit {p.returncode})")
         os.kill(p.pid, sig)
-        p.wait(timeout=10)
+        try:
+            p.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.kill(p.pid, signal.SIGKILL)
+            p.wait(timeout=5)
+            raise StoreLabError(f"{name!r} did not exit within {timeout_s:g} s of signal {sig}: it was SIGKILLed") from None
         return p.returncode
 
     def pids(self):
@@ -181,12 +231,8 @@ class Supervisor:
     def stop(self):
         """Stop every child by PID: SIGTERM, SIGKILL after 1 s; reap them."""
         stop_pids([w[0] for w in self.workers.values()] + ([self.master] if self.master else []), grace_s=1.0)
-        for _, rx, tx in self.workers.values():
-            for c in (rx, tx):
-                try:
-                    c.close()
-                except OSError:
-                    pass
+        for _, ch in self.workers.values():
+            ch.close()
         self.workers.clear()
         self.master = None
 
@@ -196,7 +242,21 @@ class Supervisor:
         shutil.rmtree(self.logdir, ignore_errors=True)
 
 
-def main(read_fd: int, write_fd: int, private: bool) -> None:
+def watch_parent(parent: int, period_s: float = 0.2) -> None:
+    """Background thread: when the kernel (``parent``) is gone — killed, even by SIGKILL — SIGTERM
+    this process, whose handler stops every child and removes the log folder."""
+    def run():
+        while os.getppid() == parent:
+            time.sleep(period_s)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=run, daemon=True, name="watch-kernel").start()
+
+
+def main(read_fd: int, write_fd: int, private: bool, parent: int) -> None:
+    # Ctrl-C (and a Jupyter interrupt, sent to the kernel's process group) is for the kernel: the
+    # lab runs in a session of its own and ignores SIGINT anyway; it stops by PID.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     rx, tx = conn(read_fd, write_fd)
     sup = Supervisor()
 
@@ -205,32 +265,24 @@ def main(read_fd: int, write_fd: int, private: bool) -> None:
         os._exit(0)
 
     signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGUSR1, sup.cancel)
+    watch_parent(parent)
     try:
         if private:
             loopback_up()
-        tx.send(("ok", {"pid": os.getpid(), "listening": listening_sockets()}))
+        reply(tx, 0, "ok", {"pid": os.getpid(), "logdir": str(sup.logdir), "listening": listening_sockets()})
     except Exception as err:
-        tx.send(("err", f"could not bring up the namespace's loopback: {err}"))
+        reply(tx, 0, "err", f"could not bring up the namespace's loopback: {err}")
+        sup.close()
         return
+    rid = None
     try:
-        for _ in range(10**7):  # bounded: one request per iteration
-            try:
-                method, kwargs = rx.recv()
-            except (EOFError, OSError):
-                break  # the kernel is gone
-            if method == "exit":
-                break
-            try:
-                tx.send(("ok", getattr(sup, method)(**kwargs)))
-            except Exception as err:
-                tx.send(("err", f"{type(err).__name__}: {err}"))
+        rid = serve(rx, tx, sup, Supervisor.OPS)
     finally:
         sup.close()
-        try:
-            tx.send(("ok", None))
-        except OSError:
-            pass
+        if rid is not None:
+            reply(tx, rid, "ok", None)
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1")
+    main(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1", int(sys.argv[4]))

@@ -7,13 +7,14 @@ a seed, and only return codes, CRC-32 checksums and timings go back.
 """
 from __future__ import annotations
 
+import signal
 import sys
 import time
 import zlib
 
 import numpy as np
 
-from ._proto import conn
+from ._proto import conn, reply, serve
 
 
 def value_bytes(key: str, size: int) -> np.ndarray:
@@ -26,10 +27,22 @@ def expected_crc(key: str, size: int) -> int:
     return zlib.crc32(value_bytes(key, size))
 
 
+class Cancelled(Exception):
+    """The supervisor cancelled this request (SIGUSR1): its caller timed out or was interrupted."""
+
+
 class Worker:
     def __init__(self):
         self.store = None
         self.buf = None  # registered buffer for the zero-copy APIs
+        self.cancelled = False  # set by SIGUSR1; checked between store calls of a request
+
+    def begin(self):
+        self.cancelled = False
+
+    def _go_on(self):
+        if self.cancelled:
+            raise Cancelled("cancelled: the caller timed out or was interrupted")
 
     def setup(self, hostname, metadata_server, master, segment_bytes, buffer_bytes):
         from mooncake.store import MooncakeDistributedStore
@@ -65,37 +78,51 @@ class Worker:
     def put(self, keys, size, api="put", retries=0, **cfg):
         """Put each key's value (``size`` bytes); returns rc per key, seconds of the store calls."""
         config = self._config(**cfg)
-        vals = [value_bytes(k, size) for k in keys]
-        rcs = []
-        t0 = time.perf_counter()
-        if api == "put":
-            for k, v in zip(keys, vals):
+        rcs, secs = [], 0.0
+        if api == "put":  # one value in memory at a time
+            for k in keys:
+                self._go_on()
+                v = value_bytes(k, size)
+                t0 = time.perf_counter()
                 rc = self.store.put(k, v, config)
                 for _ in range(retries):
                     if rc == 0:
                         break
                     time.sleep(0.002)
                     rc = self.store.put(k, v, config)
+                secs += time.perf_counter() - t0
                 rcs.append(rc)
-        elif api == "put_batch":
+        elif api == "put_batch":  # the batch's bytes are bounded by the kernel (StoreLab.put)
+            vals = [value_bytes(k, size) for k in keys]
+            t0 = time.perf_counter()
             rc = self.store.put_batch(keys, vals, config)
+            secs = time.perf_counter() - t0
             rcs = [rc] * len(keys)
         elif api == "batch_put_from":
             base = self._register(size * len(keys))
-            for i, v in enumerate(vals):
-                self.buf[i * size:(i + 1) * size] = v
+            for i, k in enumerate(keys):
+                self.buf[i * size:(i + 1) * size] = value_bytes(k, size)
             t0 = time.perf_counter()
             rcs = list(self.store.batch_put_from(keys, [base + i * size for i in range(len(keys))],
                                                  [size] * len(keys), config))
+            secs = time.perf_counter() - t0
         else:
             raise ValueError(f"api={api!r}: allowed put, put_batch, batch_put_from")
-        return {"rc": [int(r) for r in rcs], "seconds": time.perf_counter() - t0}
+        return {"rc": [int(r) for r in rcs], "seconds": secs}
 
     def get(self, keys, size, api="get", check=True):
         """Read keys; returns per key ok (content matches), rc/length, seconds of the store calls."""
         t0 = time.perf_counter()
-        if api == "get":
-            got = [self.store.get(k) for k in keys]
+        if api == "get":  # one value in memory at a time: keep its length and checksum only
+            secs, got = 0.0, []
+            for k in keys:
+                self._go_on()
+                t1 = time.perf_counter()
+                g = self.store.get(k)
+                secs += time.perf_counter() - t1
+                got.append((len(g), zlib.crc32(g) if check and len(g) == size else None))
+            ok = [n == size and (not check or c == expected_crc(k, size)) for k, (n, c) in zip(keys, got)]
+            return {"ok": ok, "rc": [n for n, _ in got], "seconds": secs}
         elif api == "get_batch":
             got = self.store.get_batch(keys)
         elif api == "batch_get_into":
@@ -118,7 +145,11 @@ class Worker:
         return int(self.store.get_into(key, base, size))
 
     def is_exist(self, keys):
-        return [int(self.store.is_exist(k)) for k in keys]
+        out = []
+        for k in keys:
+            self._go_on()
+            out.append(int(self.store.is_exist(k)))
+        return out
 
     def replica_desc(self, key):
         out = []
@@ -138,6 +169,7 @@ class Worker:
         value = np.zeros(size, dtype=np.uint8)
         t0 = time.perf_counter()
         for i, k in enumerate(keys):
+            self._go_on()
             if self.store.is_exist(k) == 1:
                 hits[i] = 1
                 continue
@@ -157,23 +189,20 @@ class Worker:
         return int(self.store.remove_all(True))
 
 
+#: The requests a worker serves (the kernel checks a method name against this list first).
+METHODS = ("setup", "put", "get", "get_rc", "is_exist", "replica_desc", "replay", "remove_all")
+
+
 def main(read_fd: int, write_fd: int) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the kernel; the lab stops by PID
     rx, tx = conn(read_fd, write_fd)
     w = Worker()
-    for _ in range(10**7):  # bounded: one request per iteration
-        try:
-            method, kwargs = rx.recv()
-        except EOFError:
-            break
-        if method == "exit":
-            tx.send(("ok", None))
-            break
-        try:
-            tx.send(("ok", getattr(w, method)(**kwargs)))
-        except Exception as err:  # report, keep serving
-            tx.send(("err", f"{type(err).__name__}: {err}"))
+    signal.signal(signal.SIGUSR1, lambda signum, frame: setattr(w, "cancelled", True))
+    rid = serve(rx, tx, w, METHODS, begin=w.begin)
     if w.store is not None:
         w.store.close()
+    if rid is not None:
+        reply(tx, rid, "ok", None)
 
 
 if __name__ == "__main__":
