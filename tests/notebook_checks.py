@@ -1,13 +1,46 @@
 """What an executed notebook must not show, checked the same way wherever it ran: by nbclient in a
 fresh kernel (tests/test_notebooks.py) or in JupyterLab, read back from the file the page saved
-(tests/test_browser.py). Also: where the lectures are executed in this session."""
+(tests/test_browser.py). Also: where the lectures are executed in this session, and which version of
+a notebook the tests read (:func:`committed_text`)."""
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
 
 #: Debian's Chromium, which tests/test_browser.py drives (override with MOONCAKE_LAB_CHROMIUM).
 CHROMIUM = Path(os.environ.get("MOONCAKE_LAB_CHROMIUM", "/usr/bin/chromium"))
+
+
+def committed_text(path: Path, root: Path = ROOT) -> str:
+    """A notebook as git holds it (the index: committed, or staged with ``git add``), not as the
+    working copy has it: a student's JupyterLab saves their outputs and answers there, and the tests
+    check the course, not the student's copy. Where git does not know the file (a zip download, a
+    new file), the working copy."""
+    try:
+        rel = Path(path).resolve().relative_to(Path(root).resolve())
+        r = subprocess.run(["git", "-C", str(root), "show", f":{rel.as_posix()}"], capture_output=True,
+                           timeout=30, stdin=subprocess.DEVNULL)
+    except (ValueError, OSError, subprocess.TimeoutExpired):
+        r = None
+    if r is not None and r.returncode == 0:
+        return r.stdout.decode("utf-8")
+    return Path(path).read_text(encoding="utf-8")
+
+
+def differs_from_committed(paths, root: Path = ROOT) -> list[str]:
+    """The notebooks among ``paths`` whose working copy is not what git holds (named for a note)."""
+    return [Path(p).name for p in paths if Path(p).read_text(encoding="utf-8") != committed_text(p, root)]
+
+
+def copy_committed(src: Path, dst: Path) -> None:
+    """``src`` (a folder of notebooks) copied to ``dst`` with every notebook as git holds it."""
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    for nb in dst.rglob("*.ipynb"):
+        nb.write_text(committed_text(src / nb.relative_to(dst)), encoding="utf-8")
 
 
 def _text_of(output) -> str:

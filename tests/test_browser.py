@@ -33,7 +33,7 @@ from pathlib import Path
 import pytest
 
 from conftest import _real_trace_dir
-from notebook_checks import CHROMIUM, browser_missing, output_problems
+from notebook_checks import CHROMIUM, browser_missing, copy_committed, output_problems
 
 pytestmark = pytest.mark.browser
 
@@ -98,7 +98,7 @@ def lab_url(tmp_path_factory):
     """Base URL of a JupyterLab server on a copy of notebooks/ (stopped after the module)."""
     tmp = tmp_path_factory.mktemp("lab")
     root = tmp / "notebooks"
-    shutil.copytree(ROOT / "notebooks", root, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    copy_committed(ROOT / "notebooks", root)   # as git holds them: a student's own saved copy does not count
     settings = tmp / "settings"
     for name, value in LAB_SETTINGS.items():
         (settings / name).parent.mkdir(parents=True, exist_ok=True)

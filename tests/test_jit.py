@@ -23,36 +23,32 @@ def test_helper_without_refcount_gives_the_same_results():
     assert caller(5).tolist() == [0.0, 0.5, 1.0, 1.5, 2.0]
 
 
-def _longest_pause_of_this_thread(work) -> tuple[float, float]:
-    """Run ``work`` once alone, then in a background thread while this one keeps looping:
-    (seconds alone, longest gap between two of this thread's loop steps)."""
-    import threading
-    import time
-
-    t0 = time.perf_counter()
-    work()
-    alone = time.perf_counter() - t0
-    th = threading.Thread(target=work)
-    th.start()
-    gap, last = 0.0, time.perf_counter()
-    while th.is_alive():
-        now = time.perf_counter()
-        gap, last = max(gap, now - last), now
-    th.join()
-    return alone, gap
+#: The compiled kernels a dashboard runs ahead in a background thread (LFU / LengthAware curves, hit
+#: curves, the pool's buffers, CPP pipeline, the trace's chain check): each must release the GIL, so a
+#: slider move in the main thread is not held up for the length of a kernel call.
+RUN_AHEAD = ("mooncake_lab.prefix_cache:_replay_kernel", "mooncake_lab.prefix_cache:_stack_distance_kernel",
+             "mooncake_lab.prefix_cache:_fill_minus_one", "mooncake_lab.cpp:_pipeline_kernel",
+             "mooncake_lab.traces:_chains_consistent")
 
 
-def test_runs_computed_ahead_leave_the_gil_to_the_students_move():
-    """Dashboards compute runs ahead in a background thread (LFU / LengthAware curves, hit curves):
-    their compiled kernels release the GIL, so a slider move in the main thread is not held up for
-    the length of a kernel call (with the GIL held, this thread paused as long as the call)."""
+def test_runs_computed_ahead_leave_the_gil_to_the_students_move(monkeypatch):
+    """Behaviour, not speed: each kernel is compiled to release the GIL (numba's ``nogil``), and the
+    replay a dashboard runs ahead goes through such a kernel. How long the main thread still pauses
+    on this machine is measured by benchmarks/bench_gil.py (a duration depends on the machine's load)."""
+    import importlib
+
+    from numba.core.registry import CPUDispatcher
+
     from mooncake_lab import prefix_cache as pc
     from mooncake_lab.synthetic import synthetic_trace
 
-    t = synthetic_trace("toolagent-like", n_requests=150_000)
-    pc.simulate_cache(t.head(100), 100, "lfu")   # compiled before timing
-    pc.stack_distances(t.head(100))
-    for work in (lambda: pc.simulate_cache(t, 2_000, "lfu"), lambda: pc.stack_distances(t)):
-        alone, gap = _longest_pause_of_this_thread(work)
-        assert alone > 0.02, "the kernel call is too short to tell"
-        assert gap < alone / 3, f"this thread paused {gap * 1e3:.0f} ms during a {alone * 1e3:.0f} ms call"
+    for name in RUN_AHEAD:
+        mod, fn = name.split(":")
+        k = getattr(importlib.import_module(mod), fn)
+        assert isinstance(k, CPUDispatcher), f"{name} is not a compiled kernel"
+        assert k.targetoptions.get("nogil") is True, f"{name} holds the GIL while it runs"
+    t = synthetic_trace("toolagent-like", n_requests=200)
+    calls, kernel = [], pc._replay_kernel
+    monkeypatch.setattr(pc, "_replay_kernel", lambda *a: calls.append(1) or kernel(*a))
+    pc.simulate_cache(t, 100, "lfu")
+    assert calls, "the LFU curve no longer runs through the nogil replay kernel"

@@ -18,7 +18,7 @@ import nbformat
 import pytest
 
 from conftest import _real_trace_dir
-from notebook_checks import lectures_run_in_browser, output_problems, stand_in_cells
+from notebook_checks import committed_text, differs_from_committed, lectures_run_in_browser, output_problems, stand_in_cells
 from mooncake_lab import trace_data
 from mooncake_lab.course import course_notebooks, notebook_client
 from mooncake_lab.notebook_form import saved_form
@@ -30,14 +30,41 @@ NOTEBOOKS = course_notebooks(ROOT / "notebooks")   # lectures NN_*, labs lab_*, 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT / "notebooks")))
 def test_notebook_is_committed_as_jupyterlab_saves_it(path):
     """Opening and saving a notebook in JupyterLab leaves git clean (outputs stay stripped:
-    tests/test_packaging.py). Fix with ``python -m mooncake_lab.notebook_form``."""
-    text = path.read_text(encoding="utf-8")
+    tests/test_packaging.py). Fix with ``python -m mooncake_lab.notebook_form``. Checked on the
+    version git holds (your own saved outputs and answers do not count: notebook_checks.committed_text)."""
+    text = committed_text(path)
     assert text == saved_form(text), f"{path.name} is not in JupyterLab's saved form: run python -m mooncake_lab.notebook_form"
 
 
 def test_notebooks_share_one_language_info():
-    infos = {json.dumps(json.loads(p.read_text())["metadata"].get("language_info"), sort_keys=True) for p in NOTEBOOKS}
+    infos = {json.dumps(json.loads(committed_text(p))["metadata"].get("language_info"), sort_keys=True) for p in NOTEBOOKS}
     assert len(infos) == 1, infos
+
+
+def test_the_tests_read_notebooks_as_git_holds_them_not_a_students_saved_copy(tmp_path):
+    """A student's JupyterLab autosaves outputs (and their answers) into notebooks/: the tests read the
+    version git holds, so ``make test`` stays green after using the course."""
+    import subprocess
+
+    repo = tmp_path / "clone"
+    (repo / "notebooks").mkdir(parents=True)
+    path = repo / "notebooks" / NOTEBOOKS[0].name
+    path.write_text(committed_text(NOTEBOOKS[0]), encoding="utf-8")
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(git[:3] + ["init", "-q"], check=True)
+    subprocess.run(git + ["add", "."], check=True)
+    subprocess.run(git + ["commit", "-qm", "course"], check=True)
+    committed = path.read_text(encoding="utf-8")
+    nb = nbformat.reads(committed, as_version=4)
+    code = next(c for c in nb.cells if c.cell_type == "code")
+    code.outputs, code.execution_count = [nbformat.v4.new_output("stream", text="a student's output")], 7
+    path.write_text(nbformat.writes(nb), encoding="utf-8")           # what JupyterLab's autosave leaves
+    assert committed_text(path, repo) == committed != path.read_text(encoding="utf-8")
+    assert committed_text(path, repo) == saved_form(committed_text(path, repo))   # the check passes
+    assert differs_from_committed([path], repo) == [path.name]
+    outside = tmp_path / "new.ipynb"          # git does not know it: the file as it is
+    outside.write_text("{}")
+    assert committed_text(outside, repo) == "{}"
 
 
 def test_saved_form_by_hand():
@@ -83,7 +110,7 @@ def test_notebook_runs_clean(path, capsys, tmp_path, monkeypatch, request):
         pytest.skip(f"{path.name} runs in a fresh kernel in JupyterLab in this session (tests/test_browser.py), "
                     "checked there as here")
     traces = _kernel_traces(path, tmp_path, monkeypatch)
-    nb = nbformat.read(path, as_version=4)
+    nb = nbformat.reads(committed_text(path), as_version=4)   # the course's version, not a student's copy
     client = notebook_client(nb, path)
     t0 = time.perf_counter()
     client.execute()

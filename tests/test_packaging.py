@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from notebook_checks import committed_text
+
 ROOT = Path(__file__).resolve().parents[1]
 NAME = re.compile(r"^\s*([A-Za-z0-9_.\-]+)\s*([<>=!~].*)?$")
 
@@ -75,7 +77,8 @@ NOTEBOOKS = sorted((ROOT / "notebooks").rglob("*.ipynb"))
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_notebook_is_committed_stripped(path):
-    nb = json.loads(path.read_text())
+    """As git holds it (a student's autosaved outputs do not count: notebook_checks.committed_text)."""
+    nb = json.loads(committed_text(path))
     for i, cell in enumerate(nb["cells"]):
         if cell["cell_type"] == "code":
             assert not cell.get("outputs"), f"{path.name} cell {i} has outputs: strip them"
