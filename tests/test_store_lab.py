@@ -884,3 +884,17 @@ def test_kill_with_sigterm_ends_the_process_and_says_how():
         with pytest.raises(StoreLabError, match="not running"):
             lab.is_exist(["x"], who="reader")
         assert lab.is_exist(["x"], who="writer") == [0]
+
+
+@pytest.mark.parametrize("call, field", [
+    (lambda: L.eviction_lab(3), "leases"), (lambda: L.eviction_lab("1 ms"), "lease"),
+    (lambda: L.start_labs(leases=[]), "leases"), (lambda: L.start_labs(leases=["1ms", 10]), "lease"),
+    (lambda: L.hits_array(3), "bits"), (lambda: L.hits_array("0120"), "bits"),
+    (lambda: L.lease_agreement({}), "eviction"), (lambda: L.watermark_agreement(None), "res"),
+    (lambda: L.load_recorded("/nonexistent/x.json"), "path"), (lambda: L.load_recorded(__file__), "path"),
+    (lambda: L.recorded_note(3), "why"), (lambda: store_lab.start_all([1]), "labs"),
+    (lambda: StoreLab(master_flags={"": 1}), "master_flags"), (lambda: StoreLab(timeout_s=True), "timeout_s"),
+])
+def test_the_labs_helpers_name_what_is_wrong(call, field):
+    with pytest.raises(InputError, match=rf"\b{field}\b"):
+        call()

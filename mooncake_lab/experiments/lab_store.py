@@ -105,10 +105,24 @@ def _sizes(sizes, name: str, hi: int, where: str) -> tuple[int, ...]:
     return tuple(v.integer(s, name, lo=1, hi=hi, where=where) for s in sizes)
 
 
+def _leases(leases, where: str) -> tuple[str, ...]:
+    """Lease TTLs as the master takes them: a whole number of ms or s, e.g. "1ms", "10s"."""
+    import re
+
+    leases = (leases,) if isinstance(leases, str) else leases
+    if not isinstance(leases, (list, tuple)) or not leases:
+        raise v.fail("leases", leases, 'a non-empty list of lease TTLs, e.g. ("1ms", "10s")', where)
+    for i, lease in enumerate(leases):
+        if not (isinstance(lease, str) and re.fullmatch(r"[1-9][0-9]{0,6}(ms|s)", lease)):
+            raise v.fail("lease", lease, 'a lease TTL: a whole number of ms or s, e.g. "1ms" or "10s"', where, i)
+    return tuple(leases)
+
+
 def eviction_lab(lease: str):
     """A (not yet started) store for the eviction replay: a 32 MiB pool, one writer, lease TTL ``lease``."""
     from ..store_lab import StoreLab
 
+    _leases(lease, "eviction_lab")
     return StoreLab(nodes=2, segment_mib=POOL_MIB // 2, clients=("writer",), buffer_mib=16,
                     master_flags={"default_kv_lease_ttl": lease})
 
@@ -316,6 +330,7 @@ def start_labs(leases=LEASES) -> tuple:
     """Start the main lab and one eviction lab per lease, all at once: ``(main, {lease: lab})``."""
     from ..store_lab import StoreLab, start_all
 
+    leases = _leases(leases, "start_labs")
     main, evs = StoreLab(**MAIN_LAB), {lease: eviction_lab(lease) for lease in leases}
     start_all([main, *evs.values()])
     return main, evs
@@ -351,6 +366,7 @@ def _cpu_count():
 
 def hits_array(bits: str) -> np.ndarray:
     """A recorded hit string ("0110…", one character per access) as a bool array."""
+    _bits(bits, "bits", "hits_array")
     return np.frombuffer(bits.encode(), dtype=np.uint8) == ord("1")
 
 
@@ -362,7 +378,8 @@ def watermark_capacity(row: dict) -> int:
 def watermark_agreement(res: dict, stream=None) -> list[dict]:
     """Per eviction run: agreement of the store with exact LRU at the nominal capacity and at
     :func:`watermark_capacity` (same stream as the replay; ``stream`` defaults to :func:`zipf_stream`)."""
-    stream = zipf_stream() if stream is None else stream
+    check_results(res, ("eviction",), "watermark_agreement")
+    stream = zipf_stream() if stream is None else v.int_array(stream, "stream", lo=0, where="watermark_agreement")
     out = []
     for r in res["eviction"]:
         store, cap = hits_array(r["store_hits"]), watermark_capacity(r)
@@ -374,6 +391,7 @@ def watermark_agreement(res: dict, stream=None) -> list[dict]:
 
 def lease_agreement(res: dict) -> dict[str, float]:
     """Mean share of accesses on which the store and exact LRU agree (hit/miss), per lease TTL."""
+    check_results(res, ("eviction",), "lease_agreement")
     out: dict[str, list] = {}
     for r in res["eviction"]:
         out.setdefault(r["lease"], []).append(r["agreement"])
@@ -458,11 +476,18 @@ def load_recorded(path=None) -> dict:
     if path is None:
         text = resources.files("mooncake_lab").joinpath("data", RECORDED).read_text()
     else:
-        text = Path(path).read_text()
-    data = json.loads(text)
+        try:
+            text = Path(path).read_text()
+        except (OSError, TypeError, UnicodeDecodeError) as err:
+            raise v.fail("path", path, f"a readable JSON file of the lab's results ({type(err).__name__})",
+                         "load_recorded") from None
+    try:
+        data = json.loads(text)
+    except ValueError as err:
+        raise v.fail("path", path, f"a JSON file ({err})", "load_recorded") from None
     for field in ("version", "date", "machine", "transfer", "eviction", "replication"):
-        if field not in data:
-            raise ValueError(f"{path or RECORDED}: missing field {field!r}")
+        if not isinstance(data, dict) or field not in data:
+            raise v.fail("path", str(path or RECORDED), f"the lab's results, with the field {field!r}", "load_recorded")
     return check_results(data, where=str(path or RECORDED))
 
 
@@ -487,6 +512,8 @@ def results(live: bool | None = None) -> tuple[dict, str]:
 
 def recorded_note(why: str) -> str:
     """The one sentence a notebook shows when it falls back to the recording."""
+    if not (isinstance(why, str) and why):
+        raise v.fail("why", why, "a sentence saying why the store does not run live", "recorded_note")
     data = load_recorded()
     return (f"Recorded results: {why}, so these are the results of a real run "
             f"({data['package']} {data['version']}, {data['date']}, {data['machine']}).")

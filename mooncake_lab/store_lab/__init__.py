@@ -144,7 +144,7 @@ META_FLAGS = ("flagfile", "fromenv", "tryfromenv", "undefok", "help", "helpfull"
 
 def master_flag(k, val) -> None:
     """Refuse a ``master_flags`` entry that is not a plain flag the lab leaves to the user."""
-    where = "StoreLab.master_flags"
+    where = "StoreLab"
     if not (isinstance(k, str) and k.isidentifier() and k.isascii() and k.islower()):
         raise v.fail("master_flags", k, "mooncake_master flag names (e.g. 'client_ttl')", where)
     if k in RESERVED_FLAGS or (k.startswith("no") and k[2:] in RESERVED_FLAGS):
@@ -198,10 +198,10 @@ class StoreLab:
         if self.memory_mib > MAX_LAB_MIB:
             raise v.fail("nodes, segment_mib, buffer_mib", self._memory_formula(),
                          f"at most {MAX_LAB_MIB:,} MiB for a lab (segments + buffers)", where)
-        self.timeout_s = v.real(timeout_s, "timeout_s", lo=1, hi=600)
+        self.timeout_s = v.real(timeout_s, "timeout_s", lo=1, hi=600, where=where)
         if allow_host_network is None:
             allow_host_network = os.environ.get(HOST_NETWORK_ENV, "") == "1"
-        self.allow_host_network = v.flag(allow_host_network, "allow_host_network")
+        self.allow_host_network = v.flag(allow_host_network, "allow_host_network", where)
         self._proc: subprocess.Popen | None = None
         self._ch: Channel | None = None
         self.logdir: str | None = None
