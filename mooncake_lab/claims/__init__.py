@@ -3,35 +3,74 @@
 Prose typed by hand drifts from the code. So each number that a lecture's markdown (its prose, its
 "paper says / we get / why" box) or an exercise's question, hint or feedback states is registered here,
 beside the lecture, as a :class:`Claim`: the exact text as it appears, and a function that computes the
-number(s) in it. ``tests/test_claims.py`` checks that
+number(s) in it from the code (a model's shape, a constant of ``paper.py``, an experiment's default, an
+exercise's answer …) — never the number typed again. ``tests/test_claims.py`` checks that
 
 * each claim's ``text`` occurs where it says (the notebook's markdown, or the exercise's strings),
-* the numbers in ``text`` equal what ``value()`` computes, to the precision printed (or ``rel_tol``),
+* the numbers in ``text`` — apart from references inside it (:data:`REFERENCES`: "Fig. 1", "LLaMA2-70B",
+  "FAST'25") — equal what ``value()`` computes, to the precision printed (or ``rel_tol``),
+* no claim's ``value`` is a bare literal (``lambda: 1024``: it could never fail),
 * no number in a lecture's markdown or exercise strings is left unclaimed (:func:`unclaimed`), apart
-  from references such as "Fig. 8", "§7.2", "lecture 04", model names and code (:data:`NOT_CLAIMS`).
+  from references and markup (:data:`NOT_CLAIMS`: "Fig. 8", "§7.2", "section 5", code …) and the spans
+  declared with :func:`not_a_claim` — a number that states no quantity ("*n*²/2", "block 0", "e.g.
+  0.25"), each with its reason; these are checked to occur, and are not claims.
 
 Numbers that depend on the trace say which: ``trace="released"`` (computed on the released trace; checked
 where it is present) or ``trace="stand-in"`` (on the labelled synthetic stand-in, checked everywhere).
 A sentence about *this run* is not a claim: compute it in a code cell where it is shown.
+
+A comma between digits groups thousands (``12,031``); a malformed grouping such as "1,00,000" or "1,2" is
+refused (:class:`~mooncake_lab.validate.InputError`), not read as two numbers — the course writes none,
+so one is a typo (inside code or a reference it is left alone).
 
     >>> numbers_in("a 16-block fetch takes ≈ 2.7 s at 10 Gbps (12,031 requests, 40%, 312e12 FLOP/s)")
     [16.0, 2.7, 10.0, 12031.0, 40.0, 312000000000000.0]
 """
 from __future__ import annotations
 
+import dataclasses
+import difflib
 import importlib
+import inspect
 import math
+import numbers
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Iterable
 
-__all__ = ["Claim", "claim", "claims", "numbers_in", "number_spans", "unclaimed", "mismatch",
-           "restate", "markdown_of", "solutions_of", "exercise_text", "LECTURES", "NOT_CLAIMS"]
+import numpy as np
+
+from .. import validate as v
+from ..validate import InputError, describe
+
+__all__ = ["Claim", "NotAClaim", "ClaimError", "claim", "not_a_claim", "claims", "non_claims", "numbers_in",
+           "number_spans", "unclaimed", "mismatch", "values", "restate", "markdown_of", "solutions_of",
+           "exercise_text", "default_of", "answer_of", "notebook_arg", "when", "LECTURES", "NOT_CLAIMS",
+           "REFERENCES", "MARKUP"]
 
 #: Lectures whose tables exist (``claims/lectureNN.py``), in course order.
 LECTURES = ("00", "01", "02", "03", "04", "05", "06", "07", "08", "09")
 
 TRACES = (None, "released", "stand-in")
+_ID = re.compile(r"\d\d\.[A-Za-z0-9_]+")
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+
+
+class ClaimError(RuntimeError):
+    """A claim's ``value()`` raised; the message names the claim, the original error is chained."""
+
+
+def _str(x: Any, name: str, where: str, allowed: str = "a non-empty str") -> str:
+    if not isinstance(x, str) or not x:
+        raise v.fail(name, x, allowed, where)
+    return x
+
+
+def _check_id(id: Any, what: str) -> str:
+    if not isinstance(id, str) or not _ID.fullmatch(id):
+        raise v.fail("id", id, "a str like '04.fetch_time' (NN = the lecture, then letters, digits, _)", what)
+    return id
 
 
 @dataclass(frozen=True)
@@ -39,12 +78,13 @@ class Claim:
     """A number (or a few) stated in the course, and how to compute it.
 
     ``id``: ``"NN.short_name"`` (NN = the lecture). ``text``: the snippet exactly as it appears; every
-    number in it is checked (a range "82–94%" is two numbers). ``value``: zero-argument function giving
-    the number(s) of ``text`` in order, in the units printed (a percentage as 40, not 0.4). ``where``:
-    ``"notebook"`` (the lecture's markdown) or an exercise id (its question, hint, why and choices).
-    ``rel_tol``: accepted relative difference; ``None`` = the printed precision (2.7 means 2.65–2.75).
-    ``trace``: ``None``, ``"released"`` or ``"stand-in"`` (see the module doc). ``source``: where the
-    number comes from, for quotes of the papers (e.g. ``"arXiv 2407.00079 v3, Fig. 8"``).
+    number in it outside references (:data:`REFERENCES`) is checked (a range "82–94%" is two numbers).
+    ``value``: zero-argument function giving those numbers in order, in the units printed (a percentage
+    as 40, not 0.4): a number, or a list/tuple (or 1-D array) of numbers. ``where``: ``"notebook"`` (the
+    lecture's markdown), ``"solutions"`` or an exercise id (its question, hint, why and choices).
+    ``rel_tol``: accepted relative difference, a finite number in [0, 1); ``None`` = the printed precision
+    (2.7 means 2.65–2.75). ``trace``: ``None``, ``"released"`` or ``"stand-in"`` (see the module doc).
+    ``source``: where the number comes from, for quotes of the papers (``"arXiv 2407.00079 v3, Fig. 8"``).
     """
 
     id: str
@@ -60,35 +100,84 @@ class Claim:
         return self.id.split(".", 1)[0]
 
     def __post_init__(self):
-        if not re.fullmatch(r"\d\d\.[A-Za-z0-9_]+", self.id):
-            raise ValueError(f"Claim id must look like '04.fetch_time', got {self.id!r}")
-        if self.trace not in TRACES:
-            raise ValueError(f"Claim {self.id}: trace must be one of {TRACES}, got {self.trace!r}")
-        if not number_spans(self.text):
-            raise ValueError(f"Claim {self.id}: text {self.text!r} states no number")
+        w = f"claim {_check_id(self.id, 'claim')}"
+        _str(self.text, "text", w)
+        _str(self.where, "where", w)
+        if not callable(self.value):
+            raise v.fail("value", self.value, "a function of no arguments", w)
+        if self.rel_tol is not None:
+            v.real(self.rel_tol, "rel_tol", lo=0, hi=1, hi_open=True, where=w)
+        v.choice(self.trace, "trace", TRACES, w)
+        if not isinstance(self.source, str):
+            raise v.fail("source", self.source, "a str", w)
+        if not _stated(self.text):
+            raise v.fail("text", self.text, "a snippet stating a number outside references (Fig. 8, LLaMA2-70B …)", w)
+
+
+@dataclass(frozen=True)
+class NotAClaim:
+    """A snippet whose number states no quantity — part of a formula ("*n*²/2"), an index or a name
+    ("block 0", "layer *i*+1"), an example of a format ("e.g. 0.25"), a quote the code does not hold —
+    with ``why`` (one line). :func:`unclaimed` skips it where it occurs; it is not a :class:`Claim`.
+    ``id``, ``text`` and ``where`` as for a claim."""
+
+    id: str
+    text: str
+    why: str
+    where: str = "notebook"
+
+    @property
+    def lecture(self) -> str:
+        return self.id.split(".", 1)[0]
+
+    def __post_init__(self):
+        w = f"not_a_claim {_check_id(self.id, 'not_a_claim')}"
+        _str(self.text, "text", w)
+        _str(self.where, "where", w)
+        if not isinstance(self.why, str) or not self.why.strip() or "\n" in self.why:
+            raise v.fail("why", self.why, "a one-line reason", w)
+        skip = _not_claim_spans(self.text)
+        if all(_covered((a, b), skip) for a, b, _, _ in number_spans(self.text, skip=skip)):
+            raise v.fail("text", self.text, "a snippet with a number NOT_CLAIMS does not already skip", w)
 
 
 _REGISTRY: dict[str, Claim] = {}
+_NON_CLAIMS: dict[str, NotAClaim] = {}
+
+
+def _register(entry, registry: dict, other: dict):
+    if entry.id in other or (entry.id in registry and registry[entry.id] != entry):
+        raise InputError(f"{entry.id!r} registered twice")
+    registry[entry.id] = entry
+    return entry
 
 
 def claim(id: str, text: str, value: Callable[[], Any], **kw) -> Claim:
-    """Register a claim (see :class:`Claim`); ids are unique."""
-    c = Claim(id, text, value, **kw)
-    if c.id in _REGISTRY and _REGISTRY[c.id] != c:
-        raise ValueError(f"Claim {c.id!r} registered twice")
-    _REGISTRY[c.id] = c
-    return c
+    """Register a claim (see :class:`Claim`); ids are unique (claims and non-claims together)."""
+    return _register(Claim(id, text, value, **kw), _REGISTRY, _NON_CLAIMS)
+
+
+def not_a_claim(id: str, text: str, why: str, where: str = "notebook") -> NotAClaim:
+    """Register a snippet whose number is not a claim, with the one-line reason (see :class:`NotAClaim`)."""
+    return _register(NotAClaim(id, text, why, where), _NON_CLAIMS, _REGISTRY)
+
+
+def _unknown(name: str, value: Any, known: Iterable[str], where: str) -> InputError:
+    near = difflib.get_close_matches(str(value), list(known), n=5, cutoff=0.6)
+    return v.fail(name, value, "a registered id" + (f"; near matches: {', '.join(near)}" if near else ""), where)
 
 
 def restate(where: str, *ids: str) -> None:
-    """Register claims already made (``ids``) again for ``where``: the same text and value, stated a
-    second time there (the solutions notebook repeats the lecture's introduction). Id: ``<id>_<where>``."""
-    import dataclasses
-
+    """Register claims (or non-claims) already made (``ids``) again for ``where``: the same text and value,
+    stated a second time there (the solutions notebook repeats the lecture's introduction). Id:
+    ``<id>_<where>``. An unknown id is refused, naming the near matches."""
+    _str(where, "where", "restate")
     for i in ids:
-        c = _REGISTRY[i]
-        claim(f"{i}_{where}", c.text, c.value, **{**{f.name: getattr(c, f.name) for f in
-                                                      dataclasses.fields(c)[3:]}, "where": where})
+        reg = _REGISTRY if i in _REGISTRY else _NON_CLAIMS if i in _NON_CLAIMS else None
+        if reg is None:
+            raise _unknown("id", i, [*_REGISTRY, *_NON_CLAIMS], "restate")
+        new = dataclasses.replace(reg[i], id=f"{i}_{where}", where=where)
+        _register(new, reg, _NON_CLAIMS if reg is _REGISTRY else _REGISTRY)
 
 
 def _load() -> None:
@@ -100,25 +189,104 @@ def _load() -> None:
                 raise
 
 
-def claims(lecture: str | None = None) -> list[Claim]:
-    """Registered claims, optionally of one lecture ("04")."""
+def _lecture(lecture: Any, where: str) -> str | None:
+    """``None``, or the lecture as in :data:`LECTURES`: ``"09"``, ``"9"`` and ``9`` are lecture 09."""
+    if lecture is None:
+        return None
+    if isinstance(lecture, str) and re.fullmatch(r"[0-9]{1,2}", lecture):
+        key = lecture.zfill(2)
+    elif isinstance(lecture, numbers.Integral) and not isinstance(lecture, (bool, np.bool_)):
+        key = f"{int(lecture):02d}"
+    else:
+        key = None
+    if key not in LECTURES:
+        raise v.fail("lecture", lecture, f"None or one of {', '.join(LECTURES)} (as a str or an int)", where)
+    return key
+
+
+def claims(lecture: str | int | None = None) -> list[Claim]:
+    """Registered claims, optionally of one lecture (``"04"``, ``"4"`` or ``4``; another is refused)."""
+    key = _lecture(lecture, "claims")
     _load()
-    return [c for k, c in sorted(_REGISTRY.items()) if lecture is None or c.lecture == lecture]
+    return [c for _, c in sorted(_REGISTRY.items()) if key is None or c.lecture == key]
+
+
+def non_claims(lecture: str | int | None = None) -> list[NotAClaim]:
+    """Registered :class:`NotAClaim` snippets, optionally of one lecture (as :func:`claims`)."""
+    key = _lecture(lecture, "non_claims")
+    _load()
+    return [n for _, n in sorted(_NON_CLAIMS.items()) if key is None or n.lecture == key]
+
+
+# ----------------------------------------------------------------------------------------------
+# what values are computed from
+# ----------------------------------------------------------------------------------------------
+def default_of(fn: Callable, name: str) -> Any:
+    """The default of parameter ``name`` of ``fn``: what an experiment or a dashboard uses unless told."""
+    p = inspect.signature(fn).parameters.get(name)
+    if p is None or p.default is inspect.Parameter.empty:
+        raise _unknown("name", name, [k for k, q in inspect.signature(fn).parameters.items()
+                                      if q.default is not inspect.Parameter.empty], f"default_of({fn.__name__})")
+    return p.default
+
+
+def answer_of(exercise_id: str) -> Any:
+    """The expected answer of exercise ``exercise_id`` (its ``answer()``)."""
+    from ..exercises import list_exercises
+
+    found = {e.id: e for e in list_exercises(_str(exercise_id, "exercise_id", "answer_of")[:2])}
+    if exercise_id not in found:
+        raise _unknown("exercise_id", exercise_id, found, "answer_of")
+    return found[exercise_id].answer()
+
+
+def notebook_arg(lecture: str, call: str, name: str) -> float:
+    """The number passed as ``name=`` in the first call ``call(...)`` of lecture ``lecture``'s code cells
+    (``notebook_arg("05", "l05.gantt", "x")`` → 4): a parameter the prose describes and a cell sets."""
+    import nbformat
+
+    (path,) = NOTEBOOKS.glob(f"{_lecture(lecture, 'notebook_arg')}_*.ipynb")
+    code = "\n".join(c.source for c in nbformat.read(str(path), as_version=4).cells if c.cell_type == "code")
+    m = re.search(re.escape(call) + r"\(([^()]*(?:\([^()]*\)[^()]*)*)\)", code)
+    arg = m and re.search(rf"\b{re.escape(name)}\s*=\s*([-+]?[0-9_.]+(?:[eE][-+]?\d+)?)", m.group(1))
+    if not arg:
+        raise v.fail("call", f"{call}(… {name}=…)", f"a call in {path.name}'s code cells", "notebook_arg")
+    return float(arg.group(1))
+
+
+def when(holds: bool, value: Any) -> Any:
+    """``value`` if ``holds`` else NaN (the claim then fails): for a number the code uses only implicitly,
+    e.g. ``when(answer matches prefill_flops(8192), 8192)``."""
+    return value if holds else math.nan
 
 
 # ----------------------------------------------------------------------------------------------
 # numbers in text
 # ----------------------------------------------------------------------------------------------
 _SUP = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")
-# A number: digits with optional thousands commas and decimals, or a power of ten written 10⁻³ / 10^-3.
-_NUMBER = re.compile(r"(?<![\w.])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+|[⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+|\^-?\d+)?(?![\d])")
+# A number: digits (commas between them must group thousands: checked below), optional decimals, and a
+# power of ten written e12 / 10⁻³ / 10^-3.
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:,\d+)*(?:\.\d+)?(?:[eE][-+]?\d+|[⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+|\^-?\d+)?(?![\d])")
+_GROUPED = re.compile(r"\d{1,3}(?:,\d{3})+")
 
 
-def number_spans(text: str) -> list[tuple[int, int, float, int]]:
-    """``(start, end, value, decimals)`` of each number in ``text`` (``12,031`` → 12031; ``10⁻³`` → 0.001)."""
+def number_spans(text: str, *, skip: Iterable[tuple[int, int]] = ()) -> list[tuple[int, int, float, int]]:
+    """``(start, end, value, decimals)`` of each number in ``text`` (``12,031`` → 12031; ``10⁻³`` → 0.001).
+
+    A malformed grouping ("1,00,000", "1,2") raises :class:`~mooncake_lab.validate.InputError` naming its
+    position, unless it lies inside one of the ``skip`` spans (code, references), where it is left out."""
+    if not isinstance(text, str):
+        raise v.fail("text", text, "a str", "number_spans")
+    skip = list(skip)
     out = []
     for m in _NUMBER.finditer(text):
         s = m.group(0)
+        whole = re.match(r"[\d,]+", s).group(0)
+        if "," in whole and not _GROUPED.fullmatch(whole):
+            if _covered((m.start(), m.end()), skip):
+                continue
+            raise v.fail(f"text[{m.start()}]", whole, "digits grouped in threes by commas (100,000) or "
+                         "no commas (100000)", "number_spans")
         power = None
         sup = re.search(r"[⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+$|\^-?\d+$", s)
         if sup:
@@ -126,35 +294,70 @@ def number_spans(text: str) -> list[tuple[int, int, float, int]]:
         base = s.replace(",", "")
         mant, _, exp = base.lower().partition("e")
         decimals = (len(mant.split(".")[1]) if "." in mant else 0) - (int(exp) if exp else 0)
-        v = float(base)
+        x = float(base)
         if power is not None:
             try:
-                v, decimals = v ** int(power), max(0, -int(power))
+                x, decimals = x ** int(power), max(0, -int(power))
             except (ValueError, OverflowError):
                 continue
         if m.start() > 0 and text[m.start() - 1] == "−":  # U+2212 MINUS SIGN
-            v = -v
-        out.append((m.start(), m.end(), v, decimals))
+            x = -x
+        out.append((m.start(), m.end(), x, decimals))
     return out
 
 
 def numbers_in(text: str) -> list[float]:
     """The numbers in ``text``, in order."""
-    return [v for _, _, v, _ in number_spans(text)]
+    return [x for _, _, x, _ in number_spans(text)]
 
 
-def _as_values(x: Any) -> list[float]:
-    if isinstance(x, (list, tuple)):
-        return [float(v) for v in x]
-    return [float(x)]
+def _stated(text: str) -> list[tuple[int, int, float, int]]:
+    """The spans of ``text``'s numbers a claim states: all but those inside references."""
+    refs = _spans(text, REFERENCES)
+    return [s for s in number_spans(text, skip=refs) if not _covered(s[:2], refs)]
+
+
+_ALLOWED = "a number or a list of numbers"
+
+
+def _kind(x: Any) -> str:
+    """What ``x`` is, for a message: "None", "a dict (…)", "a 2-D array of shape (2, 2) (…)"."""
+    if x is None:
+        return "None"
+    what = f"a {x.ndim}-D array of shape {x.shape}" if isinstance(x, np.ndarray) else f"a {type(x).__name__}"
+    return f"{what} ({' '.join(describe(x).split())})"
+
+
+def _as_values(x: Any, cid: str) -> list[float]:
+    """``value()``'s result as floats: a number, a list/tuple of numbers, or a 1-D array (0-D: a number)."""
+    if isinstance(x, np.ndarray) and x.ndim <= 1:
+        x = x.tolist()
+    items = list(x) if isinstance(x, (list, tuple)) else [x] if v._is_real(x) else None
+    if items is None:
+        raise InputError(f"claim {cid}: value() returned {_kind(x)}; allowed: {_ALLOWED}")
+    for i, e in enumerate(items):
+        if not v._is_real(e):
+            raise InputError(f"claim {cid}: value()[{i}] is {_kind(e)}; allowed: a number")
+    return [float(e) for e in items]
+
+
+def values(c: Claim) -> list[float]:
+    """What ``c.value()`` computes, as floats. A result of another kind raises
+    :class:`~mooncake_lab.validate.InputError`, an error inside ``value()`` :class:`ClaimError` (chained);
+    both name the claim."""
+    try:
+        x = c.value()
+    except Exception as err:
+        raise ClaimError(f"claim {c.id}: value() raised {type(err).__name__}: {err}") from err
+    return _as_values(x, c.id)
 
 
 def mismatch(c: Claim) -> str | None:
-    """``None`` if the numbers in ``c.text`` equal ``c.value()``; else what differs."""
-    stated = number_spans(c.text)
-    got = _as_values(c.value())
+    """``None`` if the numbers ``c.text`` states equal ``c.value()``; else what differs."""
+    stated = _stated(c.text)
+    got = values(c)
     if len(got) != len(stated):
-        return (f"{c.id}: {c.text!r} states {len(stated)} number(s), value() gives {len(got)}: {got}")
+        return f"{c.id}: {c.text!r} states {len(stated)} number(s), value() gives {len(got)}: {got}"
     bad = []
     for (_, _, s, dec), g in zip(stated, got):
         if not math.isfinite(g):
@@ -172,9 +375,9 @@ def mismatch(c: Claim) -> str | None:
 # ----------------------------------------------------------------------------------------------
 # which numbers are not claims
 # ----------------------------------------------------------------------------------------------
-#: Spans that hold numbers but state no quantity: references, names, code and markup. One list, so
-#: what the check skips is visible in one place.
-NOT_CLAIMS = tuple(re.compile(p) for p in (
+#: Markup whose numbers state no quantity: code, HTML, links, heading numbers, list markers. (A claim may
+#: still state a number inside code, e.g. "`threshold = 8`": its text is compared in full.)
+MARKUP = tuple(re.compile(p) for p in (
     r"```.*?```",                                   # fenced code
     r"`[^`\n]*`",                                   # inline code (names, calls, parameters)
     r"<[^>\n]*>",                                   # HTML tags and attributes
@@ -182,8 +385,12 @@ NOT_CLAIMS = tuple(re.compile(p) for p in (
     r"https?://\S+",                                # URLs
     r"(?m)^\s{0,3}#{1,6}\s*\d+(\.\d+)*\.?",         # heading numbers "## 3."
     r"(?m)^\s*\d+[.)]\s",                           # numbered list markers
-    r"\b(?:Figs?|Figures?|Tables?|Tab|Eqs?|Equations?|Algorithms?|Alg|Sections?|Lectures?|lectures?|"
-    r"Notebooks?|notebooks?|Questions?|Exercises?|Parts?|Steps?|lines?|Line|Q|v)\.?\s*"
+))
+#: References and names: numbers that name something ("Fig. 8", "section 5", "Dashboard 2", "LLaMA2-70B",
+#: "HTTP 429"). Neither claimed nor, inside a claim's text, compared.
+REFERENCES = tuple(re.compile(p) for p in (
+    r"\b(?:Figs?|Figures?|Tables?|Tab|Eqs?|Equations?|Algorithms?|Alg|Sections?|sections?|Lectures?|lectures?|"
+    r"Notebooks?|notebooks?|Questions?|questions?|Dashboards?|Exercises?|Parts?|Steps?|lines?|Line|Q|v)\.?\s*"
     r"\d+[a-z]?(?:\.\d+)*(?:\s*(?:[-–,]|and|&)\s*\d+[a-z]?(?:\.\d+)*)*",  # Fig. 8, lectures 04–08, Q5, v3
     r"§\s*\d+(?:\.\d+)*(?:\s*[-–,]\s*§?\s*\d+(?:\.\d+)*)*",        # §7.2, §5.1–5.2
     r"\b(?:arXiv|arxiv)[: ]\s*\d{4}\.\d{4,5}(?:v\d+)?",           # arXiv 2407.00079
@@ -193,14 +400,19 @@ NOT_CLAIMS = tuple(re.compile(p) for p in (
     r"\b[A-Za-z][A-Za-z]*-?\d+[A-Za-z]*(?:-[A-Za-z0-9]+)*\b",      # names with digits: A800, H20, DeepSeek-V3, OPT-13B, fp16
     r"\b\d\d_[a-z][a-z0-9_]*",                                      # notebook names 04_kvcache…
     r"\b\d\d\.[a-z][a-z0-9_]*",                                     # exercise ids 04.worked_choice
+    r"\bHTTP \d{3}\b",                                              # status codes: HTTP 429
 ))
+#: Everything :func:`unclaimed` skips (besides the :func:`not_a_claim` snippets): one list, so what the
+#: check skips is visible in one place.
+NOT_CLAIMS = MARKUP + REFERENCES
+
+
+def _spans(text: str, patterns: Iterable[re.Pattern]) -> list[tuple[int, int]]:
+    return [(m.start(), m.end()) for pat in patterns for m in pat.finditer(text)]
 
 
 def _not_claim_spans(text: str) -> list[tuple[int, int]]:
-    spans = []
-    for pat in NOT_CLAIMS:
-        spans += [(m.start(), m.end()) for m in pat.finditer(text)]
-    return spans
+    return _spans(text, NOT_CLAIMS)
 
 
 def _covered(pos: tuple[int, int], spans: Iterable[tuple[int, int]]) -> bool:
@@ -208,20 +420,28 @@ def _covered(pos: tuple[int, int], spans: Iterable[tuple[int, int]]) -> bool:
 
 
 def unclaimed(text: str, texts: Iterable[str]) -> list[str]:
-    """Numbers in ``text`` that neither lie inside an occurrence of one of ``texts`` (the claims of
-    this place) nor inside a :data:`NOT_CLAIMS` span; each shown with some context."""
+    """Numbers in ``text`` that neither lie inside an occurrence of one of ``texts`` (the snippets claimed,
+    or declared not claims, at this place) nor inside a :data:`NOT_CLAIMS` span; each shown with some
+    context. ``texts`` is a list (or other iterable) of non-empty str; a single str is refused, not read
+    as its characters (pass ``[snippet]``)."""
+    if not isinstance(text, str):
+        raise v.fail("text", text, "a str", "unclaimed")
+    if isinstance(texts, (str, bytes)):
+        raise v.fail("texts", texts, "a list of snippets, not one str (pass [snippet])", "unclaimed")
+    try:
+        snippets = list(texts)
+    except TypeError:
+        raise v.fail("texts", texts, "a list of snippets (str)", "unclaimed") from None
     claimed = []
-    for t in texts:
+    for k, t in enumerate(snippets):
+        _str(t, f"texts[{k}]", "unclaimed")
         start = 0
         while (i := text.find(t, start)) >= 0:
             claimed.append((i, i + len(t)))
             start = i + 1
     skip = _not_claim_spans(text)
-    out = []
-    for a, b, _, _ in number_spans(text):
-        if not _covered((a, b), claimed) and not _covered((a, b), skip):
-            out.append(text[max(0, a - 40):b + 20].replace("\n", " "))
-    return out
+    return [text[max(0, a - 40):b + 20].replace("\n", " ") for a, b, _, _ in number_spans(text, skip=skip)
+            if not _covered((a, b), claimed) and not _covered((a, b), skip)]
 
 
 # ----------------------------------------------------------------------------------------------

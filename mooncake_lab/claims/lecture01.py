@@ -5,9 +5,10 @@ paper.py); nothing here depends on a trace. Claims are grouped by sentence or ta
 """
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 
-from . import claim, restate
+from . import answer_of, claim, default_of, not_a_claim, notebook_arg, restate, when
 
 
 @lru_cache(maxsize=None)
@@ -43,7 +44,7 @@ def _v() -> dict:
         m=m, nd=nd, d=d, L=L, kv=kv, per_tok=per_tok, att=att, br8=br8, eq1=eq1, mfu=mfu, cal=cal,
         ratio=ratio, pre=pre, c800=c800, c100=c100, ridge=ridge, ridge_h800=ridge_h800, ds=ds, ds_key=ds_key,
         lin_eff=lin_eff, att_eff=att_eff, fit=fit, paper=paper, A100=A100, A800=A800, GIB=GIB, rf=rf, ex=ex,
-        CALIBRATED=CALIBRATED, MODERN=MODERN, nccl=NCCL_ALLREDUCE_EFFICIENCY,
+        CALIBRATED=CALIBRATED, MODERN=MODERN, nccl=NCCL_ALLREDUCE_EFFICIENCY, nd100=A100_NODE,
         ideal8k=rf.prefill_time(m, nd, 8192, preset="ideal"),
         cal8k_a800=rf.prefill_time(m, nd, 8192, preset="calibrated"),
         cal8k_a100=rf.prefill_time(m, A100_NODE, 8192, preset="calibrated"),
@@ -91,12 +92,51 @@ def _modern_exception() -> list:
     return [2, 100 * x["mfu"][(2, 2048)], 100 * x["MODERN"].linear_efficiency_at(2), r["modern_s"], r["measured_s"]]
 
 
+def _pf_n() -> float:
+    """Prompt of exercise 01.prefill_pflop_8k, tokens: the lecture's 8k prompt (``eq1_comparison``'s default)
+    if the exercise's answer is its prefill in PFLOP, else NaN."""
+    n = default_of(_v()["ex"].eq1_comparison, "n_tokens")
+    return when(math.isclose(answer_of("01.prefill_pflop_8k") * 1e15, _v()["m"].prefill_flops(n)), n)
+
+
+def _pf_unit() -> float:
+    """FLOP per unit of exercise 01.prefill_pflop_8k's answer (1e15: it asks for PFLOP)."""
+    return _v()["m"].prefill_flops(_pf_n()) / answer_of("01.prefill_pflop_8k")
+
+
+def _ridge_ctx() -> float:
+    """Context per sequence of exercise 01.decode_ridge_batch, tokens: ``decode_ridge_batch``'s default if the
+    exercise's answer is that call's, else NaN."""
+    f = _v()["ex"].decode_ridge_batch
+    return when(answer_of("01.decode_ridge_batch") == f(), default_of(f, "context_per_seq"))
+
+
+def _nv_n() -> float:
+    """Prompt of exercise 01.nvlink_penalty_ms, tokens: ``nvlink_penalty``'s default if the exercise's answer
+    is that call's (in ms), else NaN."""
+    f = _v()["ex"].nvlink_penalty
+    return when(math.isclose(answer_of("01.nvlink_penalty_ms"), 1e3 * f()), default_of(f, "n_new"))
+
+
+def _dash():
+    from ..dashboards import roofline
+    return roofline
+
+
+def _fit_max_k() -> float:
+    """Longest measured prefill the calibrated preset is fitted to, k tokens (8)."""
+    from ..calibration import load_measured
+    df = load_measured()
+    return float(df.loc[df["phase"] == "prefill", "prompt_tokens"].max()) / 1024
+
+
 _NB = "notebook"
+_FORMULA = "a constant of a formula, not a quantity"
 
 # --- title and learning goals ------------------------------------------------------------------
 claim("01.title_gpus", "8×A800", lambda: _v()["nd"].n_gpus)
 claim("01.node", "**8 × A800-SXM4-80GB** (tensor parallel over the 8",
-      lambda: [_v()["nd"].n_gpus, _v()["A800"].hbm_bytes / _v()["GIB"], _v()["nd"].n_gpus])
+      lambda: [_v()["nd"].n_gpus, _v()["nd"].n_gpus])
 claim("01.goal_counts", "140 GFLOP and the 320",
       lambda: [_v()["paper"].SEED_GFLOP_PER_TOKEN, _v()["kv"] / 1024], rel_tol=0.03, source="seed lecture")
 claim("01.goal_eq1", "1.14 PFLOP for an 8k prompt where we count 1.21;",
@@ -153,7 +193,7 @@ claim("01.attention_per_key", "80 layers = **2.62 MFLOP per attended key**. At a
       lambda: [_v()["L"], _v()["att"] / 1e6, 1, _v()["att"] * 1024 / 1e9])
 claim("01.seed_140", "costs **≈ 140 GFLOP**",
       lambda: (_v()["per_tok"] + _v()["att"] * 1024) / 1e9, rel_tol=0.01)
-claim("01.causal_pairs", "*n*²/2 pairs", lambda: 2)
+not_a_claim("01.causal_pairs", "*n*²/2 pairs", _FORMULA + " (the causal half of n² pairs)")
 claim("01.prefill_formula", r"137.4\text{ G}\cdot n + 2.62\text{ M}\cdot n^2/2",
       lambda: [_v()["per_tok"] / 1e9, _v()["att"] / 1e6, 2, 2])
 claim("01.kv_formula", "2 (K and V) × 80 layers × 8",
@@ -170,14 +210,14 @@ claim("01.eq1_ours", "8,192. We count **1.21", lambda: [8192, _v()["br8"]["total
 claim("01.eq1_linear", "(+0.15 PFLOP).** From the dimensions above the matmuls cost 2 × 12.75 d² = **25.5·d²**",
       lambda: [_v()["eq1"].loc["linear", "ours_minus_eq1"] / 1e15, 2,
                _v()["m"].layer_matmul_params() / _v()["L"] / _v()["d"] ** 2, _v()["eq1"].loc["linear", "ours_coef"]])
-claim("01.eq1_b", "Eq. 1 uses b = 22", lambda: [1, _v()["paper"].EQ1_B])
+claim("01.eq1_b", "Eq. 1 uses b = 22", lambda: _v()["paper"].EQ1_B)
 claim("01.eq1_b2", "how it got 22;", lambda: _v()["paper"].EQ1_B)
 claim("01.eq1_attention", "(−0.09 PFLOP).** Eq. 1's a = 4",
-      lambda: [_v()["eq1"].loc["attention", "ours_minus_eq1"] / 1e15, 1, _v()["paper"].EQ1_A])
+      lambda: [_v()["eq1"].loc["attention", "ours_minus_eq1"] / 1e15, _v()["paper"].EQ1_A])
 claim("01.eq1_causal", "(our effective a is 2).", lambda: _v()["eq1"].loc["attention", "ours_coef"])
 claim("01.eq1_head", "(+0.004 PFLOP).** 2·vocab·d per token, absent from Eq. 1; tiny for a 32k",
       lambda: [_v()["eq1"].loc["lm_head", "ours_minus_eq1"] / 1e15,
-               _v()["m"].lm_head_flops_per_token() / (_v()["m"].vocab * _v()["d"]), 1, _v()["m"].vocab / 1000])
+               _v()["m"].lm_head_flops_per_token() / (_v()["m"].vocab * _v()["d"]), _v()["m"].vocab / 1000])
 claim("01.eq1_llama3_vocab", "(LLaMA3's 128k vocabulary makes it four times larger)",
       lambda: _llama3().vocab / 1000 if round(_llama3().vocab / _v()["m"].vocab) == 4 else 0, rel_tol=0.01)
 claim("01.eq1_net", "Net: +6%.", lambda: (_v()["br8"]["total"] / _v()["eq1"].loc["total", "eq1_flops"] - 1) * 100)
@@ -192,8 +232,8 @@ claim("01.decode_b1", "At *b* = 1 the intensity is ≈ 1", lambda: [1, _v()["rf"
       rel_tol=0.05)
 claim("01.idle", "idle 99% of the time",
       lambda: 100 * (1 - _v()["rf"].decode_intensity(_v()["m"], 1, 1024) / _v()["ridge"]), rel_tol=0.01)
-claim("01.chart_contexts", "(1k-token contexts) on", lambda: 1)
-claim("01.q4_ref", "(question 4 below", lambda: 4)
+claim("01.chart_contexts", "(1k-token contexts) on",
+      lambda: notebook_arg("01", "ex.roofline_points", "context_per_seq") / 1024)
 claim("01.gqa_intensity", "2.62 MFLOP per 320 KiB key/value pair read: **8",
       lambda: [_v()["att"] / 1e6, _v()["kv"] / 1024, _v()["att"] / _v()["kv"]])
 claim("01.saturation", "153 once contexts exceed ≈ 3k", lambda: [_v()["ridge"], _sat_context() / 1000], rel_tol=0.05)
@@ -219,7 +259,7 @@ claim("01.mla_h800", "8 × H800, never: 242 < 295)",
 # --- dashboard 1 ---------------------------------------------------------------------------------
 claim("01.dash1_h800", "H800 (ridge 295 FLOP/B); DeepSeek-V3 (MLA + MoE) with 32k",
       lambda: [_v()["ridge_h800"], 32])
-claim("01.dash1_batch", "a batch of\n1,024", lambda: 1024)
+claim("01.dash1_batch", "a batch of\n1,024", lambda: max(_dash().BATCH_CHOICES))  # the largest it offers
 
 # --- 4 · times on the ideal roofline ---------------------------------------------------------------
 claim("01.ideal_8k", "8k: 1.214 PFLOP / 2.496 PFLOP/s = **0.49",
@@ -236,7 +276,6 @@ claim("01.ideal_decode64", "15% longer, yet it produces 64",
 # --- 5 · MFU ---------------------------------------------------------------------------------------
 claim("01.mfu_ideal", "MFU = 100% by construction",
       lambda: 100 * _v()["pre"].loc[("ideal", 8192), "mfu"])
-claim("01.section7_ref", "(section 7)", lambda: 7)
 claim("01.mfu_8k", "8k prefill on 8 GPUs took 1.55 s: 1.21 PFLOP / (1.55 s × 2.496 PFLOP/s) ≈ **31%",
       lambda: [8, 8, _v()["meas8k"], _v()["br8"]["total"] / 1e15, _v()["meas8k"], _v()["nd"].peak_flops / 1e15,
                100 * _v()["mfu"][(8, 8192)]])
@@ -268,7 +307,7 @@ claim("01.fig_points", "the table after it lists all 21 points", lambda: len(_v(
 claim("01.modern_exception", "TP2's 2k prefill, which", lambda: _modern_exception()[:1])
 claim("01.modern_exception_mfu", "stack already ran at 67% MFU, above modern's 65% (0.71 s modern vs 0.69 s measured)",
       lambda: _modern_exception()[1:])
-claim("01.past_8k", "calibrated preset past 8k", lambda: 8)
+claim("01.past_8k", "calibrated preset past 8k", _fit_max_k)
 claim("01.fit_growth", "2k and 8k to the quadratic term, as an attention efficiency of 4–7%",
       lambda: [2, 8, 100 * _v()["att_eff"][0], 100 * _v()["att_eff"][-1]])
 claim("01.flash", "50–70%).", lambda: [100 * x for x in _v()["paper"].FLASH_ATTENTION_PEAK_SHARE],
@@ -301,7 +340,6 @@ claim("01.cal_a800", "≈ 1.68 s instead of 1.59 s for an 8k", lambda: [_v()["ca
 claim("01.dash2_nvlink", "(400 = A800, 600 = A100, 900",
       lambda: [_v()["A800"].nvlink_bw / 1e9, _v()["A100"].nvlink_bw / 1e9,
                _v()["rf"].get_gpu("h100").nvlink_bw / 1e9])
-claim("01.dash2_title", "### Dashboard 2 · presets", lambda: 2)
 
 # --- what the paper says ---------------------------------------------------------------------------
 claim("01.box_kv", "| 327,680 B = 320 KiB | same", lambda: [_v()["kv"], _v()["kv"] / 1024])
@@ -322,11 +360,11 @@ claim("01.box_decode", "1 | 45 ms measured; 8.5 ms HBM floor | ideal 8.4 ms; cal
                _v()["fit"]["decode_floor_s"] * 1e3])
 
 # --- questions (markdown) -------------------------------------------------------------------------
-claim("01.q2_text", "(10¹⁵ FLOP) does the prefill of one 8,192-token", lambda: [1e15, 8192])
+claim("01.q2_text", "(10¹⁵ FLOP) does the prefill of one 8,192-token", lambda: [_pf_unit(), _pf_n()])
 claim("01.q3_text", "8,192 tokens took 1.55 s on 8 × A100 (312",
       lambda: [8192, _v()["meas8k"], 8, _v()["A100"].flops_bf16 / 1e12])
-claim("01.q4_text", "1,024-token context", lambda: 1024)
-claim("01.q4_text2", "runs on 8 × A800 under", lambda: 8)
+claim("01.q4_text", "1,024-token context", _ridge_ctx)
+claim("01.q4_text2", "runs on 8 × A800 under", lambda: _v()["nd"].n_gpus)
 claim("01.q5_text", "8k prefill on\n8 × A800 (NVLink 400 GB/s) than on 8 × A100 (600",
       lambda: [8, 8, _v()["A800"].nvlink_bw / 1e9, 8, _v()["A100"].nvlink_bw / 1e9])
 
@@ -335,13 +373,13 @@ claim("01.sum_flops", "137 GFLOP in the matmuls (2 FLOP per weight) plus 2.6",
       lambda: [_v()["per_tok"] / 1e9, 2, _v()["att"] / 1e6])
 claim("01.sum_kv", "**320 KiB** of KV cache (GQA: 8 KV heads). An 8k prefill is 1.21",
       lambda: [_v()["kv"] / 1024, _v()["m"].n_kv_heads, 8, _v()["br8"]["total"] / 1e15])
-claim("01.sum_eq1", "Eq. 1 says 1.14", lambda: [1, _v()["eq1"].loc["total", "eq1_flops"] / 1e15])
+claim("01.sum_eq1", "Eq. 1 says 1.14", lambda: _v()["eq1"].loc["total", "eq1_flops"] / 1e15)
 claim("01.sum_ridge", "the A800's ridge is 153.", lambda: _v()["ridge"])
 claim("01.sum_ideal", "(8k prefill 0.49 s, decode step 8.4", lambda: [8, _v()["ideal8k"], _v()["dec1_512"] * 1e3])
 claim("01.sum_measured", "1.55 s (31% MFU) and 45 ms; our calibrated preset — a fit — reproduces those within 9%",
       lambda: [_v()["meas8k"], 100 * _v()["mfu"][(8, 8192)], _v()["meas_dec1"] * 1e3,
                100 * _v()["cal"]["calibrated_rel_err"].abs().max()], rel_tol=0.08)
-claim("01.sum_past_8k", "extrapolates badly past 8k", lambda: 8)
+claim("01.sum_past_8k", "extrapolates badly past 8k", _fit_max_k)
 claim("01.sum_tp", "4.6 MB per token per GPU; the A800's 400 GB/s NVLink makes them take 1.5×",
       lambda: [_v()["ar"] / 1e6, _v()["A800"].nvlink_bw / 1e9, _v()["A100"].nvlink_bw / _v()["A800"].nvlink_bw])
 claim("01.sum_penalty", "93 ms more per 8k", lambda: [_v()["penalty"] * 1e3, 8])
@@ -356,13 +394,13 @@ claim("01.x_kv_hint", "head dim × 2 bytes", lambda: _v()["m"].kv_bytes_per_elem
 claim("01.x_kv_why", "2 × 80 × 8 × 128 × 2 B = 327,680 B = 320 KiB; with 64 KV heads (MHA) it would be 8×",
       lambda: [2, _v()["L"], _v()["m"].n_kv_heads, _v()["m"].d_head, _v()["m"].kv_bytes_per_elem, _v()["kv"],
                _v()["kv"] / 1024, _v()["m"].n_heads, _v()["m"].gqa_ratio], where="01.kv_bytes")
-claim("01.x_pf_q", "one 8,192-token", lambda: 8192, where="01.prefill_pflop_8k")
-claim("01.x_pf_q2", "in PFLOP (1e15).", lambda: 1e15, where="01.prefill_pflop_8k")
+claim("01.x_pf_q", "one 8,192-token", _pf_n, where="01.prefill_pflop_8k")
+claim("01.x_pf_q2", "in PFLOP (1e15).", _pf_unit, where="01.prefill_pflop_8k")
 claim("01.x_pf_hint", "4·L·d·n²/2;", lambda: [_v()["att"] / (_v()["L"] * _v()["d"]), 2], where="01.prefill_pflop_8k")
 claim("01.x_pf_why", "1.12 PFLOP in the matmuls + 0.09 in causal attention + 0.004 in the LM head ≈ 1.21 PFLOP",
       lambda: [_v()["br8"]["linear"] / 1e15, _v()["br8"]["attention"] / 1e15, _v()["br8"]["lm_head"] / 1e15,
                _v()["br8"]["total"] / 1e15], where="01.prefill_pflop_8k")
-claim("01.x_pf_why2", "Eq. 1 says 1.14:", lambda: [1, _v()["eq1"].loc["total", "eq1_flops"] / 1e15],
+claim("01.x_pf_why2", "Eq. 1 says 1.14:", lambda: _v()["eq1"].loc["total", "eq1_flops"] / 1e15,
       where="01.prefill_pflop_8k")
 claim("01.x_mfu_q", "8k prefill (1.55 s on 8 × A100, 312",
       lambda: [8, _v()["meas8k"], 8, _v()["A100"].flops_bf16 / 1e12], where="01.measured_mfu_8k")
@@ -372,7 +410,7 @@ claim("01.x_mfu_hint", "8 × 312e12). Give a fraction (0.3), not a percentage (3
 claim("01.x_mfu_why", "1.21 PFLOP / (1.55 s × 2.496 PFLOP/s) ≈ 0.31:",
       lambda: [_v()["br8"]["total"] / 1e15, _v()["meas8k"], _v()["nd"].peak_flops / 1e15, _v()["mfu"][(8, 8192)]],
       where="01.measured_mfu_8k")
-claim("01.x_ridge_q", "1,024-token contexts turns compute-bound on 8×A800", lambda: [1024, 8],
+claim("01.x_ridge_q", "1,024-token contexts turns compute-bound on 8×A800", lambda: [_ridge_ctx(), _v()["nd"].n_gpus],
       where="01.decode_ridge_batch")
 claim("01.x_ridge_hint", "b·1024·KV bytes per token) equal to the ridge point 312e12 / 2.039e12 ≈ 153",
       lambda: [1024, _v()["A800"].flops_bf16, _v()["A800"].hbm_bw, _v()["ridge"]], where="01.decode_ridge_batch")
@@ -383,7 +421,7 @@ claim("01.x_ridge_why", "b·140.1 GFLOP = 153 × (137.4 GB + b × 0.336 GB) → 
       where="01.decode_ridge_batch", rel_tol=0.01)
 claim("01.x_ridge_why2", "with 8k contexts decode never", lambda: 8 if _v()["ex"].decode_ridge_batch(
     _v()["m"], _v()["nd"], 8192) == float("inf") else 0, where="01.decode_ridge_batch")
-claim("01.x_nv_q", "8k LLaMA2-70B prefill on", lambda: [8, 70], where="01.nvlink_penalty_ms")
+claim("01.x_nv_q", "8k LLaMA2-70B prefill on", lambda: _nv_n() / 1024, where="01.nvlink_penalty_ms")
 claim("01.x_nv_q2", "8×A800 (NVLink 400 GB/s) than on 8×A100 (600",
       lambda: [8, _v()["A800"].nvlink_bw / 1e9, 8, _v()["A100"].nvlink_bw / 1e9], where="01.nvlink_penalty_ms")
 claim("01.x_nv_hint", "2 all-reduces × 80 layers × 2·(7/8) × 8192 × 2 B over one NVLink direction (half the datasheet figure) at 67% efficiency; compare 200 and 300",
@@ -395,8 +433,6 @@ claim("01.x_nv_why", "4.59 MB per token: 34.2 µs at 200 GB/s × 0.67 vs 22.8 µ
                _v()["ar"] / (300e9 * _v()["nccl"]) * 1e6, 300, _v()["nccl"],
                _v()["ar"] * (1 / 200e9 - 1 / 300e9) / _v()["nccl"] * 1e6, 8192, _v()["penalty"] * 1e3,
                100 * _v()["penalty"] / _v()["cal8k_a800"]], where="01.nvlink_penalty_ms")
-claim("01.dash1_title", "### Dashboard 1 ·", lambda: 1)
-claim("01.section5_ref", "the MFU of section 5", lambda: 5)
 
 
 # --- solutions notebook: the worked answers -------------------------------------------------------
@@ -428,7 +464,7 @@ claim("01.sol_q1_kv", "× 128 × 2 B = **327,680 B = 320 KiB**", lambda: [
     _w("m").d_head, _w("m").kv_bytes_per_elem, _w("kv"), _w("kv") / 1024], where=_S)
 claim("01.sol_q1_block", "A 512-token block is therefore 160 MiB, and 1 TB of DRAM holds about 3 M tokens", lambda: [
     512, 512 * _w("kv") / 2**20, 1, _w("paper").TOKENS_PER_TB_M], where=_S, source="FAST'25 §2.2")
-claim("01.sol_q2", "one 8,192-token prompt?", lambda: 8192, where=_S)
+claim("01.sol_q2", "one 8,192-token prompt?", _pf_n, where=_S)
 claim("01.sol_q2_lin", "855.6 M matmul weights per layer × 80 = 68.45 B; × 2 FLOP × 8,192 tokens\n  = 1.1215 PFLOP",
       lambda: [_w("m").layer_matmul_params() / _w("L") / 1e6, _w("L"), _w("m").layer_matmul_params() / 1e9, 2, 8192,
                _w("br8")["linear"] / 1e15], where=_S)
@@ -465,7 +501,8 @@ claim("01.sol_q4_equal", "At b = 410 the KV reads equal the weight reads. For 4k
           _w("m").streamed_weight_bytes_dense() / (1024 * _w("kv")), 4, _per_seq(4096) / 1e9, 4096 * _w("kv") / 1e9,
           _per_seq(4096) / (4096 * _w("kv"))], where=_S)
 claim("01.sol_q4_cap", "capped by KV capacity, 1.47 M tokens", lambda: _w("cap") / 1e6, where=_S)
-claim("01.sol_q5", "extra milliseconds for an 8k prefill on 8 × A800 vs 8 × A100?", lambda: [8, 8, 8], where=_S)
+claim("01.sol_q5", "extra milliseconds for an 8k prefill on 8 × A800 vs 8 × A100?", lambda: [
+    _nv_n() / 1024, _w("nd").n_gpus, _w("nd100").n_gpus], where=_S)
 claim("01.sol_q5_ar", "2 per layer × 80 layers × 2 × (7/8) × 8,192 × 2 B = 4.59 MB", lambda: [
     2, _w("L"), 2, 7, 8, _w("d"), 2, _w("ar") / 1e6], where=_S)
 claim("01.sol_q5_nv", "at 67% efficiency (nccl-tests): A800 200 GB/s × 0.67 = 134 GB/s → 34.2 µs per\ntoken; "

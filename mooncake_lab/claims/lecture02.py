@@ -2,13 +2,14 @@
 
 Values come from the package (models, hardware, storage, the lecture's experiments module, paper.py);
 nothing here depends on a trace. Grouped by sentence or table row, in notebook order. A number inside a
-name ("LLaMA2-70B", "OPT-13B", "FAST'25") is read by the parser too, so such claims state it.
+name ("LLaMA2-70B", "OPT-13B", "FAST'25") is a reference: not compared (claims.REFERENCES).
 """
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 
-from . import claim
+from . import answer_of, claim, not_a_claim, when
 
 
 @lru_cache(maxsize=None)
@@ -72,6 +73,43 @@ def _h800_one_drive_prefix() -> float:
     return lo
 
 
+def _claim_x(model: str, key: str) -> float:
+    """The speedup at which ``l02.ssd_claims`` puts a seed claim's threshold (``lo_gbs``: claim A, "> 10×";
+    ``hi_gbs``: claim B, "< 1×"): the threshold over the break-even bandwidth (reload time ∝ 1 / bandwidth)."""
+    return _x("window")[key] / (_x("st").breakeven_bandwidth(model, _x("nd")) / 1e9)
+
+
+def _seed_x() -> float:
+    """The seed lecture's SSD speedup for LLaMA2-70B (10)."""
+    return _claim_x("llama2-70b", "lo_gbs")
+
+
+def _ex_x() -> float:
+    """The speedup exercise 02.ssd_10x asks the bandwidth for (10)."""
+    return answer_of("02.ssd_10x") / (_x("st").breakeven_bandwidth("llama2-70b", _x("nd")) / 1e9)
+
+
+def _eq2_p() -> float:
+    """Prefix of exercise 02.eq2_h800, tokens: the paper's Eq. 2 prefix if the answer is Eq. 2 there, else NaN."""
+    p = _x("paper").EQ2_MIN_GBS["h800x8"][0]
+    return when(math.isclose(answer_of("02.eq2_h800"), _x("st").eq2_min_bandwidth("llama3-70b", _x("h800"), p) / 1e9), p)
+
+
+def _tb() -> list:
+    """Exercise 02.dram_tokens' "1 TB (10¹² B)": [TB, bytes]."""
+    from ..exercises.lecture02 import ONE_TB
+    return [ONE_TB / 1e12, ONE_TB]
+
+
+def _f7_k(pick) -> float:
+    """``pick`` (min or max) of the paper's Fig. 7 prompt lengths, k tokens."""
+    return pick(_x("paper").FIG7_STORE_LATENCY_S["serialized"]) / 1024
+
+
+_FORMULA = "a constant of a formula, not a quantity"
+_LAYER = "a layer's index (i + 1: the next layer), not a quantity"
+
+
 def _eq2_hand(node) -> float:
     """FAST'25 Eq. 2 by hand for LLaMA3-70B at p = 8,192: G × 4,096 B / (26 × 8,192²), GB/s."""
     m, p = _x("m3"), 8192
@@ -84,7 +122,7 @@ claim("02.intro_mfu", "**60% of peak**", lambda: 100 * _x("mfu"))
 claim("02.intro_node", "on one node of 8 × A800", lambda: _x("nd").n_gpus)
 
 # --- 1 · KV bytes ----------------------------------------------------------------------------------
-claim("02.kv_formula", r"2 \times L \times H_{kv} \times d_{head} \times s", lambda: 2)
+not_a_claim("02.kv_formula", r"2 \times L \times H_{kv} \times d_{head} \times s", _FORMULA + " (K and V)")
 claim("02.kv_s", "*s* = 2 bytes", lambda: _x("m2").kv_bytes_per_elem)
 claim("02.mha_heads", "every one of the 40 query heads", lambda: _x("opt").n_heads)
 claim("02.mha_kv", "2 × 40 × 40 × 128 × 2 B = **819,200 B = 800",
@@ -101,7 +139,7 @@ claim("02.mla_kv", "61 × (512 + 64) × 2 B = **70,272 B ≈ 69",
 claim("02.recompute_2x", "about 2 × parameters FLOPs",
       lambda: _x("m2").linear_flops_per_token() / _x("m2").layer_matmul_params())
 claim("02.per_gflop", "30 kB per GFLOP saved, LLaMA2-70B about 2.3 kB, DeepSeek-V3 under 1",
-      lambda: [_x("fp").loc["OPT-13B", "kv_bytes_per_gflop"] / 1e3, 70,
+      lambda: [_x("fp").loc["OPT-13B", "kv_bytes_per_gflop"] / 1e3,
                _x("fp").loc["LLaMA2-70B", "kv_bytes_per_gflop"] / 1e3,
                1 if _x("fp").loc["DeepSeek-V3", "kv_bytes_per_gflop"] < 1e3 else 99])
 claim("02.per_gflop_13x", "**13×",
@@ -117,13 +155,12 @@ claim("02.h2d", "(128 GB/s host-to-device per node", lambda: _x("paper").H2D_BW 
 claim("02.reload", "4,096 × 327,680 B / 128 GB/s ≈ **10.5",
       lambda: [_x("p"), _kv("m2"), _x("nd").tier("dram").bandwidth / 1e9,
                _x("st").reload_time("llama2-70b", _x("nd"), "dram") * 1e3])
-claim("02.table1_ref", "FAST'25 Table 1):", lambda: [25, 1])
 claim("02.seed_dram", "**DRAM ≈ 37×**", lambda: _x("sp").loc["LLaMA2-70B", "dram"])
 claim("02.seed_rdma", '29×** faster than it recomputes — "more than 10×"',
-      lambda: [_x("sp").loc["LLaMA2-70B", "remote_dram"], 10])
+      lambda: [_x("sp").loc["LLaMA2-70B", "remote_dram"], _seed_x()])
 claim("02.rdma_line_rate", "at the 4 × 200 Gbps line rate, 100 GB/s; at the 87 GB/s FAST'25 measured for its\n"
       "Transfer Engine over those NICs — the figure lecture 05 uses — it is ≈ 25×.)",
-      lambda: [_x("nd").nic_count, _x("nd").nic_gbps, _x("nd").tier("remote_dram").bandwidth / 1e9, _rdma_measured() / 1e9, 25, 5,
+      lambda: [_x("nd").nic_count, _x("nd").nic_gbps, _x("nd").tier("remote_dram").bandwidth / 1e9, _rdma_measured() / 1e9,
                _x("st").reload_speedup("llama2-70b", _x("nd"), "remote_dram", bandwidth=_rdma_measured())],
       source="FAST'25 §5.1 (NICs), §5.4.1 (87 GB/s over 4×200 Gbps)")
 claim("02.opt_gain", "2.5× the bytes and a fifth of the FLOPs, gains only ≈ 2–3×",
@@ -132,41 +169,40 @@ claim("02.opt_gain", "2.5× the bytes and a fifth of the FLOPs, gains only ≈ 2
 claim("02.hbm_league", "(16 TB/s across 8", lambda: [_x("nd").peak_hbm_bw / 1e12, _x("nd").n_gpus])
 
 # --- 3 · SSD ------------------------------------------------------------------------------------------
-claim("02.seed_ssd", "still reloads > 10× faster", lambda: 10)
-claim("02.threshold_a", '10×" needs bandwidth ≥ 10', lambda: [10, 10])
-claim("02.threshold_b", '"OPT-13B < 1×"', lambda: [13, 1])
+claim("02.seed_ssd", "still reloads > 10× faster", _seed_x)
+claim("02.threshold_a", '10×" needs bandwidth ≥ 10', lambda: [_seed_x(), _seed_x()])
+claim("02.threshold_b", '"OPT-13B < 1×"', lambda: _claim_x("opt-13b", "hi_gbs"))
 claim("02.window", "between **≈ 34 and ≈ 45", lambda: [_x("window")["lo_gbs"], _x("window")["hi_gbs"]])
 claim("02.default_ssd", "**8 NVMe drives × 7 GB/s = 56",
       lambda: [_x("nd").ssd_drives, _x("drive"), _x("nd").ssd_bw / 1e9])
 claim("02.default_verdict", "16× faster — claim A holds — but OPT-13B reloads ≈ 1.25×",
-      lambda: [_x("ssd").loc[56.0, "llama2_70b_speedup"], 13, _x("ssd").loc[56.0, "opt_13b_speedup"]])
+      lambda: [_x("ssd").loc[56.0, "llama2_70b_speedup"], _x("ssd").loc[56.0, "opt_13b_speedup"]])
 claim("02.one_drive", "(7 GB/s), OPT-13B is indeed ≈ 6×",
-      lambda: [_x("drive"), 13, 1 / _x("ssd").loc[7.0, "opt_13b_speedup"]])
+      lambda: [_x("drive"), 1 / _x("ssd").loc[7.0, "opt_13b_speedup"]])
 claim("02.one_drive_a", "gains only ≈ 2×:", lambda: _x("ssd").loc[7.0, "llama2_70b_speedup"])
-claim("02.quote_10x", 'but "> 10× from SSD"', lambda: 10)
+claim("02.quote_10x", 'but "> 10× from SSD"', _seed_x)
 claim("02.crossover", "3.4 GB/s to break even, OPT-13B ≈ 45",
-      lambda: [_x("cross").loc["LLaMA2-70B", "breakeven_gbs"], 13, _x("cross").loc["OPT-13B", "breakeven_gbs"]])
+      lambda: [_x("cross").loc["LLaMA2-70B", "breakeven_gbs"], _x("cross").loc["OPT-13B", "breakeven_gbs"]])
 
 # --- 4 · one request --------------------------------------------------------------------------------
 claim("02.seed_request", "an 8.7k-token", lambda: _x("l02").SEED_REQUEST_TOKENS / 1000)
 claim("02.half_tokens", "4,350 new tokens — each attending to the 4,350",
       lambda: [_x("l02").SEED_REQUEST_TOKENS - _x("half")["n_cached"].max(), _x("half")["n_cached"].max()])
 claim("02.recompute_all", "**recompute all** 8,700", lambda: _x("l02").SEED_REQUEST_TOKENS)
-claim("02.layerwise_def", "load layer *i*+1's KV", lambda: 1)
+not_a_claim("02.layerwise_def", "load layer *i*+1's KV", _LAYER)
 claim("02.half_times", "0.86 s; reusing the cached half cuts TTFT to ≈ 0.45",
       lambda: [_x("half")["total_s"].iloc[0], _x("half")["total_s"].iloc[1:].mean()], rel_tol=0.02)
 claim("02.half_exposed", "11–25 ms; layer-wise loading hides all but 1/80",
       lambda: [_x("half")["exposed_load_s"][_x("half")["mode"] == "serialized"].min() * 1e3,
                _x("half")["exposed_load_s"][_x("half")["mode"] == "serialized"].max() * 1e3, 1, _x("m2").n_layers])
-claim("02.dash1_title", "### Dashboard 1 ·", lambda: 1)
 claim("02.dash1_bw", "1 GB/s is a slow disk, 128 GB/s host DRAM, 2,000",
       lambda: [10 ** _bw_range()[0], _x("nd").h2d_bw / 1e9, 10 ** _bw_range()[1]])
-claim("02.dash1_opt", "Try\nOPT-13B at 7 GB/s", lambda: [13, _x("drive")])
+claim("02.dash1_opt", "Try\nOPT-13B at 7 GB/s", lambda: _x("drive"))
 claim("02.dash1_loses", "(≈ 0.3×).", lambda: _x("opt7")["speedup"].iloc[-1], rel_tol=0.15)
 
 # --- 5 · layer-wise store (Fig. 7) --------------------------------------------------------------------
 claim("02.store_formula", "*n* × 320 KiB / 128", lambda: [_kv("m2") / 1024, _x("nd").h2d_bw / 1e9])
-claim("02.store_layer", "while layer *i*+1 computes", lambda: 1)
+not_a_claim("02.store_layer", "while layer *i*+1 computes", _LAYER)
 claim("02.fig7_serialized", "0.11 s at 8k tokens to ≈ 0.87 s at 128k,",
       lambda: [_x("paper").FIG7_STORE_LATENCY_S["serialized"][8192], 8,
                _x("paper").FIG7_STORE_LATENCY_S["serialized"][131072], 128], source="arXiv 2407.00079 v3, Fig. 7")
@@ -180,10 +216,10 @@ claim("02.fig7_ours", "Our serialized store costs 21 ms at\n8k tokens and 0.34 s
                131072 * _kv("m2") / 2**30, _x("nd").h2d_bw / 1e9,
                _x("f7")["paper_serialized_s"].iloc[0] / _x("f7")["ours_serialized_s"].iloc[0], 8,
                _x("f7")["paper_serialized_s"].iloc[-1] / _x("f7")["ours_serialized_s"].iloc[-1]])
-claim("02.fig7_ours_128k", "at 128k. A straight line", lambda: 128)
+claim("02.fig7_ours_128k", "at 128k. A straight line", lambda: _f7_k(max))
 claim("02.fig7_implied", "52 GB/s plus ≈ 0.03", lambda: [_x("f7i")["bandwidth_gbs"], _x("f7i")["fixed_s"]])
 claim("02.fig7_table1", "the 128 GB/s host-to-device figure of FAST'25 Table 1",
-      lambda: [_x("nd").h2d_bw / 1e9, 25, 1])
+      lambda: _x("nd").h2d_bw / 1e9)
 claim("02.fig7_lw_ours", "1/80 of the serialized one (0.26 ms at 8k), where the paper's costs ≈ 0.1",
       lambda: [1, _x("m2").n_layers, _x("store")["exposed_layerwise_s"].iloc[0] * 1e3, 8, _x("f7i")["layerwise_mean_s"]])
 claim("02.fig7_per_layer", "1.3 ms for each of\nthe 80", lambda: [_x("f7i")["per_layer_ms"], _x("m2").n_layers])
@@ -193,7 +229,7 @@ claim("02.eq2_coef", "*a* = 4, *b* = 22, *d* = 8,192",
       lambda: [_x("paper").EQ1_A, _x("paper").EQ1_B, _x("m3").d_model])
 claim("02.eq2_bytes", "2·*d*·*s*/gqa bytes (4,096",
       lambda: [2, 2 * _x("m3").d_model * _x("m3").bytes_per_param / _x("m3").gqa_ratio])
-claim("02.eq2_formula", r"\frac{2ds/\text{gqa}}{a\,p\,d + b\,d^2}$$", lambda: [2, 2])
+not_a_claim("02.eq2_formula", r"\frac{2ds/\text{gqa}}{a\,p\,d + b\,d^2}$$", _FORMULA + " (K and V; d squared)")
 claim("02.eq2_a800_setup", "8,192 on 8 × A800 (*G* = 2.496", lambda: [8192, 8, _x("nd").peak_flops / 1e15])
 claim("02.eq2_hand", "2.496e15 × 4,096 / (26 × 8,192²) ≈ **5.9 GB/s** — the paper's \"6 GB/s\"; on 8 × H800, ≈ **18.6",
       lambda: [_x("nd").peak_flops, 4096, _x("paper").EQ1_A + _x("paper").EQ1_B, 8192 ** 2, _eq2_hand(_x("nd")),
@@ -204,11 +240,10 @@ claim("02.eq2_95k", "prefixes below ≈ 95k", lambda: _h800_one_drive_prefix() /
 claim("02.eq2_vs_ours", "100% of peak our crossover is ≈ 7%",
       lambda: [100, 100 * (1 - _x("ours100")["a800x8"] / _x("eq2")["a800x8"])], rel_tol=0.05)
 claim("02.eq2_b", "*b* ≈ 25.5 for LLaMA3-70B rather than 22",
-      lambda: [_x("m3").linear_flops_per_token() / (_x("m3").n_layers * _x("m3").d_model ** 2), 70,
+      lambda: [_x("m3").linear_flops_per_token() / (_x("m3").n_layers * _x("m3").d_model ** 2),
                _x("paper").EQ1_B])
 claim("02.eq2_a", "(*a* = 4 rather than 2):",
       lambda: [_x("paper").EQ1_A, _x("m3").attention_flops_coefficient() / 2 / (_x("m3").n_layers * _x("m3").d_model)])
-claim("02.dash2_title", "### Dashboard 2 ·", lambda: 2)
 
 # --- what the paper says ---------------------------------------------------------------------------------
 claim("02.box_kv_paper", "| 320 KB (seed,", lambda: _x("paper").KV_PER_TOKEN_KB, source="FAST'25 §2.2; seed lecture")
@@ -220,9 +255,9 @@ claim("02.box_compute", "140 GFLOP/token (seed) | 137.4 GFLOP + attention (143 a
                (_x("m2").linear_flops_per_token() + _x("m2").lm_head_flops_per_token()) / 1e9,
                _x("m2").prefill_flops(_x("p")) / _x("p") / 1e9, _x("p") / 1024])
 claim("02.box_dram", "10× (seed) | ≈ 37× / ≈ 29×",
-      lambda: [10, _x("sp").loc["LLaMA2-70B", "dram"], _x("sp").loc["LLaMA2-70B", "remote_dram"]])
+      lambda: [_seed_x(), _x("sp").loc["LLaMA2-70B", "dram"], _x("sp").loc["LLaMA2-70B", "remote_dram"]])
 claim("02.box_ssd", "10× (seed) | ≈ 16× at 56 GB/s; ≈ 2× at 7 GB/s | **holds only above ≈ 34",
-      lambda: [10, _x("ssd").loc[56.0, "llama2_70b_speedup"], 56, _x("ssd").loc[7.0, "llama2_70b_speedup"], 7,
+      lambda: [_seed_x(), _x("ssd").loc[56.0, "llama2_70b_speedup"], 56, _x("ssd").loc[7.0, "llama2_70b_speedup"], 7,
                _x("window")["lo_gbs"]])
 claim("02.box_opt_ssd", "1.25× *faster* at 56 GB/s; ≈ 0.16× at 7 GB/s | **holds only below ≈ 45 GB/s**; both SSD claims together need 34–45",
       lambda: [_x("ssd").loc[56.0, "opt_13b_speedup"], 56, _x("ssd").loc[7.0, "opt_13b_speedup"], 7,
@@ -243,47 +278,47 @@ claim("02.box_default", "(8 × 7", lambda: [_x("nd").ssd_drives, _x("drive")])
 
 # --- questions (markdown) -----------------------------------------------------------------------------
 claim("02.q2_md", "10×].** Above what SSD bandwidth (GB/s per node) is reloading a 4,096-token",
-      lambda: [10, _x("p")])
+      lambda: [_ex_x(), _x("p")])
 claim("02.q2_md2", "10× faster than recomputing it (prefill at 60% of 8×A800",
-      lambda: [10, 100 * _x("mfu"), _x("nd").n_gpus])
+      lambda: [_ex_x(), 100 * _x("mfu"), _x("nd").n_gpus])
 claim("02.q3_md", "8,192-token LLaMA3-70B prefix on 8 × H800 (989",
-      lambda: [8192, 70, _x("h800").n_gpus, _x("h800").gpu.flops_bf16 / 1e12])
-claim("02.q4_md", "1 TB (10¹²", lambda: [1, 1e12])
+      lambda: [_eq2_p(), _x("h800").n_gpus, _x("h800").gpu.flops_bf16 / 1e12])
+claim("02.q4_md", "1 TB (10¹²", _tb)
 claim("02.q5_md", "7 GB/s NVMe drive, is reloading a 4,096-token", lambda: [_x("drive"), _x("p")])
-claim("02.q5_md2", "more than 10× faster than", lambda: 10)
+claim("02.q5_md2", "more than 10× faster than", _seed_x)
 
 # --- summary ---------------------------------------------------------------------------------------------
 claim("02.sum_kv", "2·L·H_kv·d_head·s: MHA (OPT-13B, 800 KiB) ≫ GQA (LLaMA2-70B, 320",
-      lambda: [2, 13, _kv("opt") / 1024, 70, _kv("m2") / 1024])
+      lambda: [2, _kv("opt") / 1024, _kv("m2") / 1024])
 claim("02.sum_mla", "(DeepSeek-V3, 69 KiB)", lambda: _kv("ds") / 1024, rel_tol=0.01)
 claim("02.sum_node", "on 8 × A800, reloading", lambda: _x("nd").n_gpus)
 claim("02.sum_dram", "30–40×; the break-even bandwidth is only ≈ 3.4",
       lambda: [30 if _x("sp").loc["LLaMA2-70B", "remote_dram"] >= 29 else 0,
                40 if _x("sp").loc["LLaMA2-70B", "dram"] <= 40 else 0, _x("cross").loc["LLaMA2-70B", "breakeven_gbs"]])
-claim("02.sum_ssd", '10×" needs ≥ 34', lambda: [10, _x("window")["lo_gbs"]])
+claim("02.sum_ssd", '10×" needs ≥ 34', lambda: [_seed_x(), _x("window")["lo_gbs"]])
 claim("02.sum_ssd2", "recomputing\" needs < 45", lambda: _x("window")["hi_gbs"])
-claim("02.sum_layerwise", "all but 1/L of it", lambda: 1)
+not_a_claim("02.sum_layerwise", "all but 1/L of it", _FORMULA + " (one layer in L)")
 claim("02.sum_fig7", "still adds ≈ 0.1 s", lambda: _x("f7i")["layerwise_mean_s"])
-claim("02.sum_fig7b", "the store at 128k and little at 8k.", lambda: [128, 8])
+claim("02.sum_fig7b", "the store at 128k and little at 8k.", lambda: [_f7_k(max), _f7_k(min)])
 claim("02.sum_eq2", "6 GB/s on 8 × A800 and ≈ 19 GB/s on 8 × H800 at p = 8,192",
       lambda: [_x("paper").EQ2_MIN_GBS["a800x8"][1], 8, _x("paper").EQ2_MIN_GBS["h800x8"][1], 8, 8192])
 
 # --- exercises -----------------------------------------------------------------------------------------------
 claim("02.x_ratio_hint", "2 × layers × KV heads × head dim × 2 bytes for each: OPT-13B has 40 layers × 40 KV heads, LLaMA2-70B 80 layers × 8 KV heads, both with head dim 128.",
-      lambda: [2, _x("m2").kv_bytes_per_elem, 13, _x("opt").n_layers, _x("opt").n_kv_heads, 70, _x("m2").n_layers,
+      lambda: [2, _x("m2").kv_bytes_per_elem, _x("opt").n_layers, _x("opt").n_kv_heads, _x("m2").n_layers,
                _x("m2").n_kv_heads, _x("m2").d_head], where="02.kv_ratio")
 claim("02.x_ratio_why", "(40 × 40) / (80 × 8) = 2.5: a model 5× smaller stores 2.5× more KV per token, because every one of its heads keeps its own K and V (MHA) while LLaMA2-70B's 64 query heads share 8",
       lambda: [_x("opt").n_layers, _x("opt").n_kv_heads, _x("m2").n_layers, _x("m2").n_kv_heads, _kv("opt") / _kv("m2"),
-               _x("m2").parameters() / _x("opt").parameters(), _kv("opt") / _kv("m2"), 70, _x("m2").n_heads,
+               _x("m2").parameters() / _x("opt").parameters(), _kv("opt") / _kv("m2"), _x("m2").n_heads,
                _x("m2").n_kv_heads], where="02.kv_ratio", rel_tol=0.07)
 claim("02.x_10x_q", "4,096-token LLaMA2-70B prefix is 10× faster than recomputing it at 60% of 8×A800",
-      lambda: [_x("p"), 70, 10, 100 * _x("mfu"), _x("nd").n_gpus], where="02.ssd_10x")
+      lambda: [_x("p"), _ex_x(), 100 * _x("mfu"), _x("nd").n_gpus], where="02.ssd_10x")
 claim("02.x_10x_hint", "10 × (bytes to load) / (recompute time): storage.breakeven_bandwidth('llama2-70b', hardware.A800_NODE, speedup=10), or by hand 10 × 4096 × 327,680 B / 0.39",
-      lambda: [10, 70, 10, 10, _x("p"), _kv("m2"), _x("recompute")], where="02.ssd_10x")
+      lambda: [_ex_x(), _ex_x(), _ex_x(), _x("p"), _kv("m2"), _x("recompute")], where="02.ssd_10x")
 claim("02.x_10x_why", "34 GB/s: five PCIe-4 NVMe drives' worth. One drive (7 GB/s) gives only ≈ 2×; the default array of 8 drives (56 GB/s) gives ≈ 16×.",
-      lambda: [_x("ten_x"), 4, _x("drive"), _x("ssd").loc[7.0, "llama2_70b_speedup"], _x("nd").ssd_drives,
+      lambda: [_x("ten_x"), _x("drive"), _x("ssd").loc[7.0, "llama2_70b_speedup"], _x("nd").ssd_drives,
                _x("nd").ssd_bw / 1e9, _x("ssd").loc[56.0, "llama2_70b_speedup"]], where="02.ssd_10x")
-claim("02.x_eq2_q", "8,192-token LLaMA3-70B prefix on 8×H800.", lambda: [8192, 70, _x("h800").n_gpus],
+claim("02.x_eq2_q", "8,192-token LLaMA3-70B prefix on 8×H800.", lambda: [_eq2_p(), _x("h800").n_gpus],
       where="02.eq2_h800")
 claim("02.x_eq2_hint", "8 × 989 TFLOP/s, 4,096 B per layer, a = 4, b = 22, d = 8,192, p = 8,192.",
       lambda: [_x("h800").n_gpus, _x("h800").gpu.flops_bf16 / 1e12, _kv("m3") / _x("m3").n_layers,
@@ -291,17 +326,17 @@ claim("02.x_eq2_hint", "8 × 989 TFLOP/s, 4,096 B per layer, a = 4, b = 22, d = 
 claim("02.x_eq2_why", "7.912e15 × 4096 / (26 × 8192²) ≈ 18.6 GB/s — the paper's '19",
       lambda: [_x("h800").peak_flops, 4096, _x("paper").EQ1_A + _x("paper").EQ1_B, 8192 ** 2, _x("eq2")["h800x8"],
                _x("paper").EQ2_MIN_GBS["h800x8"][1]], where="02.eq2_h800")
-claim("02.x_tb_q", "1 TB (10¹²", lambda: [1, 1e12], where="02.dram_tokens")
+claim("02.x_tb_q", "1 TB (10¹²", _tb, where="02.dram_tokens")
 claim("02.x_tb_hint", "1e12 / (KV bytes per token), with 320 KiB = 320 × 1,024 B (not 320,000",
       lambda: [1e12, _kv("m2") / 1024, _kv("m2") / 1024, 1024, _kv("m2") / 1024 * 1000], where="02.dram_tokens")
 claim("02.x_tb_why", "1e12 / 327,680 ≈ 3.05 million tokens — FAST'25's 'about 3M",
-      lambda: [1e12, _kv("m2"), _x("tokens_tb") / 1e6, 25, _x("paper").TOKENS_PER_TB_M], where="02.dram_tokens")
+      lambda: [1e12, _kv("m2"), _x("tokens_tb") / 1e6, _x("paper").TOKENS_PER_TB_M], where="02.dram_tokens")
 claim("02.x_drive_q", "7 GB/s NVMe drive, is reloading a 4,096-token LLaMA2-70B prefix still more than 10×",
-      lambda: [_x("drive"), _x("p"), 70, 10], where="02.one_drive")
+      lambda: [_x("drive"), _x("p"), _seed_x()], where="02.one_drive")
 claim("02.x_drive_hint", "10× line needs ≈ 34 GB/s (Question 2); compare with 7",
-      lambda: [10, _x("ten_x"), 2, _x("drive")], where="02.one_drive")
+      lambda: [_seed_x(), _x("ten_x"), _x("drive")], where="02.one_drive")
 claim("02.x_drive_why", "2× only. The seed lecture's '> 10×",
-      lambda: [_x("ssd").loc[7.0, "llama2_70b_speedup"], 10], where="02.one_drive")
+      lambda: [_x("ssd").loc[7.0, "llama2_70b_speedup"], _seed_x()], where="02.one_drive")
 
 
 # --- solutions notebook: the worked answers -------------------------------------------------------
@@ -332,7 +367,7 @@ claim("02.sol_q1_ratio", "Ratio: (40 × 40) / (80 × 8) = 1,600 / 640 = **2.5**"
     _x("opt").n_layers, _x("opt").n_kv_heads, _x("m2").n_layers, _x("m2").n_kv_heads,
     _x("opt").n_layers * _x("opt").n_kv_heads, _x("m2").n_layers * _x("m2").n_kv_heads, _kv("opt") / _kv("m2")],
     where=_S)
-claim("02.sol_q2", "prefix\n10× faster than recomputing it (60% of 8 × A800 peak)?", lambda: [10, 100 * _x("mfu"), _x("nd").n_gpus],
+claim("02.sol_q2", "prefix\n10× faster than recomputing it (60% of 8 × A800 peak)?", lambda: [_ex_x(), 100 * _x("mfu"), _x("nd").n_gpus],
       where=_S)
 claim("02.sol_q2_tokens", "a 4,096-token", lambda: _x("p"), where=_S)
 claim("02.sol_q2_flop", "4,096 tokens × 137.43 GFLOP (matmuls + LM head) = 562.9 TFLOP, plus causal attention\n"
@@ -345,10 +380,9 @@ claim("02.sol_q2_flop", "4,096 tokens × 137.43 GFLOP (matmuls + LM head) = 562.
 claim("02.sol_q2_bytes", "Bytes to load: 4,096 × 327,680 B = 1.342 GB.", lambda: [_x("p"), _kv("m2"), _load_gb()],
       where=_S)
 claim("02.sol_q2_bw", "10× faster means a load time of 0.03906 s: bandwidth = 1.342 GB / 0.03906 s ≈ **34.4 GB/s**",
-      lambda: [10, _x("recompute") / 10, _load_gb(), _x("recompute") / 10, _x("ten_x")], where=_S)
-claim("02.sol_q2_drives", "about five PCIe-4", lambda: 4 if round(_x("ten_x") / _x("drive")) == 5 else float("nan"),
-      where=_S)
-claim("02.sol_q3", "for an 8,192-token", lambda: 8192, where=_S)
+      lambda: [_ex_x(), _x("recompute") / _ex_x(), _load_gb(), _x("recompute") / _ex_x(),
+               when(round(_x("ten_x") / _x("drive")) == 5, _x("ten_x"))], where=_S)  # "— about five PCIe-4 NVMe drives"
+claim("02.sol_q3", "for an 8,192-token", _eq2_p, where=_S)
 claim("02.sol_q3_setup", "prefix on 8 × H800.", lambda: _x("h800").n_gpus, where=_S)
 claim("02.sol_q3_eq", "B = G · (2·d·s/gqa) / (a·p·d + b·d²), with G = 8 × 989 TFLOP/s = 7.912 PFLOP/s,\n"
       "2·d·s/gqa = 2 × 8,192 × 2 / 8 = 4,096 B per token per layer, a·p·d + b·d² = (4 + 22) × 8,192² =\n"
@@ -363,12 +397,12 @@ claim("02.sol_q3_a800", "node (2.496 PFLOP/s) needs 3.2× less: 5.9 GB/s (\"6 GB
     _x("nd").peak_flops / 1e15, _x("eq2")["h800x8"] / _x("eq2")["a800x8"], _x("eq2")["a800x8"],
     _x("paper").EQ2_MIN_GBS["a800x8"][1]], where=_S, source="FAST'25 Eq. 2")
 claim("02.sol_q4", "in 1 TB of DRAM: 10¹² B / 327,680 B ≈\n**3.05 million tokens**", lambda: [
-    1, 1e12, _kv("m2"), _x("tokens_tb") / 1e6], where=_S)
+    *_tb(), _kv("m2"), _x("tokens_tb") / 1e6], where=_S)
 claim("02.sol_q4_fast", "\"about 3M tokens\". At the conversation trace's mean prompt of\n12k tokens, that is only ≈ 250",
       lambda: [_x("paper").TOKENS_PER_TB_M, _mean_prompt() / 1e3, _x("tokens_tb") / _mean_prompt()], where=_S,
       rel_tol=0.02, source="FAST'25 §2.2 and Table 2")
 claim("02.sol_q5", "At 7 GB/s, loading 1.342 GB takes 0.192 s; recomputing takes 0.391 s:\na speedup of ≈ 2.0×, far from 10×",
       lambda: [_x("drive"), _load_gb(), _load_gb() / _x("drive"), _x("recompute"), _x("ssd").loc[7.0, "llama2_70b_speedup"],
-               10], where=_S)
-claim("02.sol_q5_seed", "\"> 10× from SSD\" needs an array of\nat least five", lambda: 10, where=_S)
-claim("02.sol_q2_title", "[SSD for 10×]", lambda: 10, where=_S)
+               _seed_x()], where=_S)
+claim("02.sol_q5_seed", "\"> 10× from SSD\" needs an array of\nat least five", _seed_x, where=_S)
+claim("02.sol_q2_title", "[SSD for 10×]", _ex_x, where=_S)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-from . import claim, restate
+from . import claim, not_a_claim, restate
 from .. import paper
 from .lecture00 import at_least, at_most
 
@@ -65,6 +65,14 @@ def _popular() -> list:
     return [int((pop[1:] >= 10).sum()), 10, int(pop[1])]
 
 
+def _ex_tb() -> float:
+    """The DRAM of lecture 03's exercises ("1 TB"), in TB: their bytes over l03_cache.DRAM_BYTES_PER_TB."""
+    from ..exercises.lecture03 import _TB as ex_bytes
+    return ex_bytes / _c().DRAM_BYTES_PER_TB
+
+
+_BLOCK0 = "block 0 names a block (the first of every chain: the system prompt), not a quantity"
+_TURN = "turn numbers name the turns of a chat (turn k), not a quantity"
 _T2 = paper.FAST25_TABLE2
 _TB = 1e12
 _N = 10           # instances of the pool comparison (l03_cache.N_LOCAL_INSTANCES)
@@ -84,9 +92,9 @@ claim("03.lengths", "half the prompts are under ~7k tokens,\n1% over ~85k); the 
 claim("03.max_out", "capped at 2,000", lambda: _f("max_output"), trace=R)
 claim("03.block0", "starts with block 0 (the cell prints the share): a 512-token system prompt",
       lambda: [0, _bt()], trace=R)
-claim("03.block0_b", "Beyond block 0", lambda: 0)
-claim("03.turns", "re-sends turns 1…*k*−1", lambda: [1, -1])
-claim("03.block0_c", "One block (block 0)", lambda: 0)
+not_a_claim("03.block0_b", "Beyond block 0", _BLOCK0)
+not_a_claim("03.turns", "re-sends turns 1…*k*−1", _TURN)
+not_a_claim("03.block0_c", "One block (block 0)", _BLOCK0)
 claim("03.popular", "1,340 blocks are used by 10 to 43 requests", _popular, trace=R)
 claim("03.once", "76% (numbers of the released trace", lambda: _f("used_once_pct"), trace=R)
 claim("03.sum_once", "76% are used once (released trace)", lambda: _f("used_once_pct"), trace=R)
@@ -107,9 +115,9 @@ claim("03.pool_sizes", "10 nodes × 3M tokens vs one pool of 30M tokens", lambda
     _N, paper.TOKENS_PER_TB_M, _N * paper.TOKENS_PER_TB_M])
 claim("03.random_gain", "the global pool hits about **3.4×** more than ten local caches", lambda: _f("random_over_local"),
       trace=R)
-claim("03.turn2", "turn 2 of a chat", lambda: 2)
-claim("03.turn1", "where turn 1", lambda: 1)
-claim("03.head4", "block 0, and popularity", lambda: 0)
+not_a_claim("03.turn2", "turn 2 of a chat", _TURN)
+not_a_claim("03.turn1", "where turn 1", _TURN)
+not_a_claim("03.head4", "block 0, and popularity", _BLOCK0)
 claim("03.fig10", "reports **×2.22**", lambda: paper.FAST25_FIG10_GLOBAL_OVER_LOCAL, source="FAST'25 Fig. 10")
 claim("03.sweep_total", "(same 30M-token total)", lambda: _N * paper.TOKENS_PER_TB_M)
 claim("03.sticky", "it stays near 1×. The paper's ×2.22", lambda: [_f("session_over_local"),
@@ -172,22 +180,23 @@ claim("03.pol_gap", "LFU trails LRU by 5 points\n  there (paper: 5)", lambda: [
 claim("03.pol_gap10", "at 10k blocks (8 points; paper 5)", lambda: [
     10, _p("lru", 10_000) - _p("lfu", 10_000), 100 * (_T1["lru"][10_000] - _T1["lfu"][10_000])], trace=R,
       source="arXiv v3 Table 1")
-claim("03.pol_inf", "(Table 1's ∞ column is one number, 0.51)", lambda: [1, _T1["lru"][float("inf")]
-      if len({row[float("inf")] for row in _T1.values()}) == 1 else math.nan], source="arXiv v3 Table 1")
+claim("03.pol_inf", "(Table 1's ∞ column is one number, 0.51)", lambda: _T1["lru"][float("inf")]
+      if len({row[float("inf")] for row in _T1.values()}) == 1 else math.nan, source="arXiv v3 Table 1")
 claim("03.pol_1k", "At 1k blocks the paper's three policies tie (0.30) and ours nearly do (4.5–5.1%)", lambda: [
     1, _T1["lru"][1_000] if len({row[1_000] for row in _T1.values()}) == 1 else math.nan,
     min(_p(p, 1_000) for p in _c().EVICTION_POLICIES), max(_p(p, 1_000) for p in _c().EVICTION_POLICIES)],
       trace=R, source="arXiv v3 Table 1")
-claim("03.pol_block0", "each keeps the hottest blocks, block 0 first", lambda: 0)
+not_a_claim("03.pol_block0", "each keeps the hottest blocks, block 0 first", _BLOCK0)
 claim("03.pol_levels", "Table 1's trace reaches 0.51, conversation 37%", lambda: [
-    1, _T1["lru"][float("inf")], _p("lru", float("inf"))], trace=R, source="arXiv v3 Table 1")
+    _T1["lru"][float("inf")], _p("lru", float("inf"))], trace=R, source="arXiv v3 Table 1")
 claim("03.pol_standin", "(≈ 46% already at 1k blocks; paper 0.30), while our LFU\n  falls to 18% there", lambda: [
     _p("lru", 1_000, "toolagent-like"), 1, _T1["lru"][1_000], _p("lfu", 1_000, "toolagent-like")], trace=S,
       source="arXiv v3 Table 1")
 claim("03.pol_blocks", "is within 2 points", lambda: at_most(2, _token_vs_block_points()), trace=R)
 claim("03.pol_sum", "LRU ≥ LFU ≥ LengthAware from 10k\n  blocks up", _ordered_from_k, trace=R)
 # exercises
-claim("03.ex1_q", "fit in 1 TB (10^12 bytes)", lambda: [1, _TB], where="03.tokens_per_tb")
+claim("03.ex1_q", "fit in 1 TB (10^12 bytes)", lambda: [_ex_tb(), _ex_tb() * _c().DRAM_BYTES_PER_TB],
+      where="03.tokens_per_tb")
 claim("03.ex1_hint", "= 2 (K and V) × layers × KV heads × head dim × 2 bytes; divide 10^12", lambda: [2, 2, _TB],
       where="03.tokens_per_tb")
 claim("03.ex1_why", "10^12 B / 327,680 B per token ≈ 3.05M tokens", lambda: [_TB, _kv(), _TB / _kv() / 1e6],
@@ -195,14 +204,15 @@ claim("03.ex1_why", "10^12 B / 327,680 B per token ≈ 3.05M tokens", lambda: [_
 claim("03.ex1_why2", "'1 TB holds about 3M tokens'", lambda: [1, paper.TOKENS_PER_TB_M], where="03.tokens_per_tb",
       source="FAST'25 §2.2")
 claim("03.ex2_q", "how many whole 512-token blocks of", _bt, where="03.blocks_per_tb")
-claim("03.ex2_q2", "KV fit in 1 TB of DRAM?", lambda: 1, where="03.blocks_per_tb")
+claim("03.ex2_q2", "KV fit in 1 TB of DRAM?", _ex_tb, where="03.blocks_per_tb")
 claim("03.ex2_hint", "One block = 512 tokens × 320 KiB = 160 MiB", lambda: [_bt(), _kv() / 1024, _bt() * _kv() / 2**20],
       where="03.blocks_per_tb")
 claim("03.ex2_why", "10^12 // (512 × 327,680) = 5,960 blocks", lambda: [_TB, _bt(), _kv(), _c().dram_bytes_to_blocks(_TB)],
       where="03.blocks_per_tb")
-claim("03.ex3_q", "global LRU pool of 1 TB", lambda: 1, where="03.hit_1tb")
-claim("03.ex3_eg", "(A fraction, e.g. 0.25.)", lambda: 0.25, where="03.hit_1tb")  # an example of the format
-claim("03.ex3_hint", "Read the curve at the 1 TB line", lambda: 1, where="03.hit_1tb")
+claim("03.ex3_q", "global LRU pool of 1 TB", _ex_tb, where="03.hit_1tb")
+not_a_claim("03.ex3_eg", "(A fraction, e.g. 0.25.)", "an example of the answer's format, not a result",
+            where="03.hit_1tb")
+claim("03.ex3_hint", "Read the curve at the 1 TB line", _ex_tb, where="03.hit_1tb")
 claim("03.ex3_why", "1 TB holds 5,960 blocks", lambda: [1, _c().dram_bytes_to_blocks(_TB)], where="03.hit_1tb")
 claim("03.ex4_q", "10 instances each cache 3M tokens locally", lambda: [_N, paper.TOKENS_PER_TB_M],
       where="03.global_over_local")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from . import claim, restate
+from . import claim, default_of, not_a_claim, restate, when
 from .. import paper
 from .lecture00 import at_least
 
@@ -144,6 +144,26 @@ def _on_slider(name: str, v: float) -> float:
     return float(v) if lo <= v <= hi else float("nan")
 
 
+def _balanced() -> float:
+    """The offered load ρ₀ the lecture's "balanced" replay speeds aim at (``balanced_replay_speed``'s default)."""
+    return default_of(_s().balanced_replay_speed, "target")
+
+
+def _at_1x() -> float:
+    """The replay speed ρ₀ is quoted at ("at 1×": ``offered_prefill_load``'s default)."""
+    return default_of(_s().offered_prefill_load, "speed")
+
+
+def _worked_q() -> list:
+    """Question 1's "(balancing threshold 1), which prefill instance — 0, 1 or 2": the worked example's
+    default threshold, then its instances."""
+    return [default_of(_s().worked_example, "threshold"), *map(int, _t().index)]
+
+
+_FORMULA = "a constant of a formula, not a quantity"
+_SAT = "ρ = 1 is where a queue saturates (a utilisation's definition), not a quantity of ours"
+
+
 def _node_gpus() -> int:
     from ..hardware import A800_NODE
     return A800_NODE.n_gpus
@@ -187,24 +207,25 @@ claim("04.random", "`random` happened to draw instance 0 (3.2 s: 1.2 s of queue 
 claim("04.load", "is lucky to find 4", lambda: _w().loc["load", "cached_tokens"] / _bt())
 claim("04.thr_default", "ours defaults to 1: any longer prefix", lambda: _cfg().kvcache_balancing_threshold)
 claim("04.try_thr", "threshold above 4 (instance 1 may no longer fetch", lambda: [_t().loc[1, "ratio"], 1])
-claim("04.try_net", "network down to 10 Gbps", lambda: 10 ** _bounds()["network_gbps_log10"][0])
-claim("04.try_net2", "Algorithm 1 fetches where fetching is slower", lambda: 1 if not _s().slow_network(10.0)["fetch_pays"].any() else 0)
+# "… 10 Gbps (computed below: Algorithm 1 fetches where fetching is slower)": the slider's floor, if so there
+claim("04.try_net", "network down to 10 Gbps", lambda: when(
+    not _s().slow_network(10 ** _bounds()["network_gbps_log10"][0])["fetch_pays"].any(),
+    10 ** _bounds()["network_gbps_log10"][0]))
 claim("04.try_len", "a 120-block prompt", lambda: _bounds()["example_blocks"][1])
 # ---- section 3: offered load --------------------------------------------------------------------
 claim("04.fig8_setup", "on 23k real requests on 8P+8D", lambda: [paper.FIG8_REQUESTS / 1000, paper.FIG8_N_PREFILL,
                                                                  paper.FIG8_N_DECODE], source="arXiv v3 §8")
-claim("04.rho_below", "Below 1, even a cache-blind", lambda: 1)
-claim("04.rho_formula", "(L_i, 0)", lambda: 0)
-claim("04.sec5", "(section 5 explains why)", lambda: 5)
-claim("04.sum_odds", "queues explode like ρ/(1−ρ)", lambda: 1)
-claim("04.rho_above", "above 1, only cache hits", lambda: 1)
+not_a_claim("04.rho_below", "Below 1, even a cache-blind", _SAT)
+not_a_claim("04.rho_formula", "(L_i, 0)", "a formula's argument (prefill time with 0 cached tokens), not a quantity")
+not_a_claim("04.sum_odds", "queues explode like ρ/(1−ρ)", _FORMULA)
+not_a_claim("04.rho_above", "above 1, only cache hits", _SAT)
 claim("04.rho1", "the prefill work is **2.55×** what 8 prefill nodes", lambda: [_rho1(), _n_prefill()], trace=R)
 claim("04.best_paper", "its best policy averaged 6.26 s", lambda: _P8["kvcentric"], source=_FIG8)
 claim("04.replay", "We replay at **0.4×**", lambda: _s().DEFAULT_REPLAY_SPEED)
 claim("04.rho_at", "* ρ₀ ≈ 1.0 there", lambda: _rho1() * _s().DEFAULT_REPLAY_SPEED, trace=R)
 claim("04.differ", "policies differ by 15×", lambda: _P8["random"] / _P8["kvcentric"], source=_FIG8)
 claim("04.fit_range", "a fit to prefills of at most 8k tokens", lambda: _fit_max_tokens() / 1000)
-claim("04.rho_speed", "each at its own ρ₀ = 1 speed", lambda: 1)
+claim("04.rho_speed", "each at its own ρ₀ = 1 speed", _balanced)
 claim("04.coincide", "means (6.3 s, 55 s) land near the paper's 6.26 s and\n60.41 s", lambda: [
     _comp().loc["kvcentric", "ttft_mean_s"], _comp().loc["load", "ttft_mean_s"], _P8["kvcentric"], _P8["load"]], trace=R)
 claim("04.steep", "from 0.35× to 0.45× load balancing goes from 13 s to 320 s", lambda: [
@@ -212,12 +233,12 @@ claim("04.steep", "from 0.35× to 0.45× load balancing goes from 13 s to 320 s"
 # ---- section 4 --------------------------------------------------------------------------------
 claim("04.tool", "(23,608 requests, the size", _toolagent_n)
 claim("04.tool_speed", "at *its* balanced speed, 0.5× (ρ₀ = 2.03 at 1×)", lambda: [
-    _s().REPLAY_SPEEDS["toolagent-like"], _rho1("toolagent-like"), 1])
+    _s().REPLAY_SPEEDS["toolagent-like"], _rho1("toolagent-like"), _at_1x()])
 claim("04.box", "Each box spans the 25th–75th percentile of TTFT, whiskers 5–95%", lambda: [
     *_box_percentiles()])
 claim("04.slo", "the dashed line the 30 s SLO", lambda: paper.SLO_TTFT_S, source=paper.SLO_SOURCE)
-claim("04.fig8m_fit", "The calibrated fit extrapolates past 8k tokens\n(section 3)", lambda: [_fit_max_tokens() / 1000, 3])
-claim("04.fig8m_rho", "under `modern` (ρ₀ = 1)", lambda: 1)
+claim("04.fig8m_fit", "The calibrated fit extrapolates past 8k tokens\n(section 3)", lambda: _fit_max_tokens() / 1000)
+claim("04.fig8m_rho", "under `modern` (ρ₀ = 1)", _balanced)
 # ---- section 5 --------------------------------------------------------------------------------
 claim("04.hit_blind", "≈ 13% of prompt tokens", lambda: 100 * _comp().loc["load", "hit_ratio"], trace=R)
 claim("04.hit_kvc", "KVCache-centric reuses ≈ 37%", lambda: 100 * _comp().loc["kvcentric", "hit_ratio"], trace=R)
@@ -225,10 +246,10 @@ claim("04.ceiling", "infinite-cache ceiling (37.4%", lambda: _inf_hit(), trace=R
 claim("04.busy", "the same 8 nodes are busy ≈ 69% instead of ≈ 93%", lambda: [
     _n_prefill(), 100 * _comp().loc["kvcentric", "prefill_busy"], 100 * _comp().loc["load", "prefill_busy"]], trace=R)
 claim("04.runaway", "queues of 15+ minutes", lambda: at_least(15, _max_queue_min()), trace=R)
-claim("04.block0", "Block 0 (the system prompt)", lambda: 0)
+not_a_claim("04.block0", "Block 0 (the system prompt)", "block 0 names a block (the system prompt), not a quantity")
 claim("04.pk_busy", "At 0.4× random makes the pool ≈ 93% busy", lambda: [
     _s().DEFAULT_REPLAY_SPEED, 100 * _util("random")], trace=R)
-claim("04.pk_formula", "(1 + C²)/2", lambda: [1, 2])
+not_a_claim("04.pk_formula", "(1 + C²)/2", _FORMULA + " (Pollaczek–Khinchine)")
 claim("04.pk_scv", "≈ 10: prompts", lambda: _q().loc["random", "service_scv"], trace=R)
 claim("04.pk_odds", "ρ/(1−ρ) ≈ 12.5 at 92.6% busy", lambda: [1, _odds(_util("random")), 100 * _util("random")], trace=R)
 claim("04.pk_wait", "P-K's 6 minutes is close to\nthe simulated 5", lambda: [
@@ -236,7 +257,7 @@ claim("04.pk_wait", "P-K's 6 minutes is close to\nthe simulated 5", lambda: [
 claim("04.pk_load", "waits 50 s, not 7 minutes", lambda: [
     _q().loc["load", "simulated_wait_s"], _q().loc["load", "mg1_wait_s"] / 60], trace=R)
 claim("04.pk_pool", "of 8 queues pools them", _n_prefill)
-claim("04.pk_rho1", "Near ρ = 1 the wait", lambda: 1)
+not_a_claim("04.pk_rho1", "Near ρ = 1 the wait", _SAT)
 claim("04.pk_sens", "93% vs 90% busy changes ρ/(1−ρ) from 13 to 9", lambda: [93, 90, 1, _odds(0.93), _odds(0.90)])
 claim("04.arxiv_ratio", "~50% cache ratio", lambda: 100 * paper.ARXIV_TABLE1_HIT[float("inf")], rel_tol=0.05,
       source="arXiv v3 Table 1")
@@ -245,17 +266,17 @@ claim("04.random_paper", "not random's 92 s", lambda: _P8["random"], source=_FIG
 claim("04.net_gbps", "at 100, 200 and 800 Gbps per prefill node", lambda: list(_s().CONTENTION_GBPS))
 claim("04.net_testbed", "(800 Gbps = the testbed's\n4 × 200 Gbps NICs", lambda: [
     _s().CONTENTION_GBPS[-1], _nic()[0], _nic()[1]], source="FAST'25 §5.1")
-claim("04.net_min", "recommends at least 100 Gbps", lambda: 100, source="FAST'25 §5.4.2")
+claim("04.net_min", "recommends at least 100 Gbps", lambda: _s().CONTENTION_GBPS[0],  # documented as §5.4.2's minimum
+      source="FAST'25 §5.4.2")
 claim("04.net_speed", "same trace, 0.4×, calibrated preset", lambda: _s().DEFAULT_REPLAY_SPEED)
 claim("04.net_rep", "KVCache-centric runs at 100 Gbps, without and with contention:\nhow many of the 8",
       lambda: [_s().CONTENTION_GBPS[0], _n_prefill()])
 claim("04.net_rep_n", "(8 instances here", _n_prefill)
-claim("04.net_dash", "(section 6; the node's own NICs)", lambda: 6)
 claim("04.net_sum", "contention costs little on this trace at 100 Gbps", lambda: _s().CONTENTION_GBPS[0])
 
 # where shared links break Algorithm 1 outright (l04_scheduling.holder_jam)
 claim("04.jam_setup", "on 25 Gbps NICs — a quarter of the 100 Gbps", lambda: [
-    _s().JAM_GBPS, 100], source="FAST'25 §5.4.2 (100 Gbps; JAM_GBPS = a quarter of it)")
+    _s().JAM_GBPS, _s().CONTENTION_GBPS[0]], source="FAST'25 §5.4.2 (100 Gbps; JAM_GBPS = a quarter of it)")
 claim("04.jam_cluster", "on 8 prefill + 8 decode instances", lambda: [
     _s().jam_config().n_prefill, _s().jam_config().n_decode])
 claim("04.jam_ttft", "KVCache-centric's mean TTFT is then ≈ 5,575 s, cache-aware's ≈ 1.42 s", lambda: [
@@ -282,7 +303,7 @@ claim("04.dash_noise", "estimator noise 0.5 (the Conductor's estimates off by ±
     _on_slider("noise", 0.5), 100 * _on_slider("noise", 0.5)])
 claim("04.dash_2x", "2× replay, the paper's overload", lambda: _on_slider("speed", 2), source="arXiv v3 Table 3")
 # ---- exercises (markdown) ---------------------------------------------------------------------
-claim("04.q1", "(balancing threshold 1), which prefill instance — 0, 1\nor 2", lambda: [1, 0, 1, 2])
+claim("04.q1", "(balancing threshold 1), which prefill instance — 0, 1\nor 2", _worked_q)
 claim("04.q3", "the capacity of 8 prefill instances?", _n_prefill)
 claim("04.q5", "(The paper's: 92.07 / 6.26 = 14.7.)", lambda: [_P8["random"], _P8["kvcentric"], _P8["random"] / _P8["kvcentric"]],
       source=_FIG8)
@@ -291,7 +312,7 @@ claim("04.sum_speed", "replay the trace at **0.4×**, where its offered prefill 
 claim("04.sum_3x", "our random policy is 3× worse", lambda: _comp().loc["random", "ttft_mean_s"] / _P8["random"], trace=R)
 # ---- exercise strings -------------------------------------------------------------------------
 E1, E2, E3, E4, E5 = "04.worked_choice", "04.threshold_choice", "04.balanced_speed", "04.hit_gain", "04.random_over_kvcentric"
-claim("04.e1_q", "(balancing threshold 1), which prefill instance (0, 1 or 2)", lambda: [1, 0, 1, 2], where=E1)
+claim("04.e1_q", "(balancing threshold 1), which prefill instance (0, 1 or 2)", _worked_q, where=E1)
 claim("04.e1_why", "instance 1 is idle and already holds 4 of the 16 document blocks: fetching the other 12",
       lambda: [1, _local1(), _doc_blocks(), _doc_blocks() - _local1()], where=E1)
 claim("04.e1_why2", "takes ≈ 23 ms, then only 1,808 tokens", lambda: [_t().loc[1, "transfer_s"] * 1e3, _computed(1)], where=E1)
@@ -302,7 +323,7 @@ claim("04.e2_why", "instance 2, although busy for another 0.55 s: fetching all 1
       "beats recomputing 7,952 tokens on instance 1", lambda: [
           _w8(), _t().loc[2, "queue_s"], _doc_blocks(), _computed(2), _ca_computed1(), 1], where=E2)
 claim("04.e3_q", "the capacity of 8 prefill instances", _n_prefill, where=E3)
-claim("04.e3_hint", "at 1× is Σ prefill_time(L, 0) / (8 × duration)", lambda: [1, 0, _n_prefill()], where=E3)
+claim("04.e3_hint", "at 1× is Σ prefill_time(L, 0) / (8 × duration)", lambda: [_at_1x(), 0, _n_prefill()], where=E3)
 claim("04.e3_why", "On the released trace ≈ 1/2.55 ≈ 0.39×: the 0.4×", lambda: [
     1, _rho1(), 1 / _rho1(), _s().DEFAULT_REPLAY_SPEED], trace=R, where=E3)
 claim("04.e4_why", "over 8 local caches", _n_prefill, where=E4)
@@ -310,7 +331,7 @@ claim("04.e5_q", "(The paper's ratio is 92.07 / 6.26 = 14.7.)", lambda: [
     _P8["random"], _P8["kvcentric"], _P8["random"] / _P8["kvcentric"]], where=E5, source=_FIG8)
 claim("04.e5_why", "far more than 14.7 here: random leaves 8 independent queues at ~93% utilisation", lambda: [
     _P8["random"] / _P8["kvcentric"], _n_prefill(), 100 * _util("random")], trace=R, where=E5)
-claim("04.e5_why2", "grows like ρ/(1−ρ)", lambda: [1], where=E5)
+not_a_claim("04.e5_why2", "grows like ρ/(1−ρ)", _FORMULA, where=E5)
 
 
 def _high_threshold() -> float:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from . import claim, restate
+from . import answer_of, claim, default_of, not_a_claim, notebook_arg, restate, when
 from .. import paper
 from .lecture00 import at_least
 
@@ -149,6 +149,18 @@ def _q2():
     return Q2_CHUNKS, Q2_X, Q2_STAGE_S
 
 
+def _tp_x() -> float:
+    """Nodes of "TP across X nodes" (Question 3, exercise 05.tp_comm): ``schemes_vs_length``'s default X, if
+    the exercise's answer is the all-reduce time at that X, else NaN."""
+    x = default_of(_l().schemes_vs_length, "x")
+    return when(abs(answer_of("05.tp_comm") / _tp_comm_s(x) - 1) < 1e-9, x)
+
+
+_FILL = "X − 1 counts the pipeline's fill slots (a formula's constant), not a quantity"
+_NEXT = "an index of the schedule (stage s − 1, chunk j ± 1, layer i + 1), not a quantity"
+_SHARE = "1/X, 1/L: a share of the layers or width (a formula's constant), not a quantity"
+
+
 def _slo() -> float:
     return paper.SLO_TTFT_S
 
@@ -158,7 +170,7 @@ claim("05.intro_128k", "A 128k-token prompt", lambda: N / K)
 claim("05.intro_flop", "≈ 40 PFLOP of prefill — about **25 s** on one\n8 × A800 node at a good 65% MFU", lambda: [
     _m().prefill_flops(N) / 1e15, _one(), _node().n_gpus, 100 * _modern_mfu()], rel_tol=0.02)
 claim("05.intro_slo", "the **30 s TTFT SLO**, and a 256k prompt", lambda: [_slo(), 2 * N / K])
-claim("05.goal_fill", "((chunks + X − 1) × stage time)", lambda: 1)
+not_a_claim("05.goal_fill", "((chunks + X − 1) × stage time)", _FILL)
 claim("05.cost_mfu", "(MFU 0.65, BLIS", _modern_mfu)
 claim("05.cost_fit", "fitted on prompts ≤ 8k tokens", lambda: _fit_max_tokens() / K)
 claim("05.cost_attn", "term corresponds to 4–7% of peak", _attn_eff_pct, rel_tol=0.1)
@@ -167,31 +179,30 @@ claim("05.cost_220", "extrapolated to 128k it predicts 220 s instead of 25 s", l
 # ---- section 1 --------------------------------------------------------------------------------
 claim("05.chunk_typ", "(Mooncake's `prefill_chunk`, \"typically > 1,000\")", lambda: paper.PREFILL_CHUNK_TYPICAL_MIN,
       source="arXiv v3 §3")
-claim("05.layers", "… (*s*+1)·L/X − 1", lambda: [1, 1])
-claim("05.rule1", "leave stage *s* − 1", lambda: 1)
-claim("05.rule2", "waits for chunk *j* − 1 on stage", lambda: 1)
-claim("05.stage", "on 1/X of the layers", lambda: 1)
+not_a_claim("05.layers", "… (*s*+1)·L/X − 1", "layer indices of stage s (a formula), not a quantity")
+not_a_claim("05.rule1", "leave stage *s* − 1", _NEXT)
+not_a_claim("05.rule2", "waits for chunk *j* − 1 on stage", _NEXT)
+not_a_claim("05.stage", "on 1/X of the layers", _SHARE)
 claim("05.keys", "a token of the last 4k-chunk of a 128k\nprompt attends to 126k keys on average, one of the first chunk to 2k",
       lambda: [4096 / K, N / K, (N - 4096 / 2) / K, 4096 / 2 / K])
 claim("05.act", "*k* × d_model × 2 B = *k* × 16 KiB", lambda: [_m().bytes_per_param, _act() / 1024])
 claim("05.act20", "— 20× less", lambda: _kv() / _act())
-claim("05.overlap", "compute chunk\n*j* + 1", lambda: 1)
-claim("05.fill", "**(C + X − 1) × τ**: X − 1 slots", lambda: [1, 1])
-claim("05.gantt_node3", "node 3 starts only after the\nfirst chunk", lambda: 4 - 1)
+not_a_claim("05.overlap", "compute chunk\n*j* + 1", _NEXT)
+not_a_claim("05.fill", "**(C + X − 1) × τ**: X − 1 slots", _FILL)
+claim("05.gantt_node3", "node 3 starts only after the\nfirst chunk",   # the last of the Gantt cell's X nodes
+      lambda: notebook_arg("05", "l05.gantt", "x") - 1)
 claim("05.gantt", "TTFT ≈ 1.35 s against 3.65 s on one node: a 2.7× speedup on 4", lambda: [
     _cppt(32768), _one(32768), _one(32768) / _cppt(32768), 4])
 claim("05.for128k", "For 128k tokens the bubble", lambda: N / K)
-claim("05.dash1", "Dashboard 1 · the Gantt chart", lambda: 1)
 claim("05.try16k", "a **16k chunk** on a 32k prompt", lambda: [_in_range(16384, *_chunk_slider()) / K, 32768 / K])
 claim("05.try512", "a **512-token chunk**", lambda: _in_range(512, *_chunk_slider()))
 claim("05.try2gb", "**2 GB/s** without overlap", lambda: _in_range(2, *_bw_slider()))
 claim("05.try_cal", "**calibrated** preset at 128k", lambda: N / K)
-claim("05.x1", "(X − 1 slots of a shorter stage time)", lambda: 1)
+not_a_claim("05.x1", "(X − 1 slots of a shorter stage time)", _FILL)
 claim("05.chunk_typ2", "`prefill_chunk` \"typically > 1,000\") not go", lambda: paper.PREFILL_CHUNK_TYPICAL_MIN,
       source="arXiv v3 §3")
-claim("05.sec3", "requests (section 3)", lambda: 3)
 # ---- section 2 --------------------------------------------------------------------------------
-claim("05.tp_width", "every layer at 1/X of the width", lambda: 1)
+not_a_claim("05.tp_width", "every layer at 1/X of the width", _SHARE)
 claim("05.tp_bytes", "2 × 80 × 2(X−1)/X × 8,192 × 2 B ≈ 3.9 MB per token at X = 4", lambda: [
     2, _m().n_layers, 2, -1, _m().d_model, _m().bytes_per_param, _tp_bytes() / 1e6, 4])
 claim("05.sp_bytes", "(X − 1)/X × n × 320 KiB per node", lambda: [1, _kv() / 1024])
@@ -213,21 +224,20 @@ claim("05.1m_kv", "the KV of 1M tokens is 344 GB", lambda: [M1 / 2 ** 20, M1 * _
 claim("05.1m_hbm", "it fits in one node's 687 GB of HBM beside the 138 GB of weights, but only one\n"
       "such request at a time; CPP spreads it by layers (86 GB per node at X = 4)", lambda: [
     _hbm_one_request() / 1e9, _m().weight_bytes() / 1e9, M1 * _kv() / 4 / 1e9, 4])
-claim("05.dash2", "Dashboard 2 · schemes", lambda: 2)
 claim("05.try1gb", "At **1 GB/s** TP collapses", lambda: _in_range(1, *_bw_slider()))
 # ---- section 3 --------------------------------------------------------------------------------
 claim("05.inter_setup", "Suppose a 128k prompt arrives at t = 0 and short prompts (1k–4k tokens) every 0.5 s", lambda: [
     N / K, 0, *_short_range(), _short_gap()])
 claim("05.fifo", "all 32 chunks of the long prompt enter stage 0 first, and every short request waits ≈ 6 s", lambda: [
     N // 4096, 0, _short("fifo")], rel_tol=0.05)
-claim("05.slot0", "each free slot at stage 0", lambda: 0)
+not_a_claim("05.slot0", "each free slot at stage 0", "stage 0 names the first stage, not a quantity")
 claim("05.inter", "The short requests drop from ≈ 6 s to ≈ 0.6 s; the long one pays the short ones' chunk time (≈ 0.2 s, 3%)",
       lambda: [_short("fifo"), _short("interleave"), _long_extra(), 100 * _long_extra() / _inter().loc[0, "ttft_s"]],
       rel_tol=0.15)
 # ---- section 4 --------------------------------------------------------------------------------
 claim("05.ser", "131,072 × 320 KiB / 128 GB/s ≈ 0.34 s added", lambda: [
     N, _kv() / 1024, _node().h2d_bw / 1e9, _store()["exposed_serialized_s"]])
-claim("05.lw_next", "while layer *i* + 1 computes", lambda: 1)
+not_a_claim("05.lw_next", "while layer *i* + 1 computes", _NEXT)
 claim("05.f7_80", "not 1/80 of the serialized store", lambda: [1, _m().n_layers])
 claim("05.f7_128", "more slowly than 128 GB/s", lambda: (paper.H2D_BW / 1e9), source="FAST'25 Table 1")
 claim("05.f7_8k", "hides little at 8k", lambda: min(_F7["serialized"]) / K, source=_F7S)
@@ -256,7 +266,7 @@ claim("05.box_vram", "537 → 0.18 GB·s at 128k", lambda: [_vram()["serialized_
 claim("05.q1", "for a 131,072-token", lambda: N)
 claim("05.q1b", "d_model = 8,192", lambda: _m().d_model)
 claim("05.q2", "16 equal chunks go through X = 4 stages; every chunk takes 0.5 s", lambda: list(_q2()))
-claim("05.q3", "TP across 4 nodes", lambda: 4)
+claim("05.q3", "TP across 4 nodes", _tp_x)
 claim("05.q3b", "does a 131,072-token", lambda: N)
 claim("05.q3c", "pay at 87 GB/s per node", _bw)
 claim("05.q4", "X in {1, 2, 4, 8, 16} that prefills a\n262,144-token", lambda: [1, 2, 4, 8, 16, 2 * N])
@@ -264,13 +274,13 @@ claim("05.q4b", "within the 30 s SLO (\"modern\", chunk 4,096)", lambda: [_slo()
 claim("05.q5", "to DRAM (128 GB/s)", lambda: _node().h2d_bw / 1e9)
 claim("05.q5b", "does a\n131,072-token", lambda: N)
 # ---- summary ----------------------------------------------------------------------------------
-claim("05.sum_fill", "TTFT ≈ (chunks + X − 1) stage times", lambda: 1)
+not_a_claim("05.sum_fill", "TTFT ≈ (chunks + X − 1) stage times", _FILL)
 claim("05.sum_128k", "At 128k tokens, CPP on 4 nodes cuts 25 s to 7.2 s and sends only 6.4 GB; TP across nodes sends 2 TB and\n  reaches 12 s",
       lambda: [N / K, 4, _one(), _cppt(), _sch().loc["cpp", "net_gb"], _sch().loc["tp", "net_gb"] / 1000,
                _sch().loc["tp", "ttft_s"]])
 claim("05.sum_sp", "sends 20× more than CPP", lambda: _sch().loc["sp", "net_gb"] / _sch().loc["cpp", "net_gb"])
 claim("05.sum_32", "wait one chunk, not 32", lambda: N // _l().DEFAULT_CHUNK)
-claim("05.sum_lw", "all but 1/L of the KV store", lambda: 1)
+not_a_claim("05.sum_lw", "all but 1/L of the KV store", _SHARE)
 claim("05.sum_f7", "hides little at 8k and\n  most at 128k (a fixed ≈ 0.1 s remains)", lambda: [
     min(_F7["serialized"]) / K, max(_F7["serialized"]) / K, _fit()["layerwise_mean_s"]], source=_F7S)
 claim("05.sum_st", "S·T drops ~3,000×", lambda: _vram()["ratio"], rel_tol=0.05)
@@ -285,7 +295,7 @@ claim("05.e2_q", "TTFT (s) of 16 equal chunks through 4 stages of 0.5 s each", l
 claim("05.e2_why", "(16 + 4 − 1) × 0.5 = 9.5 s against 16 × 4 × 0.5 / 4 = 8 s of work per node: the X − 1", lambda: [
     _q2()[0], _q2()[1], 1, _q2()[2], (_q2()[0] + _q2()[1] - 1) * _q2()[2], _q2()[0], _q2()[1], _q2()[2], _q2()[1],
     _q2()[0] * _q2()[2], 1], where=E2)
-claim("05.e3_q", "TP across 4 nodes on a 131,072-token", lambda: [4, N], where=E3)
+claim("05.e3_q", "TP across 4 nodes on a 131,072-token", lambda: [_tp_x(), N], where=E3)
 claim("05.e3_q2", "prefill, at 87 GB/s per node", _bw, where=E3)
 claim("05.e3_hint", "2 all-reduces × 80 layers × 2(X−1)/X × 8,192 × 2 B", lambda: [
     2, _m().n_layers, 2, -1, _m().d_model, _m().bytes_per_param], where=E3)
@@ -306,7 +316,7 @@ claim("05.e5_why", "43 GB / 128 GB/s = 0.336 s serialized, / 80 layers ≈ 4.2 m
     _store()["exposed_layerwise_s"] * 1e3], where=E5)
 claim("05.e5_why2", "bars are ≈ 0.1 s at every length", lambda: _fit()["layerwise_mean_s"], where=E5, source=_F7S)
 claim("05.e5_why3", "its serialized ones ≈ 0.87 s at 128k: see the comparison in section 4", lambda: [
-    _F7["serialized"][N], N / K, 4], where=E5, source=_F7S)
+    _F7["serialized"][N], N / K], where=E5, source=_F7S)
 
 
 def _hbm_one_request() -> float:
@@ -366,4 +376,3 @@ claim("05.sol_q4_attn", "already more than half of it at 128k", lambda: N / K if
       where=_S)
 claim("05.box_links", "at 128k and X = 4 the boundaries carry 6.4 GB against the 43 GB of KV the prompt streams to decode (15%)",
       lambda: [N / K, 4, _sch().loc["cpp", "net_gb"], _vram()["kv_gb"], 100 * _sch().loc["cpp", "net_gb"] / _vram()["kv_gb"]])
-claim("05.box_lectures", "the cluster simulator (lectures 04, 06–08)", lambda: [4, 6, 8])

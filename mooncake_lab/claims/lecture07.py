@@ -86,7 +86,6 @@ for _where in ("notebook", "07.wasted_prefill"):
     claim(f"07.pd_{_where.replace('07.', '')}", "8P+8D", lambda: (_cfg().n_prefill, _cfg().n_decode), where=_where)
 
 # ---- notebook ---------------------------------------------------------------------------------
-claim("07.http", "(HTTP 429)", lambda: 429, source="RFC 6585 §4: 429 Too Many Requests")
 claim("07.paper_setup", "on 8 prefill + 8 decode nodes with the trace replayed at 2× speed",
       lambda: (paper.TABLE3_SETUP["n_prefill"], paper.TABLE3_SETUP["n_decode"], paper.TABLE3_SETUP["speed"]),
       source=_TABLE3)
@@ -163,7 +162,7 @@ claim("07.q2_idle", "over 8 nodes that are ≈ 1%",
       lambda: (_cfg().n_prefill, 100 * _comp().loc["baseline", "prefill_load_mean"]), where="07.wasted_prefill")
 
 # ---- solutions notebook (its introduction repeats the lecture's; the worked answers) -------------
-restate("solutions", "07.http", "07.kv_notebook", "07.kvk_notebook", "07.paper_setup", "07.pd_notebook",
+restate("solutions", "07.kv_notebook", "07.kvk_notebook", "07.paper_setup", "07.pd_notebook",
         "07.speed_notebook", "07.sweep_range")
 
 

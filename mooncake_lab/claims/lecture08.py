@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from . import claim, restate
+from . import claim, not_a_claim, restate
+from .lecture06 import tail_pct
 from .. import paper
 
 _FAST = "FAST'25 §5.1 and Fig. 1"
@@ -96,14 +97,13 @@ claim("08.decode_nodes", "on 8 decode nodes", lambda: _full().n_decode)
 claim("08.setup", "16 nodes of 8×A800", lambda: (_g().N_NODES, _node("a800x8").n_gpus))
 claim("08.slos", "TTFT ≤ 30 s and TBT ≤ 100 / 200 / 300 ms", lambda: (_g().TTFT_SLO_S, *_g().TBT_SLOS_MS),
       source="FAST'25 §5.1")
-claim("08.tail", "longest 10 %", lambda: 10, source="FAST'25 §5.1: TBT = mean of the longest 10% intervals")
+claim("08.tail", "longest 10 %", tail_pct, source="FAST'25 §5.1: TBT = mean of the longest 10% intervals")
 claim("08.chunk", "(512-token chunked prefill", lambda: _c().config_of("coupled_chunked").prefill_chunk)
 claim("08.speeds", "(0.5× … 8× its own rate", lambda: (min(_c().SPEEDS), max(_c().SPEEDS)))
 claim("08.conv", "(on the released trace: 12,031 requests, 3.40 req/s at 1×)",
       lambda: (len(_conv()), _g().trace_rate(_conv()), 1), trace="released")
 claim("08.tool", "23,608 requests in an hour, mean\nprompt 8.3k tokens, mean answer 183",
       lambda: (len(_tool()), _tool().input_len.mean() / 1e3, _tool().output_len.mean()))
-claim("08.http", "HTTP 429", lambda: 429, source="RFC 6585 §4: 429 Too Many Requests")
 claim("08.split", "Splitting the same 16 nodes into 8 prefill + 8 decode nodes",
       lambda: (_g().N_NODES, _full().n_prefill, _full().n_decode))
 claim("08.tool_zero", "capacity at 100 ms is 0, so the gain has no finite\nsize there; at 300 ms it does",
@@ -159,7 +159,8 @@ claim("08.x3_q", "at 5× replay", lambda: __import__("mooncake_lab.exercises.lec
 claim("08.x3_hint", "rejection_profile('conversation', (5,))",
       lambda: __import__("mooncake_lab.exercises.lecture08", fromlist=["x"])._REJECT_SPEED, where="08.rejected_tokens")
 claim("08.x4_q", "at 20 req/s", lambda: _c().HETERO_RATE_RPS, where="08.network_break_even")
-claim("08.x4_hint", "network_break_even_usd_per_gb() × 1000", lambda: 1e12 / 1e9, where="08.network_break_even")
+not_a_claim("08.x4_hint", "network_break_even_usd_per_gb() × 1000", "a unit conversion (GB per TB), not a quantity",
+            where="08.network_break_even")
 claim("08.x4_why", "a prompt of 12k tokens carries ≈ 3.9 GB of KV", lambda: (12, 12_000 * _kvb() / 1e9),
       where="08.network_break_even")
 claim("08.x4_zones", "($20/TB)", lambda: 1e3 * _c().NETWORK_USD_PER_GB["across cloud zones"], where="08.network_break_even")
