@@ -9,6 +9,7 @@ at empty temporary folders and disables downloads, so a test sees no real trace 
 (``indirect=True``) over :data:`TRACE_SETUPS`: ``"released"`` (the released traces, told to the
 package through ``$MOONCAKE_LAB_DATA``; skipped, saying why, when absent) and ``"no-traces"`` (a fresh
 offline machine: :func:`isolated_trace_lookup`). So ``make test`` covers both wherever it runs.
+``offline_traces``: the same two set-ups for every test of a lecture's test file (its ``pytestmark``).
 
 The suite never downloads (``MOONCAKE_LAB_OFFLINE=1`` unless set): a machine with network behaves like
 one without, and a run leaves nothing in the user cache.
@@ -26,6 +27,25 @@ import pytest
 
 os.environ.setdefault("MOONCAKE_LAB_PREFETCH", "0")
 os.environ.setdefault("MOONCAKE_LAB_OFFLINE", "1")
+
+
+def pytest_configure(config):
+    """Read the course's notebooks as git holds them (tests/notebook_checks.committed_text): a
+    student's own outputs, answers and notes in their copy never turn a test red."""
+    import nbformat
+    from notebook_checks import ROOT, committed_text
+
+    from mooncake_lab import claims
+
+    claims.NOTEBOOK_TEXT = committed_text
+    read, notebooks = nbformat.read, (ROOT / "notebooks").resolve()
+
+    def read_committed(fp, *args, **kwargs):
+        if isinstance(fp, (str, os.PathLike)) and Path(fp).resolve().is_relative_to(notebooks):
+            return nbformat.reads(committed_text(Path(fp)), *args, **kwargs)
+        return read(fp, *args, **kwargs)
+
+    nbformat.read = read_committed
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_TRACES = REPO_ROOT.parent / "shared" / "data" / "mooncake_traces"
@@ -84,17 +104,51 @@ def trace_setup(request, monkeypatch) -> str:
 
 
 @pytest.fixture
-def offline_traces(monkeypatch):
-    """Never download: the real traces when present, else the labelled synthetic stand-ins.
+def offline_traces(request, monkeypatch):
+    """Never download; and run the test both ways: with the released traces (skipped, saying why, where
+    absent) and as on a fresh offline clone (no traces anywhere: :func:`isolated_trace_lookup`).
 
-    Lecture tests use it with ``pytestmark = pytest.mark.usefixtures("offline_traces")``.
+    Lecture tests use it with ``pytestmark = pytest.mark.usefixtures("offline_traces")``:
+    :func:`pytest_generate_tests` parametrises each of them over :data:`TRACE_SETUPS`, so a test
+    whose behaviour depends on the traces cannot pass here (where ``../shared`` holds them) and fail
+    on a student's offline machine. A test that asks for ``trace_setup`` itself is left to it, and one
+    that asks for ``real_trace_dir`` is about the released traces (run where they are, never offline).
     """
     from mooncake_lab import trace_data
 
     monkeypatch.setenv(trace_data.ENV_OFFLINE, "1")
-    d = _real_trace_dir()
-    if d is not None:
-        monkeypatch.setenv(trace_data.ENV_DATA, str(d))
+    setup = getattr(request, "param", None)
+    if setup is None and "trace_setup" not in request.fixturenames:   # about the released traces
+        d = _real_trace_dir()
+        if d is not None:
+            monkeypatch.setenv(trace_data.ENV_DATA, str(d))
+    elif setup == "released":
+        monkeypatch.setenv(trace_data.ENV_DATA, str(request.getfixturevalue("real_trace_dir")))
+    elif setup == "no-traces":
+        request.getfixturevalue("isolated_trace_lookup")
+    return setup
+
+
+#: Fixtures that put traces in place themselves.
+TRACE_FIXTURES = {"trace_setup", "offline_traces", "real_trace_dir", "isolated_trace_lookup"}
+
+
+@pytest.fixture(autouse=True)
+def _no_traces_unless_asked(request):
+    """Every other test sees no trace at all, wherever it runs (not a developer's
+    ``$MOONCAKE_LAB_DATA`` nor a user cache filled by ``make lab`` online): as on CI and a fresh offline
+    clone, so what it checks cannot depend on the machine."""
+    if TRACE_FIXTURES & set(request.fixturenames):
+        yield
+        return
+    request.getfixturevalue("isolated_trace_lookup")
+    yield
+
+
+def pytest_generate_tests(metafunc):
+    names = metafunc.fixturenames
+    if "offline_traces" in names and not {"trace_setup", "real_trace_dir"} & set(names):
+        metafunc.parametrize("offline_traces", TRACE_SETUPS, indirect=True)
 
 
 def all_dashboards() -> list:
