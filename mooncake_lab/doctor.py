@@ -1,15 +1,18 @@
 """``python -m mooncake_lab doctor``: what an instructor runs before class.
 
 Prints library versions, checks that numba compiles (and how long it took), that ipywidgets and
-JupyterLab import, where each trace would be loaded from, and whether each local trace file is the
-released one (sha256, or request count where none is pinned) and parses. Returns 0 when all is well.
+JupyterLab import, that ``$MOONCAKE_LAB_DATA`` (when set) is a readable folder, where each trace would be
+loaded from, and whether each local trace file is the released one (sha256, or request count where none is
+pinned) and parses. Returns 0 when all is well.
 """
 from __future__ import annotations
 
 import importlib
+import os
 import platform
 import sys
 import time
+from pathlib import Path
 
 REQUIRED = ["numpy", "pandas", "matplotlib", "numba", "ipywidgets", "jupyterlab", "pooch", "tqdm"]
 
@@ -41,13 +44,31 @@ def _numba_check() -> tuple[bool, str]:
         return False, f"numba failed: {err}"
 
 
+def _data_folder() -> tuple[list[str], int]:
+    """The line on ``$MOONCAKE_LAB_DATA`` (none when unset or empty, as the lookup ignores it then) and 1 if
+    it names no readable folder: the lookup then silently skips it, so a trace put there is never found."""
+    from .trace_data import ENV_DATA
+
+    raw = os.environ.get(ENV_DATA)
+    if not raw:
+        return [], 0
+    p = Path(raw).expanduser()
+    if p.is_dir() and os.access(p, os.R_OK | os.X_OK):
+        return [f"ok   ${ENV_DATA} = {raw} (a folder)"], 0
+    what = ("is a folder you may not read" if p.is_dir() else "is a file, not a folder" if p.exists()
+            else "is a broken link" if p.is_symlink() else "does not exist")
+    return [f"FAIL ${ENV_DATA} = {raw!r} {what}: no trace is looked up there. Set it to the folder holding the "
+            f"trace files (export {ENV_DATA}=/path/to/folder, not to a .jsonl file) or unset it "
+            f"(unset {ENV_DATA})"], 1
+
+
 def _trace_sources() -> tuple[list[str], int]:
     """One line per released trace (where from; for a local file, whether it is the released one and
     parses), and the number of problems (a local file that is not the release, or does not load)."""
     from .trace_data import TRACE_FILES, find_local, verify, where_is
     from .traces import read_jsonl
 
-    lines, problems = [], 0
+    lines, problems = _data_folder()
     for name in TRACE_FILES:
         lines.append(f"{name:<13} {where_is(name)}")
         found = find_local(name)

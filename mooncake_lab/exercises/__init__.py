@@ -12,6 +12,7 @@ import math
 import numbers
 import re
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any, Callable
 
 import numpy as np
@@ -125,8 +126,10 @@ def check(exercise_id: str, answer: Any) -> Verdict:
 
     Never raises: an unknown id, an id that is not a string, or an answer of the wrong kind gets a
     verdict saying so. Numbers may be any real type (``np.float64``, ``np.int64``, ``Decimal``,
-    ``Fraction``, a huge ``int``), a one-element array, or a string such as ``"5.7"``, ``"327,680"`` or
-    ``"5.7 s"`` (in the question's unit); True/False questions take ``np.bool_``, 0/1 and yes/no too.
+    ``Fraction``, a huge ``int``), a one-element array, or a string as the feedback prints numbers, such as
+    ``"5.7"``, ``"327,680"`` (or a thin space between the groups), ``"−800"`` (U+2212) or ``"5.7 s"`` (in the
+    question's unit). A whole-number answer (an instance, a count: ``rel_tol`` 0 and an int expected) must be
+    whole (1 or 1.0, not 1.0000000000001). True/False questions take ``np.bool_``, 0/1 and yes/no too.
     """
     try:
         return _check(exercise_id, answer)
@@ -206,39 +209,59 @@ def _check_choice(ex: Exercise, answer: Any, expected: Any) -> Verdict:
                     f"Allowed answers: {listed}.", value=picked)
 
 
-_NUMBER = re.compile(r"^\s*([-+]?(?:\d[\d,_]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*?)\s*$")
+#: A number as the feedback prints it: a leading "-" or "−" (U+2212 MINUS SIGN; an en dash "–" is not a minus),
+#: digits grouped by three with one separator throughout ("," as printed, "_", a thin or narrow no-break space
+#: as typeset) or ungrouped, a decimal point, an exponent; then the unit, if any.
+_NUMBER = re.compile(r"^\s*([-+\u2212]?(?:(?:\d{1,3}(?P<sep>[,_\u2009\u202f])\d{3}(?:(?P=sep)\d{3})*|\d+)(?:\.\d*)?"
+                     r"|\.\d+)(?:[eE][-+\u2212]?\d+)?)(?P<tail>.*)$", re.DOTALL)   # tail: linear, stripped below
+_DASHES = "\u2013\u2014\u2012\u2010\u2011"   # en dash, em dash, figure dash, hyphens: not minus signs
 
 
-def _number(answer: Any, unit: str) -> tuple[float | None, str]:
-    """(the answer as a float, "") or (None, why it is not a number for this question)."""
+def _number(answer: Any, unit: str) -> tuple[Any, float | None, str]:
+    """(the answer as an exact number — as given, or a Decimal parsed from a string —, as a float, "") or
+    (None, None, why it is not a number for this question)."""
     want = f"a number (in {unit})" if unit else "a number"
+    shown = _fmt(answer, "") if isinstance(answer, str) else describe(answer)
     if isinstance(answer, bool):
-        return None, f"Expected {want}, got {answer!r}."
+        return None, None, f"Expected {want}, got {answer!r}."
     if isinstance(answer, str):
         m = _NUMBER.match(answer)
-        if not m:
-            return None, f"Expected {want}, got {_fmt(answer, '')!r}."
-        number, tail = m.group(1).replace(",", "").replace("_", ""), m.group(2)
+        text, tail = answer.strip(), m.group("tail").strip() if m else ""
+        if not m or re.match(r"[\d,._\u2009\u202f]", tail):
+            why = (f" {text[0]!r} is a dash, not a minus sign: write -{text[1:].strip()}." if text[:1] in _DASHES else
+                   " Group digits by three (327,680) or not at all, and write decimals with a point (0.5)."
+                   if m else "")
+            return None, None, f"Expected {want}, got {_fmt(answer, '')!r}." + why
         if tail and tail.replace(" ", "").lower() != unit.replace(" ", "").lower():
-            return None, (f"Give the number in {unit or 'the units asked'}, without a unit of its own: "
-                          f"got {_fmt(answer, '')!r}.")
-        answer = float(number)
+            return None, None, (f"Give the number in {unit or 'the units asked'}, without a unit of its own: "
+                                f"got {_fmt(answer, '')!r}.")
+        answer = Decimal(re.sub(r"[,_\u2009\u202f]", "", m.group(1)).replace("\u2212", "-"))
+    exact = answer
     if not isinstance(answer, numbers.Real):
         try:     # Decimal and other number types that convert
             answer = float(answer) if isinstance(answer, numbers.Number) else answer
         except (TypeError, ValueError, OverflowError, ArithmeticError):
             pass
         if not isinstance(answer, numbers.Real):
-            return None, f"Expected {want}, got {describe(answer)}."
+            return None, None, f"Expected {want}, got {shown}."
     try:
         value = float(answer)
     except OverflowError:
-        return None, f"Your answer {describe(answer)} is beyond the range of a float (≈ 1.8e308)."
+        return None, None, f"Your answer {shown} is beyond the range of a float (≈ 1.8e308)."
     except (ValueError, TypeError):
-        return None, f"Expected {want}, got {describe(answer)}."
+        return None, None, f"Expected {want}, got {shown}."
     if not math.isfinite(value):
-        return None, f"Your answer {describe(answer)} is not a finite number."
-    return value, ""
+        return None, None, f"Your answer {shown} is not a finite number."
+    return exact, value, ""
+
+
+def _is_whole(x: Any) -> bool:
+    """Whether a finite number is a whole one, exactly (Decimal("1.0000000000000000001") is not)."""
+    if isinstance(x, Decimal):
+        return x == x.to_integral_value()
+    if isinstance(x, numbers.Rational):
+        return x.denominator == 1
+    return float(x).is_integer()
 
 
 #: Unit slips: (answer ÷ expected, what it looks like).
@@ -303,15 +326,21 @@ def _tolerance(ex: Exercise, expected: float) -> str:
 
 
 def _check_number(ex: Exercise, answer: Any, expected: Any) -> Verdict:
-    value, problem = _number(answer, ex.unit)
+    exact, value, problem = _number(answer, ex.unit)
     if value is None:
         return Verdict(ex.id, False, problem)
     exp = float(expected)
-    if isinstance(answer, int) and isinstance(expected, int) and ex.rel_tol <= 0:
-        ok = answer == expected     # exact: no rounding through float
+    given = _fmt(answer if isinstance(answer, (int, float)) and not isinstance(answer, bool) else value, ex.unit)
+    whole = ex.rel_tol <= 0 and isinstance(expected, numbers.Integral)   # an instance, a count, a code
+    if whole and not _is_whole(exact):
+        what = "An instance number" if ex.unit == "instance" else "This answer"
+        shown = answer.strip() if isinstance(answer, str) else repr(value)
+        return Verdict(ex.id, False, f"{what} is a whole number: you gave {shown}."   # explain: e.g. the range
+                       + (_explained(ex, value, False) if not value.is_integer() else ""))
+    if whole:
+        ok = int(exact) == expected     # exact: no rounding through float
     else:
         ok = math.isclose(value, exp, rel_tol=ex.rel_tol, abs_tol=1e-12)
-    given = _fmt(answer if isinstance(answer, (int, float)) and not isinstance(answer, bool) else value, ex.unit)
     extra = " ".join(x for x in (_unit_slip(value, exp, ex) if not ok else "", _tolerance(ex, exp)) if x)
     if ok:
         return _verdict(ex, True, expected, given, value=value)

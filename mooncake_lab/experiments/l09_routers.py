@@ -27,7 +27,7 @@ import pandas as pd
 from .. import sim
 from ..sim.routers import ROUTERS, SYSTEM_DEFAULTS, RouterConfig
 from ..traces import BLOCK_TOKENS, Trace
-from ..validate import choice, fail
+from ..validate import choice, fail, items, real
 from . import l04_scheduling as l04
 from . import l07_overload as l07
 from .common import as_trace as _trace, memo_key, simulate_all
@@ -77,11 +77,11 @@ def _check(arch: str, stress: str, where: str) -> None:
     choice(stress, "stress", STRESS, where)
 
 
-def _speed(trace, stress: str, speed) -> float:
-    """The replay speed: ``speed`` if given, else the stress level's for a trace named in
+def _speed(trace, stress: str, speed, where: str = "l09.run") -> float:
+    """The replay speed: ``speed`` if given (a factor > 0), else the stress level's for a trace named in
     :data:`~.l04_scheduling.TRACES` (a Trace object without ``speed``: as recorded, 1×)."""
     if speed is not None:
-        return speed
+        return real(speed, "speed", lo=0.0, lo_open=True, where=where)
     return STRESS[stress][0][trace] if isinstance(trace, str) and trace in STRESS[stress][0] else 1.0
 
 
@@ -97,6 +97,18 @@ def cluster(policy: str, arch: str = "disaggregated", stress: str = "lecture 04"
     return sim.ClusterConfig(prefill_policy=policy, router=router, **cfg)
 
 
+def _names(values, field: str, allowed, where: str) -> list:
+    """``values`` (a non-empty list, not one string) as a list, each one of ``allowed``."""
+    return [choice(v, f"{field}[{i}]", allowed, where) for i, v in enumerate(items(values, field, where=where))]
+
+
+def _result(res, where: str) -> "sim.SimResult":
+    """``res`` if it is a run (a SimResult, or anything with its ``arrays`` and ``config``), else an InputError."""
+    if not (isinstance(res, sim.SimResult) or (hasattr(res, "arrays") and hasattr(res, "config"))):
+        raise fail("res", type(res).__name__, "a SimResult: a run such as l09.run('conversation', 'dynamo')", where)
+    return res
+
+
 def run(trace: Trace | str = "conversation", policy: str = "dynamo", arch: str = "disaggregated",
         stress: str = "lecture 04", router: RouterConfig | None = None, speed: float | None = None,
         **overrides) -> sim.SimResult:
@@ -107,7 +119,7 @@ def run(trace: Trace | str = "conversation", policy: str = "dynamo", arch: str =
 
 def load_imbalance(res: sim.SimResult) -> float:
     """Prompt tokens computed by the busiest instance / the mean over instances (1 = even)."""
-    a = res.arrays
+    a = _result(res, "l09.load_imbalance").arrays
     n = res.config.n_prefill_instances
     ok = a["prefill_inst"] >= 0
     work = np.bincount(a["prefill_inst"][ok], weights=a["computed_tok"][ok], minlength=n)
@@ -155,8 +167,9 @@ def leaderboard(trace: Trace | str = "conversation", arch: str = "disaggregated"
     """One row per policy (default: the eight routers and the Conductor's four), best SLO attainment
     first (ties: lower mean TTFT). ``kind``: router or Conductor."""
     _check(arch, stress, "l09.leaderboard")
-    names = list(ROUTERS) + list(CONDUCTOR) if policies is None else list(policies)
-    tr, speed = _trace(trace), _speed(trace, stress, speed)
+    names = (list(ROUTERS) + list(CONDUCTOR) if policies is None
+             else _names(policies, "policies", (*ROUTERS, *CONDUCTOR), "l09.leaderboard"))
+    tr, speed = _trace(trace), _speed(trace, stress, speed, "l09.leaderboard")
     return _board(names, _rows([(tr, speed, cluster(p, arch, stress)) for p in names]))
 
 
@@ -167,8 +180,9 @@ def knowledge_cost(trace: Trace | str = "conversation", arch: str = "disaggregat
     the belief run's requests sent to an instance believed to hold more of their prefix than it did
     (:func:`belief_audit`'s ``stale_share``)."""
     _check(arch, stress, "l09.knowledge_cost")
-    names = [r for r in ROUTERS if r != "prodstack_rr"] if routers is None else list(routers)
-    tr, speed = _trace(trace), _speed(trace, stress, speed)
+    names = [r for r in ROUTERS if r != "prodstack_rr"] if routers is None else _names(routers, "routers", ROUTERS,
+                                                                                        "l09.knowledge_cost")
+    tr, speed = _trace(trace), _speed(trace, stress, speed, "l09.knowledge_cost")
     jobs = [(tr, speed, cluster(r, arch, stress, RouterConfig(knowledge=k))) for r in names for k in ("true", "belief")]
     runs = simulate_all(jobs)
     rows = []
@@ -493,11 +507,13 @@ def explain_choice(router: str, state: dict | None = None, request: dict | None 
     if mine != picked:
         raise RuntimeError(f"l09.explain_choice: {router}: the steps give instance {mine}, the rule {picked}")
     name = f"`{router}`"
-    if given is None or given == picked:
-        return f"{name}: " + "; ".join(steps) + "."
     N = len(r.inflight)
-    g = given.item() if hasattr(given, "item") else given
-    if isinstance(g, bool) or not isinstance(g, (int, float)) or not math.isfinite(g) or g != int(g) or not 0 <= g < N:
+    g = given.item() if isinstance(given, np.generic) or (isinstance(given, np.ndarray) and given.size == 1) else given
+    if g is not None and (isinstance(g, bool) or not isinstance(g, (int, float))):
+        raise fail("given", given, f"None or one instance, a number 0 … {N - 1}", "l09.explain_choice")
+    if g is None or g == picked:
+        return f"{name}: " + "; ".join(steps) + "."
+    if not math.isfinite(g) or g != int(g) or not 0 <= g < N:   # a student's answer (check): feedback, not an error
         return f"The instances are numbered 0 to {N - 1}: give one of them."
     g = int(g)
     worked = int(worked_request(None, request).loc[router, "choice"]) if state is not None else None
@@ -521,9 +537,16 @@ def belief_audit(res: sim.SimResult) -> dict:
     from ..sim.reference import _reusable_tokens
     from ..sim.routers import belief_insert, belief_match
 
-    if not isinstance(res, sim.SimResult):
-        raise fail("res", type(res).__name__, "a SimResult", "l09.belief_audit")
+    w = "l09.belief_audit"
+    policy = _result(res, w).config.prefill_policy
+    if not (isinstance(policy, str) and policy in ROUTERS):
+        raise fail("res.config.prefill_policy", res.config.policy_name,
+                   f"a router ({', '.join(map(repr, ROUTERS))}): this run has no router, so no belief to audit. Make "
+                   f"one with l09.run(trace, 'sglang', arch, router=RouterConfig(knowledge='belief'))", w)
     rp = res.config.resolve().router
+    if not rp.belief:
+        raise fail("res.config.router.knowledge", "true", f"'belief': this {policy!r} run matched the true caches "
+                   f"and kept no belief to audit. Run it with router=RouterConfig(knowledge='belief')", w)
     tr, a = res.trace, res.arrays
     n = res.config.n_prefill_instances
     st = new_cache_state(n, tr.n_blocks, rp.belief_capacity or tr.n_blocks)   # 0 = unbounded
@@ -624,7 +647,9 @@ TRACES = tuple(l04.TRACES)
 
 def leaderboards(traces=TRACES, archs=tuple(ARCHITECTURES), stresses=tuple(STRESS)) -> dict:
     """``{(trace, arch, stress): leaderboard}`` for every combination; all runs go in one parallel batch."""
-    combos = [(t, a, s) for s in stresses for a in archs for t in traces]
+    w = "l09.leaderboards"
+    combos = [(t, a, s) for s in items(stresses, "stresses", where=w) for a in items(archs, "archs", where=w)
+              for t in items(traces, "traces", where=w)]
     for t, a, s in combos:
         _check(a, s, "l09.leaderboards")
     names = list(ROUTERS) + list(CONDUCTOR)
@@ -684,7 +709,7 @@ def prefill_share_during_decode(res: sim.SimResult) -> np.ndarray:
     """Per request (NaN if it did not decode): the share of its decode time (first token → last) during
     which its node was also prefilling a prompt. In the coupled engine every such iteration carries a
     prefill chunk, and a decode step that shares an iteration with a chunk waits for it."""
-    a = res.arrays
+    a = _result(res, "l09.prefill_share_during_decode").arrays
     inst, start, end, fin = a["prefill_inst"], a["prefill_start"], a["prefill_end"], a["finish"]
     share = np.full(len(inst), np.nan)
     for e in range(res.config.n_prefill_instances):
@@ -716,6 +741,7 @@ def tbt_vs_ttft(trace: Trace | str = "conversation", arch: str = "coupled", stre
     ratio, and the mean share of a request's decode time its node spent prefilling
     (:func:`prefill_share_during_decode`)."""
     _check(arch, stress, "l09.tbt_vs_ttft")
+    routers = _names(routers, "routers", (*ROUTERS, *CONDUCTOR), "l09.tbt_vs_ttft")
     tr, speed = _trace(trace), _speed(trace, stress, None)
     runs = simulate_all([(tr, speed, cluster(r, arch, stress)) for r in routers])
     rows = []
@@ -758,7 +784,7 @@ def describe_tbt_vs_ttft(df: pd.DataFrame) -> str:
 def instance_shares(res: sim.SimResult) -> pd.DataFrame:
     """Per instance: the share of requests routed to it and its hit ratio (prompt tokens reused from its
     own cache / its prompt tokens, as ``summary()["hit_ratio"]``)."""
-    a = res.arrays
+    a = _result(res, "l09.instance_shares").arrays
     n = res.config.n_prefill_instances
     ok = a["prefill_inst"] >= 0
     inst = a["prefill_inst"][ok]
@@ -796,6 +822,8 @@ def dynamo_weight_sweep(weights=DYNAMO_WEIGHTS, trace: Trace | str = "conversati
     """Dynamo's docs: weight 0 = "pure load balancing"; higher improves TTFT and costs ITL (TBT). Per
     weight: mean and p99 TTFT (s), mean TBT and mean of each request's slowest-decile TBT (ms), hit ratio."""
     _check(arch, stress, "l09.dynamo_weight_sweep")
+    if isinstance(weights, (str, bytes)) or not hasattr(weights, "__iter__"):
+        raise fail("weights", weights, "at least one weight ≥ 0, in a list", "l09.dynamo_weight_sweep")
     cfgs = [dynamo_weight_config(w) for w in weights]
     if not cfgs:
         raise fail("weights", weights, "at least one weight ≥ 0", "l09.dynamo_weight_sweep")

@@ -354,6 +354,10 @@ class ClusterConfig:
 
     def replace(self, **changes) -> "ClusterConfig":
         """A copy with some fields changed (validated again)."""
+        names = [f.name for f in fields(self)]
+        for k in changes:
+            if k not in names:
+                raise _bad(k, changes[k], "a keyword naming a field of ClusterConfig: " + ", ".join(names))
         return replace(self, **changes)
 
     def as_dict(self) -> dict:

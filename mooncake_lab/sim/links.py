@@ -72,7 +72,14 @@ per link: P·X prefill send links, P·X prefill receive links, then the D decode
 """
 from __future__ import annotations
 
+from ..validate import fail, real
+
 __all__ = ["LinkCalendar"]
+
+
+def _span(t, d, where: str) -> tuple[float, float]:
+    """A start time (finite, s) and a duration (finite, ≥ 0 s): NaN would never fit (fit_all would loop)."""
+    return real(t, "t", where=where), real(d, "d", lo=0.0, where=where)
 
 
 class LinkCalendar:
@@ -83,6 +90,7 @@ class LinkCalendar:
 
     def fit(self, t: float, d: float) -> float:
         """Earliest ``b ≥ t`` with ``[b, b + d]`` free on this link."""
+        t, d = _span(t, d, "LinkCalendar.fit")
         for b, e in self.slots:
             if e <= t:
                 continue
@@ -93,6 +101,8 @@ class LinkCalendar:
 
     def book(self, b: float, e: float) -> None:
         """Reserve ``[b, e]`` (a gap :meth:`fit` found)."""
+        b = real(b, "b", where="LinkCalendar.book")
+        e = real(e, "e", lo=b, where="LinkCalendar.book")
         k = len(self.slots)
         while k > 0 and self.slots[k - 1] > (b, e):  # by begin, then end: the ends stay sorted too
             k -= 1
@@ -105,6 +115,9 @@ class LinkCalendar:
 
 def fit_all(links, t: float, d: float) -> float:
     """Earliest ``b ≥ t`` with ``[b, b + d]`` free on every one of ``links`` (in that order)."""
+    t, d = _span(t, d, "fit_all")
+    if not all(isinstance(link, LinkCalendar) for link in links):
+        raise fail("links", links, "a list of LinkCalendar", "fit_all")
     while True:
         b = t
         for link in links:

@@ -176,14 +176,15 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
+from numba.extending import overload
 
 from ..jit import helper_njit
 from ..prefix_cache import _touch_blocks
-from ..validate import choice, flag, integer, real
+from ..validate import choice, fail, flag, int_array, integer, real, real_array
 
 __all__ = ["ROUTERS", "ROUTER_CODES", "DECODE_CHOICES", "KNOWLEDGE", "RouterConfig", "RouterParams",
            "RouterInputs", "new_router_inputs", "route", "SYSTEM_DEFAULTS", "belief_match", "belief_insert",
-           "note_entered", "deepest_entered",
+           "note_entered", "deepest_entered", "router_args", "decode_args",
            "DecodeInputs", "new_decode_inputs", "route_decode", "decode_tie_start", "aibrix_free_pct",
            "aibrix_pd_prefill_score"]
 
@@ -674,8 +675,8 @@ def _preble(rp, ri, L, bt):
 
 
 @helper_njit
-def route(rp, ri, L, n_blocks, bt, u, rr, kv_cap):
-    """The instance router ``rp.code`` sends the request to (rules: module docstring); −1 if unknown."""
+def _route(rp, ri, L, n_blocks, bt, u, rr, kv_cap):
+    """:func:`route` compiled, on arguments as :func:`router_args` returns them."""
     code = rp.code
     if code == 5:
         return _dynamo(rp, ri, L, bt, u)
@@ -694,6 +695,66 @@ def route(rp, ri, L, n_blocks, bt, u, rr, kv_cap):
     if code == 12:
         return _preble(rp, ri, L, bt)
     return -1
+
+
+#: RouterInputs fields that count (blocks, requests): whole numbers ≥ 0; the others are float64. Of those,
+#: ``recent_prefill_s`` is a running sum (+ at dispatch, − when a request leaves the window) that may round
+#: a hair below 0, so it need only be finite.
+_COUNTS = ("matched_blocks", "tree_blocks", "inflight", "queued", "recent_requests")
+
+
+def _per_instance(nt, fields: dict, where: str) -> tuple:
+    """The arrays of the NamedTuple ``nt`` (``fields``: name → (whole numbers?, lower bound)), typed as the
+    kernels take them (int64 / float64; lists accepted), all of one length ≥ 1 (one entry per instance or node)."""
+    name = type(nt).__name__
+    unit, make = ("instance", "new_router_inputs") if name == "RouterInputs" else ("decode node", "new_decode_inputs")
+    arrays = tuple((int_array if whole else real_array)(getattr(nt, f), f"{name}.{f}", lo=lo, where=where)
+                   for f, (whole, lo) in fields.items())
+    first = next(iter(fields))
+    if not len(arrays[0]):
+        raise fail(f"{name}.{first}", getattr(nt, first), f"one entry per {unit}, at least one (nothing to choose "
+                   f"from without): e.g. {make}(n)", where)
+    for f, a in zip(fields, arrays):
+        if len(a) != len(arrays[0]):
+            raise fail(f"{name}.{f}", getattr(nt, f), f"{len(arrays[0])} entries, one per {unit} as in "
+                       f"{name}.{first}", where)
+    return type(nt)(*arrays)
+
+
+def router_args(rp, ri, L, n_blocks, bt, u, rr, kv_cap, where: str = "route") -> tuple:
+    """:func:`route`'s arguments checked and typed as the kernel takes them (an :class:`InputError` naming the
+    first bad one): ``rp`` a :class:`RouterParams`, ``ri`` a :class:`RouterInputs` of N ≥ 1 instances (lists or
+    arrays; counts whole ≥ 0, tokens and times finite, ≥ 0 but for ``recent_prefill_s``; ``matched_blocks`` ≤
+    ``n_blocks``), ``L`` ≥ 1 and ``n_blocks`` ≥ 0 the request's tokens and blocks, ``bt`` ≥ 1 tokens per
+    block, ``u`` in [0, 1), ``rr`` ≥ 0, ``kv_cap`` > 0 (inf allowed)."""
+    if not isinstance(rp, RouterParams):
+        raise fail("rp", rp, "a RouterParams: RouterConfig().resolve(router, pd, cache_blocks, block_tokens)", where)
+    if not isinstance(ri, RouterInputs):
+        raise fail("ri", ri, "a RouterInputs: new_router_inputs(n), one entry per instance in each field", where)
+    n_blocks = integer(n_blocks, "n_blocks", lo=0, where=where)
+    lows = {f: -math.inf if f == "recent_prefill_s" else 0 for f in RouterInputs._fields}
+    ri = _per_instance(ri, {f: (f in _COUNTS, lo) for f, lo in lows.items()}, where)
+    if ri.matched_blocks.max() > n_blocks:
+        i = int(ri.matched_blocks.argmax())
+        raise fail(f"RouterInputs.matched_blocks[{i}]", int(ri.matched_blocks[i]),
+                   f"at most n_blocks = {n_blocks} (the request's blocks)", where, index=i)
+    return (rp, ri, integer(L, "L", lo=1, where=where), n_blocks, integer(bt, "bt", lo=1, where=where),
+            real(u, "u", lo=0.0, hi=1.0, hi_open=True, where=where), integer(rr, "rr", lo=0, where=where),
+            real(kv_cap, "kv_cap", lo=0.0, lo_open=True, allow_inf=True, where=where))
+
+
+def route(rp, ri, L, n_blocks, bt, u, rr, kv_cap) -> int:
+    """The instance router ``rp.code`` sends the request to (rules: module docstring); −1 if the code is unknown.
+    Arguments checked by :func:`router_args` (lists become arrays); the engines' compiled code calls the
+    kernel directly (the overload below), on arrays they keep right."""
+    return int(_route(*router_args(rp, ri, L, n_blocks, bt, u, rr, kv_cap)))
+
+
+# Compiled code (the engines' kernels: kernel.py, coupled.py) calling ``route`` gets the kernel itself, inlined
+# and unchecked (numba's overload of the Python function), so the checks cost the engines nothing.
+@overload(route, inline="always")
+def _route_compiled(rp, ri, L, n_blocks, bt, u, rr, kv_cap):
+    return lambda rp, ri, L, n_blocks, bt, u, rr, kv_cap: _route(rp, ri, L, n_blocks, bt, u, rr, kv_cap)
 
 
 # ------------------------------------------------------------------ the decode node
@@ -753,10 +814,8 @@ def _aibrix_decode(di, kv_cap, max_req, max_thr):
 
 
 @helper_njit
-def route_decode(choice, di, u, n_prefill, k, kv_cap, max_req, max_thr):
-    """The decode node of a router's ``decode_choice`` 1–4 (module docstring): ``u`` the request's draw,
-    ``n_prefill`` prefill instances, ``k`` decode choices made so far, ``kv_cap`` a decode node's KV
-    tokens, ``max_req`` / ``max_thr`` AIBrix's decode spreads (requests, tokens/s); −1 if unknown."""
+def _route_decode(choice, di, u, n_prefill, k, kv_cap, max_req, max_thr):
+    """:func:`route_decode` compiled, on arguments as :func:`decode_args` returns them."""
     D = len(di.running)
     if choice == 1:
         d = 0
@@ -776,3 +835,31 @@ def route_decode(choice, di, u, n_prefill, k, kv_cap, max_req, max_thr):
     if choice == 4:
         return _aibrix_decode(di, kv_cap, max_req, max_thr)
     return -1
+
+
+def decode_args(choice, di, u, n_prefill, k, kv_cap, max_req, max_thr, where: str = "route_decode") -> tuple:
+    """:func:`route_decode`'s arguments checked and typed as the kernel takes them: ``choice`` an integer,
+    ``di`` a :class:`DecodeInputs` of D ≥ 1 nodes (lists or arrays; counts whole ≥ 0, rates and KV finite ≥ 0),
+    ``u`` in [0, 1), ``n_prefill`` ≥ 1, ``k`` ≥ 0, ``kv_cap`` > 0, ``max_req`` and ``max_thr`` ≥ 0."""
+    if not isinstance(di, DecodeInputs):
+        raise fail("di", di, "a DecodeInputs: new_decode_inputs(n), one entry per decode node in each field", where)
+    di = _per_instance(di, {f: (f not in ("rate", "kv_used"), 0) for f in DecodeInputs._fields}, where)
+    return (integer(choice, "choice", where=where), di, real(u, "u", lo=0.0, hi=1.0, hi_open=True, where=where),
+            integer(n_prefill, "n_prefill", lo=1, where=where), integer(k, "k", lo=0, where=where),
+            real(kv_cap, "kv_cap", lo=0.0, lo_open=True, allow_inf=True, where=where),
+            real(max_req, "max_req", lo=0.0, allow_inf=True, where=where),
+            real(max_thr, "max_thr", lo=0.0, allow_inf=True, where=where))
+
+
+def route_decode(choice, di, u, n_prefill, k, kv_cap, max_req, max_thr) -> int:
+    """The decode node of a router's ``decode_choice`` 1–4 (module docstring): ``u`` the request's draw,
+    ``n_prefill`` prefill instances, ``k`` decode choices made so far, ``kv_cap`` a decode node's KV
+    tokens, ``max_req`` / ``max_thr`` AIBrix's decode spreads (requests, tokens/s); −1 if unknown.
+    Arguments checked by :func:`decode_args`; compiled code calls the kernel directly."""
+    return int(_route_decode(*decode_args(choice, di, u, n_prefill, k, kv_cap, max_req, max_thr)))
+
+
+@overload(route_decode, inline="always")
+def _route_decode_compiled(choice, di, u, n_prefill, k, kv_cap, max_req, max_thr):
+    return lambda choice, di, u, n_prefill, k, kv_cap, max_req, max_thr: _route_decode(
+        choice, di, u, n_prefill, k, kv_cap, max_req, max_thr)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 
 from ..prefix_cache import ReferenceCache
+from ..validate import integer, real
+from .routers import decode_args, router_args
 
 __all__ = ["route_reference", "rule_scores", "ReferenceBelief", "EntryTimes", "dynamo_cost", "match_rate", "sglang_imbalanced",
            "llmd_score", "prodstack_kv_uses_cache", "aibrix_bound", "aibrix_match_pct", "aibrix_pd_bound",
@@ -44,6 +46,10 @@ class ReferenceBelief:
     ``capacity_blocks`` 0 = unbounded (as ``RouterParams.belief_capacity``); ``ttl_s`` inf = none."""
 
     def __init__(self, n_instances: int, capacity_blocks: int, ttl_s: float):
+        w = "ReferenceBelief"
+        n_instances = integer(n_instances, "n_instances", lo=1, where=w)
+        capacity_blocks = integer(capacity_blocks, "capacity_blocks", lo=0, where=w)
+        ttl_s = real(ttl_s, "ttl_s", lo=0.0, lo_open=True, allow_inf=True, where=w)
         cap = capacity_blocks if capacity_blocks > 0 else math.inf
         self.caches = [ReferenceCache(cap, "lru") for _ in range(n_instances)]
         self.sent_at = [{} for _ in range(n_instances)]
@@ -282,7 +288,8 @@ def rule_scores(rp, ri, L, n_blocks, bt, kv_cap) -> dict:
     ``inflight`` and ``deepest_entered`` (s; among the deepest matches the least wins); llm-d: ``score`` (higher wins); production-stack: ``matched_blocks`` (prefix, kv)
     and ``recent_requests`` (kv); AIBrix: ``matched_blocks``, ``inflight`` and ``bound`` (mean + k_σ·σ);
     Preble: ``matched_blocks`` and ``cost_s`` (lower wins)."""
-    r, L, n_blocks, bt = _as_lists(ri), int(L), int(n_blocks), int(bt)
+    rp, ri, L, n_blocks, bt, _, _, kv_cap = router_args(rp, ri, L, n_blocks, bt, 0.0, 0, kv_cap, "rule_scores")
+    r = _as_lists(ri)
     n = len(r.inflight)
     if rp.code == 5:
         return {"cost_blocks": dynamo_cost(rp, r, L, bt)}
@@ -309,8 +316,10 @@ def rule_scores(rp, ri, L, n_blocks, bt, kv_cap) -> dict:
 
 
 def route_reference(rp, ri, L, n_blocks, bt, u, rr, kv_cap) -> int:
-    """The instance the router ``rp.code`` sends the request to (see :mod:`.routers`)."""
-    r, L, n_blocks, bt, rr = _as_lists(ri), int(L), int(n_blocks), int(bt), int(rr)
+    """The instance the router ``rp.code`` sends the request to (see :mod:`.routers`); arguments checked as
+    :func:`~.routers.route`'s (:func:`~.routers.router_args`)."""
+    rp, ri, L, n_blocks, bt, u, rr, kv_cap = router_args(rp, ri, L, n_blocks, bt, u, rr, kv_cap, "route_reference")
+    r = _as_lists(ri)
     if rp.code == 5:
         return _dynamo(rp, r, L, bt, u)
     if rp.code == 6:
@@ -365,7 +374,10 @@ def _aibrix_decode(di, kv_cap, max_req, max_thr) -> int:
 
 
 def route_decode_reference(choice, di, u, n_prefill, k, kv_cap, max_req, max_thr) -> int:
-    """The decode node (:func:`~.routers.route_decode`, same arguments; ``di`` a DecodeInputs of lists or arrays)."""
+    """The decode node (:func:`~.routers.route_decode`, same arguments, checked the same way: ``di`` a
+    DecodeInputs of lists or arrays)."""
+    choice, di, u, n_prefill, k, kv_cap, max_req, max_thr = decode_args(choice, di, u, n_prefill, k, kv_cap, max_req,
+                                                                        max_thr, "route_decode_reference")
     di = _as_lists(di)
     D = len(di.running)
     if choice == 1:   # the fewest running + queued + bound in flight

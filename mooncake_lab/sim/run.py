@@ -21,7 +21,7 @@ from .result import SimResult
 from .routers import ROUTERS, new_router_inputs
 from .student_policy import compile_policy, student_kernel
 
-__all__ = ["simulate", "ENGINES", "memory_estimate", "MEMORY_BUDGET_BYTES"]
+__all__ = ["simulate", "ENGINES", "memory_estimate", "MEMORY_BUDGET_BYTES", "reference_steps", "MAX_REFERENCE_STEPS"]
 
 #: ``numba``: the jumping kernel (fast); ``reference``: plain Python, one decode step at a time.
 ENGINES = ("numba", "reference")
@@ -63,9 +63,20 @@ def _preemption_bytes(n: int, spare: int) -> int:
     return 8 * (9 * (4 * (2 * n + spare) + 8 - (6 * n + 8) + spare + 1) + 5 * (spare + 1))
 
 
+def _check_args(trace, config, where: str) -> ClusterConfig:
+    """``config`` (None: the default) if ``trace`` is a Trace and ``config`` a ClusterConfig, else an InputError."""
+    if not isinstance(trace, Trace):
+        raise InputError(f"{where}.trace: got {type(trace).__name__}; allowed: a mooncake_lab.traces.Trace")
+    config = ClusterConfig() if config is None else config
+    if not isinstance(config, ClusterConfig):
+        raise InputError(f"{where}.config: got {type(config).__name__}; allowed: a sim.ClusterConfig")
+    return config
+
+
 def memory_estimate(trace: Trace, config: ClusterConfig, rc=None) -> dict:
     """Bytes a run of ``trace`` on ``config`` allocates, by part, and which fields drive each part:
     ``{part: (bytes, "what drives it")}``. What :func:`simulate` checks against :data:`MEMORY_BUDGET_BYTES`."""
+    config = _check_args(trace, config, "memory_estimate")
     rc = config.resolve() if rc is None else rc
     n, nb = len(trace), int(trace.n_blocks)
     P = config.n_prefill_instances
@@ -158,6 +169,45 @@ def _more_room(trace: Trace, config: ClusterConfig, rc, spare: int) -> int:
     return spare
 
 
+#: Most steps :func:`reference_steps` counts that ``engine="reference"`` takes on: ≈ 5–20 s (measured
+#: 4–7 µs per decode token at one request per node, 20 µs with 64 decode nodes each stepping one; the numba
+#: engine jumps over steps and takes < 1 s for 10**8 output tokens). Beyond it the plain-Python engines run
+#: for minutes, so they refuse (the tests and lectures use a few hundred requests: ≈ 10**5 tokens).
+MAX_REFERENCE_STEPS = 1_000_000
+
+
+def reference_steps(trace: Trace, config: ClusterConfig) -> tuple[int, str]:
+    """An upper bound of the loop steps the plain-Python engines take on ``trace``, and what drives it: one
+    per decode token (Σ ``output_len``: each step gives every running request one token), plus the coupled
+    engine's prefill chunks (``chunked_prefill``: ⌈input_len / prefill_chunk⌉ per request), plus a CPP group's
+    chunk × stage loop (⌈input_len / cpp_chunk⌉ × cpp_group_size per run, n_prefill / cpp_group_size + 2 runs
+    per request: the estimates and the commit)."""
+    config = _check_args(trace, config, "reference_steps")
+    out = int(trace.output_len.sum())
+    parts = [f"trace.output_len sums to {out:,} tokens"]
+    steps = out
+    if config.coupled and config.chunked_prefill:
+        k = int((-(-trace.input_len // config.prefill_chunk)).sum())
+        steps += k
+        parts.append(f"{k:,} prefill chunks (input_len / prefill_chunk={config.prefill_chunk:,})")
+    if not config.coupled and config.cpp_group_size > 1:
+        x = config.cpp_group_size
+        k = int((-(-trace.input_len // config.cpp_chunk)).sum()) * x * (config.n_prefill_instances + 2)
+        steps += k
+        parts.append(f"{k:,} pipeline chunk-stages (input_len / cpp_chunk={config.cpp_chunk:,} × cpp_group_size={x} "
+                     f"× {config.n_prefill_instances + 2} runs per request)")
+    return steps, " + ".join(parts)
+
+
+def _check_reference(trace: Trace, config: ClusterConfig) -> None:
+    steps, why = reference_steps(trace, config)
+    if steps > MAX_REFERENCE_STEPS:
+        raise InputError(f"simulate(engine='reference'): {steps:,} steps ({why}); allowed: at most "
+                         f"{MAX_REFERENCE_STEPS:,} (sim.run.MAX_REFERENCE_STEPS) — the plain-Python engines take "
+                         f"these steps one at a time, ≈ 5–20 µs each, and would run for minutes. Use "
+                         f"engine='numba' (the same results) or a shorter trace (trace.head(n))")
+
+
 def _check_memory(trace: Trace, config: ClusterConfig, rc) -> None:
     parts = memory_estimate(trace, config, rc)
     total = sum(b for b, _ in parts.values())
@@ -184,7 +234,8 @@ def simulate(trace: Trace, config: ClusterConfig | None = None, engine: str = "n
     """Simulate ``trace`` on the cluster ``config`` (default :class:`ClusterConfig`).
 
     ``engine="numba"`` (fast) or ``"reference"`` (plain Python, for tests and reading; slow: use
-    a few hundred requests). Both give the same per-request results. Deterministic for a seed.
+    a few hundred requests; a run beyond :data:`MAX_REFERENCE_STEPS` of :func:`reference_steps` is refused).
+    Both give the same per-request results. Deterministic for a seed.
     ``config.prefill_policy`` may be a student's function (:mod:`.student_policy`).
     """
     spare = max(len(trace), 1) if isinstance(trace, Trace) else 1  # room for preemptions
@@ -209,16 +260,13 @@ def _coupled_router_args(trace, config, rc, stack: ExitStack) -> tuple:
 
 def _simulate(trace, config, engine, spare):
     """One run of :func:`simulate`; None if the kernel needed room for more than ``spare`` preemptions."""
-    if not isinstance(trace, Trace):
-        raise InputError(f"simulate.trace: got {type(trace).__name__}; allowed: a mooncake_lab.traces.Trace")
-    if config is None:
-        config = ClusterConfig()
-    if not isinstance(config, ClusterConfig):
-        raise InputError(f"simulate.config: got {type(config).__name__}; allowed: a sim.ClusterConfig")
+    config = _check_args(trace, config, "simulate")
     choice(engine, "engine", ENGINES, "simulate")
     trace.validate()
     rc = config.resolve()
     _check_memory(trace, config, rc)
+    if engine == "reference":
+        _check_reference(trace, config)
     # a cache is touched by the requests it serves and as the source of fetched prefixes: ≤ 2 per block id
     check_touch_budget(2 * len(trace.block_ids), config.cache_eviction, "simulate")
     n = len(trace)
