@@ -743,19 +743,19 @@ def _bad_results():
 
     n = len(res["eviction"][0]["store_hits"])
     return [
-        ("EvictionDashboard", edit(["eviction"], []), r"res\['eviction'\]"),
+        ("EvictionDashboard", edit(["eviction"], []), r"\(res=\.\.\.\)\['eviction'\]: got \[\]"),
         ("EvictionDashboard", edit(["eviction", 0, "store_hits"], "2" * n), "store_hits"),
         ("EvictionDashboard", edit(["eviction", 0, "lru_hits"], "01"), "lru_hits"),
         ("EvictionDashboard", edit(["eviction", 0, "agreement"], float("nan")), "agreement"),
         ("EvictionDashboard", edit(["eviction", 0, "capacity_blocks"], KeyError), "capacity_blocks"),
-        ("EvictionDashboard", edit(["eviction", 0], "row"), r"res\['eviction'\]\[0\]"),
-        ("EvictionDashboard", {"eviction": None}, r"res\['eviction'\]"),
+        ("EvictionDashboard", edit(["eviction", 0], "row"), r"\['eviction'\]\[0\]: got 'row'"),
+        ("EvictionDashboard", {"eviction": None}, r"EvictionDashboard\(res=\.\.\.\): got .a dict without 'eviction'"),
         ("FailureDashboard", edit(["replication", "timeline"], KeyError), "timeline"),
         ("FailureDashboard", edit(["replication", "timeline"], [{}]), "timeline"),
         ("FailureDashboard", edit(["replication", "timeline", 0, "one"], ["-800"]), "one"),
         ("FailureDashboard", edit(["replication", "before_kill"], KeyError), "before_kill"),
         ("FailureDashboard", edit(["replication", "node_dropped_after_s"], -1), "node_dropped_after_s"),
-        ("FailureDashboard", [], "res"),
+        ("FailureDashboard", [], r"FailureDashboard\(res=\.\.\.\): got \[\]"),
     ]
 
 

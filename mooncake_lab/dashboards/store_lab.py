@@ -19,7 +19,7 @@ def _results(res, where: str, needs: str) -> dict:
     dashboard reads, or the recorded real run if None."""
     from ..experiments.lab_store import check_results, load_recorded
 
-    return load_recorded() if res is None else check_results(res, (needs,), where)
+    return load_recorded() if res is None else check_results(res, (needs,), "", f"{where}(res=...)")
 
 
 class EvictionDashboard(Dashboard):

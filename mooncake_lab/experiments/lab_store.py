@@ -444,30 +444,33 @@ def _fields(d, spec: dict, name: str, where: str) -> None:
         check(d[k], f"{name}[{k!r}]", where)
 
 
-def check_results(res, parts=("eviction", "replication"), where: str = "results") -> dict:
+def check_results(res, parts=("eviction", "replication"), where: str = "results", label: str = "res") -> dict:
     """``res`` if it holds what the figures and dashboards read of ``parts`` (each row's fields, types
     and ranges: hit strings of 0/1 as long as the stream, rates in [0, 1], return codes as ints),
-    else an :class:`~mooncake_lab.validate.InputError` naming the first bad field."""
-    if not isinstance(res, dict):
-        raise v.fail("res", res, "the lab's results: a dict (experiments.lab_store.results()[0])", where)
+    else an :class:`~mooncake_lab.validate.InputError` naming the first bad field (``label`` names
+    ``res`` itself, e.g. ``"EvictionDashboard(res=...)"``)."""
+    if not isinstance(res, dict) or any(res.get(p) is None for p in parts):
+        got = res if not isinstance(res, dict) else f"a dict without {' or '.join(map(repr, parts))}"
+        raise v.fail(label, got, f"the lab's results: a dict with {' and '.join(map(repr, parts))} "
+                                 "(experiments.lab_store.results()[0]), or None for the recorded run", where)
     if "eviction" in parts:
         rows = res.get("eviction")
         if not isinstance(rows, list) or not rows:
-            raise v.fail("res['eviction']", rows, "a non-empty list of eviction runs", where)
+            raise v.fail(f"{label}['eviction']", rows, "a non-empty list of eviction runs", where)
         for i, r in enumerate(rows):
-            _fields(r, _EVICTION_ROW, f"res['eviction'][{i}]", where)
+            _fields(r, _EVICTION_ROW, f"{label}['eviction'][{i}]", where)
             if len(r["store_hits"]) != len(r["lru_hits"]) or r["pins_kept"] > r["pins"]:
-                raise v.fail(f"res['eviction'][{i}]", "store_hits and lru_hits of different lengths, or "
+                raise v.fail(f"{label}['eviction'][{i}]", "store_hits and lru_hits of different lengths, or "
                              "more pins kept than pinned", "one hit per access in both; pins_kept <= pins", where)
     if "replication" in parts:
         rep = res.get("replication")
-        _fields(rep, _REPLICATION, "res['replication']", where)
+        _fields(rep, _REPLICATION, f"{label}['replication']", where)
         tl = rep.get("timeline")
         if not isinstance(tl, list) or len(tl) != 2:
-            raise v.fail("res['replication']['timeline']", tl, "two probes (before and after client_ttl)", where)
+            raise v.fail(f"{label}['replication']['timeline']", tl, "two probes (before and after client_ttl)", where)
         for i, t in enumerate(tl):
-            _fields(t, _PROBE, f"res['replication']['timeline'][{i}]", where)
-        _fields(rep.get("before_kill"), {"one": _rcs, "two": _rcs}, "res['replication']['before_kill']", where)
+            _fields(t, _PROBE, f"{label}['replication']['timeline'][{i}]", where)
+        _fields(rep.get("before_kill"), {"one": _rcs, "two": _rcs}, f"{label}['replication']['before_kill']", where)
     return res
 
 
