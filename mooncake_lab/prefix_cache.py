@@ -261,7 +261,8 @@ def new_cache_state(n_instances: int, n_blocks: int, capacity, *, alloc=None, po
     caps = np.broadcast_to(caps, (n_instances,)).copy()
     qcap = 2 * int(min(caps.max(), n_blocks)) + 64
     memory(8 * n_instances * (n_blocks + 2 * qcap),
-           f"{n_instances:,} caches × ({n_blocks:,} block ids + 2 × {qcap:,} queue slots) × 8 B", "new_cache_state")
+           f"{n_instances:,} caches (n_instances) × ({describe(n_blocks)} block ids (n_blocks) + 2 × {qcap:,} queue "
+           f"slots) × 8 B", "new_cache_state")
     meta = np.zeros((n_instances, 6), dtype=np.int64)
     meta[:, 0] = caps
     meta[:, 5] = EVICTION_POLICIES.index(policy)
@@ -644,7 +645,7 @@ def route_requests(n_requests: int, n_instances: int, routing: str = "random", s
     choice(routing, "routing", ROUTINGS, "route_requests")
     n_instances = _check_positive_int(n_instances, "n_instances")
     n_requests = integer(n_requests, "n_requests", lo=0, where="route_requests")
-    memory(8 * n_requests, f"{n_requests:,} requests × 8 B", "route_requests")
+    memory(8 * n_requests, f"{n_requests:,} requests (n_requests) × 8 B", "route_requests")
     seed = integer(seed, "seed", lo=0, where="route_requests")
     if routing == "round_robin":
         return np.arange(n_requests, dtype=np.int64) % n_instances

@@ -319,7 +319,8 @@ def _generate(rng, m: SessionModel, n: int, d: float, warmup: float, factor: flo
     tot = int(counts.sum())
     if tot > MAX_BLOCKS:
         raise InputError(f"synthetic_trace: {n:,} requests of mean input {inp_s.mean():,.0f} tokens would hold "
-                         f"{tot:,} blocks, more than {MAX_BLOCKS:,}; ask for fewer requests or shorter inputs")
+                         f"{tot:,} blocks, more than {MAX_BLOCKS:,}; ask for fewer requests (n_requests) or shorter "
+                         f"inputs (max_input)")
     req = np.repeat(np.arange(n), counts)
     pos = np.arange(tot) - np.repeat(np.cumsum(counts) - counts, counts)
     s_of = sess[idx][req]

@@ -2,6 +2,7 @@
 ValueError (InputError) naming the argument, never a TypeError/KeyError/OverflowError/ZeroDivisionError
 from inside, and never returns NaN or inf."""
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -90,13 +91,32 @@ CASES = [  # (label, call, argument the message must name)
       for v in [None, True, np.complex64(1)]],
     ("layerwise_overlap.cached_fraction='x'", lambda: l02_storage.layerwise_overlap(cached_fraction="x"),
      "cached_fraction"),
-    ("new_cache_state.n_blocks=10**400", lambda: prefix_cache.new_cache_state(2, 10**400, 5), "new_cache_state"),
+    ("new_cache_state.n_blocks=10**400", lambda: prefix_cache.new_cache_state(2, 10**400, 5), "n_blocks"),
 ]
+
+
+def named(name: str) -> str:
+    """A pattern for a message that names ``name`` as the wrong field — ``[where.]name[i]: got …``,
+    ``name must …``, ``name values …`` or, for a memory budget, ``… (name) …`` — not one that merely
+    holds its letters somewhere (``a`` is in every "allowed", ``tp`` in "http")."""
+    n = re.escape(name)
+    return rf"(?:^|[.(\s]){n}(?:\[[^\]]*\])*(?:: | must | values )|\({n}\)"
+
+
+def test_the_pattern_names_a_field_not_letters():
+    assert re.search(named("a"), "eq2_min_bandwidth.a: got ''; allowed: a finite number")
+    assert re.search(named("tp"), "calibration.table.tp[0]: got -1; allowed: integers in [1, 64]")
+    assert re.search(named("prefix_len"), "prefix_len must be a finite number >= 1, got 0")
+    assert re.search(named("n_blocks"), "f: would allocate ≈ 1 GiB for 2 caches × (5 block ids (n_blocks) + 1)")
+    for other in ("eq2_min_bandwidth.b: got 'a'; allowed: a finite number", "data: got 3", "tpu: unknown",
+                  "n_blocks_x: got 1", "x.n_block: got 1"):
+        assert not re.search(named("a"), other) and not re.search(named("tp"), other), other
+        assert not re.search(named("n_blocks"), other), other
 
 
 @pytest.mark.parametrize("call,name", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_bad_input_is_named(call, name):
-    with pytest.raises(ValueError, match=name):
+    with pytest.raises(ValueError, match=named(name)):
         call()
 
 
@@ -118,21 +138,28 @@ def test_good_inputs_still_work():
 
 
 # ------------------------------------------------------------------ contexts and batches of lectures 00/01
-@pytest.mark.parametrize("call", [
-    lambda v: __import__("mooncake_lab.experiments.l00_welcome", fromlist=["x"]).coupled_stall(batch_size=v),
-    lambda v: __import__("mooncake_lab.experiments.l00_welcome", fromlist=["x"]).coupled_stall(context=v),
-    lambda v: __import__("mooncake_lab.experiments.l01_roofline", fromlist=["x"]).decode_vs_batch(context_per_seq=v),
-    lambda v: __import__("mooncake_lab.experiments.l01_roofline", fromlist=["x"]).roofline_points(context_per_seq=v),
-    lambda v: __import__("mooncake_lab.experiments.l01_roofline", fromlist=["x"]).roofline_sweep(context_per_seq=v),
-    lambda v: __import__("mooncake_lab.experiments.l01_roofline", fromlist=["x"]).decode_ridge_batch(context_per_seq=v),
-    lambda v: __import__("mooncake_lab.experiments.l01_roofline", fromlist=["x"]).kv_equals_weights_batch(
-        context_per_seq=v),
+def _l00():
+    return __import__("mooncake_lab.experiments.l00_welcome", fromlist=["x"])
+
+
+def _l01():
+    return __import__("mooncake_lab.experiments.l01_roofline", fromlist=["x"])
+
+
+@pytest.mark.parametrize("call,field", [
+    (lambda v: _l00().coupled_stall(batch_size=v), "coupled_stall.batch_size"),
+    (lambda v: _l00().coupled_stall(context=v), "coupled_stall.context"),
+    (lambda v: _l01().decode_vs_batch(context_per_seq=v), "decode_vs_batch.context_per_seq"),
+    (lambda v: _l01().roofline_points(context_per_seq=v), "roofline_points.context_per_seq"),
+    (lambda v: _l01().roofline_sweep(context_per_seq=v), "roofline_sweep.context_per_seq"),
+    (lambda v: _l01().decode_ridge_batch(context_per_seq=v), "decode_ridge_batch.context_per_seq"),
+    (lambda v: _l01().kv_equals_weights_batch(context_per_seq=v), "kv_equals_weights_batch.context_per_seq"),
 ], ids=["stall_batch", "stall_context", "decode_vs_batch", "roofline_points", "roofline_sweep", "ridge_batch",
         "kv_equals_weights"])
 @pytest.mark.parametrize("bad", [None, {}, "8", math.inf, math.nan, -1, 10**400, 2.5, [1024]],
                          ids=["None", "dict", "str", "inf", "nan", "neg", "huge", "frac", "list"])
-def test_context_and_batch_arguments_are_named(call, bad):
-    with pytest.raises(ValueError, match=r"(context|batch_size|context_per_seq): got"):
+def test_context_and_batch_arguments_are_named(call, field, bad):
+    with pytest.raises(ValueError, match=rf"^{re.escape(field)}: got .*; allowed: "):
         call(bad)
 
 

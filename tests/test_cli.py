@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -36,7 +37,7 @@ def test_every_metric_is_finite_and_named_uniquely():
     names = [m.name for m in metrics]
     assert len(names) == len(set(names)), "duplicate metric names"
     for m in metrics:
-        assert m.ours == m.ours, f"{m.name} is NaN"
+        assert math.isfinite(m.ours), f"{m.name} = {m.ours!r} is not finite"
         assert m.unit, f"{m.name} has no unit"
         if m.paper is not None:
             assert m.source, f"{m.name} quotes a paper value without a source"

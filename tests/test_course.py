@@ -102,9 +102,9 @@ def test_title_and_inputs():
                                          nbformat.v4.new_markdown_cell("intro\n\n## 03 · Traces  \nmore")])
     assert course.notebook_title(nb) == "03 · Traces"
     assert course.notebook_title(nbformat.v4.new_notebook()) == ""
-    with pytest.raises(ValueError, match="notebooks must"):
+    with pytest.raises(ValueError, match="^notebooks must be existing .ipynb files, got "):
         course.build_course("unused", [ROOT / "README.md"])
-    with pytest.raises(ValueError, match="at least one"):
+    with pytest.raises(ValueError, match="^notebooks must name at least one .ipynb file"):
         course.build_course("unused", [])
 
 

@@ -27,11 +27,15 @@ def test_right_and_wrong(demo):
     assert not v and "multiply" in v.message
 
 
-@pytest.mark.parametrize("answer", [None, ..., "", "forty-two", [1, 2], math.nan, math.inf])
-def test_unanswered_or_garbage_never_raises(demo, answer):
+@pytest.mark.parametrize("answer, says", [(None, "Not answered yet"), (..., "Not answered yet"), ("", "Not answered yet"),
+                                         ("forty-two", "Expected a number (in units), got 'forty-two'"),
+                                         ([1, 2], "Expected a number (in units), got [1, 2]"),
+                                         (math.nan, "nan is not a finite number"),
+                                         (math.inf, "inf is not a finite number")])
+def test_unanswered_or_garbage_never_raises(demo, answer, says):
     v = check("99.demo", answer)
     assert not v
-    assert v.message
+    assert says in v.message, v.message     # says what is wrong with it, not just "wrong"
 
 
 def test_unknown_exercise_lists_known(demo):

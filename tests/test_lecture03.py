@@ -332,6 +332,7 @@ def test_policy_curves_replay_once_for_every_capacity_that_never_evicts(small, m
     ran = []
     real = pc.simulate_cache
     monkeypatch.setattr(pc, "simulate_cache", lambda t, c, *a, **k: ran.append(c) or real(t, c, *a, **k))
+    C._policy_curve.cache_clear()   # count this call's replays, not a hit of an earlier run's (the test runs twice)
     df = C.policy_curves(small, [1_000, n, 2 * n, math.inf], ["length_aware"])
     assert ran == [1_000, n]      # 2n and ∞ hold every block as n does: no eviction, the same replay
     assert df["hit_ratio"].tolist()[1:] == [pc.cache_hit_ratio(small, 2 * n, "length_aware")] * 3

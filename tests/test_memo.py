@@ -105,7 +105,7 @@ def test_a_failed_run_raises_for_every_waiter_and_can_be_retried(monkeypatch):
 
 def test_bad_speed_is_rejected_before_any_run_starts(monkeypatch):
     calls = _count_runs(monkeypatch)
-    with pytest.raises(ValueError, match="speed"):
+    with pytest.raises(ValueError, match=r"^speed must be a replay factor > 0 \(×\), got -1\.0"):
         common.simulate_all([(TRACE, 1.0, _configs(1)[0]), (TRACE, -1.0, _configs(1)[0])])
     assert calls == [] and not common._PENDING
 

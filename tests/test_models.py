@@ -1,6 +1,7 @@
 """Model shapes and FLOP/byte counting against hand-worked numbers and published figures."""
 import dataclasses
 import math
+import re
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -129,12 +130,12 @@ def test_lookup_and_frozen():
                                         (("many",), "n_new"), ((10, -1), "n_cached"),
                                         ((10, math.inf), "n_cached"), ((True,), "n_new")])
 def test_bad_prefill_input(args, param):
-    with pytest.raises(ValueError, match=param):
+    with pytest.raises(ValueError, match=rf"(^|\.){re.escape(param)}(\[[^\]]*\])?(: | must | values )"):
         L70.prefill_flops(*args)
 
 
 def test_bad_decode_input():
     with pytest.raises(ValueError, match=r"batch_size must be a finite number >= 1, got 0"):
         L70.decode_flops(0, 100)
-    with pytest.raises(ValueError, match="context_tokens"):
+    with pytest.raises(ValueError, match=r"^context_tokens must "):
         L70.decode_bytes(1, float("nan"))

@@ -3,6 +3,7 @@ and the measured reference table of reference/mooncake_paper.md on the released 
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -292,15 +293,16 @@ def test_policy_curve_equals_direct_runs(t, policy):
 def test_policy_validation():
     t = _trace([[0], [1]])
     for bad in ("LRU", "fifo", 3, None):
-        with pytest.raises(ValueError, match="policy"):
+        with pytest.raises(ValueError, match=r"^simulate_cache\.policy: got .*; allowed: one of 'lru'"):
             pc.simulate_cache(t, 2, bad)
-        with pytest.raises(ValueError, match="policy"):
+        with pytest.raises(ValueError, match=r"^hit_ratio_curve\.policy: got .*; allowed: one of 'lru'"):
             pc.hit_ratio_curve(t, [2], policy=bad)
-        with pytest.raises(ValueError, match="policy"):
+        with pytest.raises(ValueError, match=r"^new_cache_state\.policy: got .*; allowed: one of 'lru'"):
             pc.new_cache_state(1, 2, 2, policy=bad)
-    with pytest.raises(ValueError, match="distances"):
+    with pytest.raises(ValueError, match=r"^hit_ratio_curve\.distances: "):
         pc.hit_ratio_curve(t, [2], distances=pc.stack_distances(t), policy="lfu")
-    with pytest.raises(ValueError, match="touches"):
+    with pytest.raises(ValueError, match=r"^simulate: a 'lfu' cache may see up to 1,073,741,824 block touches; "
+                                         r"allowed: at most 1,073,741,823"):
         pc.check_touch_budget(2**30, "lfu", "simulate")
     pc.check_touch_budget(2**40, "lru")  # LRU stamps are plain int64 clocks
 
@@ -338,21 +340,21 @@ def test_counts_and_positions_saturate_in_the_packed_rank():
 ])
 def test_simulate_lru_rejects_bad_input(kwargs, param):
     t = _trace([[0], [1]])
-    with pytest.raises(ValueError, match=param):
+    with pytest.raises(ValueError, match=rf"(^|\.){re.escape(param)}(\[[^\]]*\])?(: | must | values )"):
         pc.simulate_lru(t, **kwargs)
 
 
 def test_other_validation():
     t = _trace([[0], [1]])
-    with pytest.raises(ValueError, match="capacities"):
+    with pytest.raises(ValueError, match=r"^capacities: "):
         pc.hit_ratio_curve(t, [10, -1])
-    with pytest.raises(ValueError, match="weight"):
+    with pytest.raises(ValueError, match=r"^weight: "):
         pc.hit_ratio_curve(t, [10], weight="bytes")
-    with pytest.raises(ValueError, match="trace"):
+    with pytest.raises(ValueError, match=r"^trace: "):
         pc.stack_distances([[0], [1]])
-    with pytest.raises(ValueError, match="n_hit_blocks"):
+    with pytest.raises(ValueError, match=r"^hit_ratio\.n_hit_blocks: "):
         pc.hit_ratio(t, [0])
-    with pytest.raises(ValueError, match="capacity"):
+    with pytest.raises(ValueError, match=r"^capacity: "):
         pc.new_cache_state(2, 5, [1, 2, 3])
     assert pc.simulate_lru(t, 10.0).n_hit_blocks.tolist() == [0, 0]  # an integer-valued float is fine
 
@@ -419,11 +421,11 @@ def test_local_vs_global_hand():
 
 def test_experiment_validation():
     t = _trace([[0, 1]])
-    with pytest.raises(ValueError, match="n_instances"):
+    with pytest.raises(ValueError, match=r"^n_instances: "):
         l03_cache.local_vs_global(t, n_instances=0)
-    with pytest.raises(ValueError, match="total_capacity_blocks"):
+    with pytest.raises(ValueError, match=r"^total_capacity_blocks: "):
         l03_cache.local_vs_global(t, total_capacity_blocks=-5)
-    with pytest.raises(ValueError, match="trace"):
+    with pytest.raises(ValueError, match=r"^trace must "):
         l03_cache.hit_ratio_vs_capacity(42)
 
 
@@ -487,7 +489,7 @@ def test_pooled_cache_state_reuses_its_buffers_and_behaves_like_a_fresh_state(mo
             else:
                 pc._lru_kernel(t.block_offsets, t.block_ids, assign % n_inst, *st)   # leaves its marks
     assert len(pc._POOL) == 2
-    with pytest.raises(ValueError, match="n_instances"):
+    with pytest.raises(ValueError, match=r"^n_instances: "):
         with pc.pooled_cache_state(0, 5, 1):
             pass
 
@@ -553,7 +555,7 @@ def test_prefault_pool_leaves_clean_written_buffers_for_a_bigger_run(monkeypatch
         assert any(np.shares_memory(st.last_use, b) for b in ready)   # taken as it was
         assert any(np.shares_memory(avail, b) for b in ready)
     for bad in (-1, 2.5, float("nan"), "8"):
-        with pytest.raises(ValueError, match="n_elements"):
+        with pytest.raises(ValueError, match=r"^n_elements: "):
             pc.prefault_pool(bad)
-    with pytest.raises(ValueError, match="n_buffers"):
+    with pytest.raises(ValueError, match=r"^n_buffers: "):
         pc.prefault_pool(10, 0)

@@ -135,12 +135,12 @@ def test_summary_and_timeseries_are_consistent():
     total = (df.finish_s - df.decode_admit_s).sum()
     assert ts.decode_running.sum() * 5.0 == pytest.approx(total, rel=0.05)
     assert (ts.decode_kv_fraction <= 1.0).all() and (ts.prefill_queue_s >= 0).all()
-    with pytest.raises(ValueError, match="dt"):
+    with pytest.raises(ValueError, match=r"^SimResult\.timeseries\.dt: got 0; allowed: "):
         res.timeseries(dt=0)
     q = res.prefill_queues(dt=5.0)   # the prefill-only path a dashboard uses: same numbers
     np.testing.assert_array_equal(q.to_numpy(), ts[[f"prefill_queue_s[{p}]" for p in range(2)]].to_numpy())
     np.testing.assert_array_equal(q.index, ts.index)
-    with pytest.raises(ValueError, match="dt"):
+    with pytest.raises(ValueError, match=r"^SimResult\.prefill_queues\.dt: got nan; allowed: "):
         res.prefill_queues(dt=float("nan"))
 
 

@@ -246,15 +246,18 @@ def test_fetch_between_groups_uses_x_links_in_parallel(engine):
 
 
 def test_cpp_fields_are_validated_naming_the_field():
-    with pytest.raises(ValueError, match=r"cpp_group_size.*n_prefill=6"):
+    with pytest.raises(ValueError, match=r"^ClusterConfig\.cpp_group_size: got 4; allowed: a divisor of "
+                                         r"n_prefill=6"):
         sim.ClusterConfig(n_prefill=6, cpp_group_size=4)
     for field, value in (("cpp_group_size", 0), ("cpp_group_size", 2.5), ("cpp_chunk", 0),  # 2.0 = 2 (validate.integer)
                          ("cpp_overlap", "yes")):
-        with pytest.raises(ValueError, match=field):
+        with pytest.raises(ValueError, match=rf"^ClusterConfig\.{field}: got .*; allowed: "):
             sim.ClusterConfig(**{field: value})
-    with pytest.raises(ValueError, match="cpp_group_size.*coupled"):
+    with pytest.raises(ValueError, match=r"^ClusterConfig\.cpp_group_size: got 2; allowed: 1 when "
+                                         r"engine_mode='coupled'"):
         sim.ClusterConfig(engine_mode="coupled", n_prefill=8, cpp_group_size=2)
-    with pytest.raises(ValueError, match="cpp_group_size.*32 layers"):  # LLaMA2-7B has 32 layers
+    with pytest.raises(ValueError, match=r"^ClusterConfig\.cpp_group_size: got 64; allowed: at most the "
+                                         r"model's 32 layers"):  # LLaMA2-7B has 32 layers
         sim.ClusterConfig(model="llama2-7b", n_prefill=64, cpp_group_size=64)  # (≤ 64 nodes per pool)
     assert sim.ClusterConfig(model="llama2-7b", n_prefill=32, cpp_group_size=32).n_prefill_instances == 1
 

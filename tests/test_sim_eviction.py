@@ -84,5 +84,5 @@ def test_hand_worked_eviction_in_the_simulator(engine, policy, r4_r5):
 def test_default_is_lru_and_the_field_is_validated():
     assert sim.ClusterConfig().cache_eviction == "lru"
     for bad in ("LRU", "fifo", 1, None):
-        with pytest.raises(ValueError, match="cache_eviction"):
+        with pytest.raises(ValueError, match=r"^ClusterConfig\.cache_eviction: "):
             sim.ClusterConfig(cache_eviction=bad)

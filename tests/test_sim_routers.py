@@ -403,5 +403,5 @@ def test_leaderboard_ranks_routers_beside_the_conductor():
     assert (board.loc[["dynamo", "sglang", "prodstack_rr"], "kind"] == "router").all()
     one = sim.simulate(tr, sim.ClusterConfig(prefill_policy="sglang")).summary()
     assert board.loc["sglang", "slo_attainment"] == one["slo_attainment"]
-    with pytest.raises(ValueError, match="baselines"):
+    with pytest.raises(ValueError, match=r"^leaderboard\.baselines: "):
         sim.leaderboard(tr, ["dynamo"], baselines=("sglang_v2",))

@@ -139,6 +139,7 @@ def test_view_matches_what_happens(busy_trace):
         res = sim.simulate(busy_trace, sim.ClusterConfig(**BUSY, prefill_policy=record))
     a, tr = res.arrays, busy_trace
     assert len(seen) == len(tr)
+    assert any(s[5] for s in seen.values()), "no request fetched: the fetch branch below would check nothing"
     for i, (p, w, f, pre, ttft, fetch, best_tok, best_p) in seen.items():
         assert a["prefill_inst"][i] == p
         assert a["queue_wait"][i] == pytest.approx(w, abs=1e-12)

@@ -137,9 +137,12 @@ def test_absurd_line_length_is_refused(tmp_path):
 
 @pytest.mark.parametrize("path", [None, 42, 3.5, b"/tmp/x.jsonl", ["a.jsonl"], "", "a\x00b.jsonl"])
 def test_path_of_the_wrong_kind(path):
-    _refused(lambda: read_jsonl(path), "path")
+    msg = _refused(lambda: read_jsonl(path), "path: got ", "; allowed: ")
+    assert msg.startswith("path: got "), msg
     if path not in ("",):
-        _refused(lambda: load_trace(path), "")
+        # a str is a path there too; anything else is looked up as a name (the message lists the names)
+        _refused(lambda: load_trace(path), "path: got " if isinstance(path, str) else
+                 f"unknown trace name {path!r}; known names: conversation, ")
 
 
 # ====================================================================== content: encodings and line ends
@@ -202,7 +205,7 @@ BAD_FIELDS = [
     (_rec(h=None) | {"hash_ids": None}, "hash_ids", "(null)"),
     (_rec(h=7), "hash_ids", "(integer)"),
     (_rec(il=600, h=[0]), "hash_ids has 1 ids", "ceil(600/512) = 2"),
-    (_rec(il=600, h=[0, 1, 2]), "hash_ids has 3 ids", ""),
+    (_rec(il=600, h=[0, 1, 2]), "hash_ids has 3 ids", "ceil(600/512) = 2"),
 ]
 
 
@@ -262,8 +265,8 @@ def test_block_tokens_and_name_arguments(tmp_path):
     p = _file(tmp_path, _lines(_rec(h=[0])))
     assert read_jsonl(p, block_tokens=1024, name="x").name == "x"    # ceil(600/1024) = 1 block
     for bad in (0, -512, 512.5, True, "512", None, 10**9):
-        _refused(lambda: read_jsonl(p, block_tokens=bad), "block_tokens")
-    _refused(lambda: read_jsonl(p, name=3), "name")
+        _refused(lambda: read_jsonl(p, block_tokens=bad), "read_jsonl.block_tokens: got ")
+    _refused(lambda: read_jsonl(p, name=3), "read_jsonl.name: got 3; allowed: ")
 
 
 # ====================================================================== Trace construction and methods
@@ -284,12 +287,12 @@ def tr():
     ("output_len", ["10", "30", "2"], "Trace.output_len"),
     ("output_len", [True, False, True], "Trace.output_len"),
     ("arrival_s", [0.0, np.inf, 2.0], "Trace.arrival_s[1]: got inf"),
-    ("arrival_s", [[0.0, 1.0, 2.0]], "one-dimensional"),
-    ("arrival_s", None, "Trace.arrival_s"),
-    ("arrival_s", 5.0, "one-dimensional"),
-    ("block_offsets", [0, 3, 2, 6], "non-decreasing"),
-    ("block_offsets", [1, 2, 5, 6], "start at 0"),
-    ("block_offsets", [0, 2, 5], "n+1 = 4"),
+    ("arrival_s", [[0.0, 1.0, 2.0]], "Trace.arrival_s: got [[0.0, 1.0, 2.0]]; allowed: a one-dimensional"),
+    ("arrival_s", None, "Trace.arrival_s: got None"),
+    ("arrival_s", 5.0, "Trace.arrival_s: got 5.0; allowed: a one-dimensional"),
+    ("block_offsets", [0, 3, 2, 6], "Trace.block_offsets must be non-decreasing"),
+    ("block_offsets", [1, 2, 5, 6], "Trace.block_offsets must start at 0"),
+    ("block_offsets", [0, 2, 5], "Trace.block_offsets must have n+1 = 4"),
     ("block_ids", [0, 1, 0, -1, 2, 3], "Trace.block_ids[3]: got -1"),
     ("block_ids", [0, 1, 0, 2**40, 2, 3], "Trace.block_ids[3]"),
     ("n_blocks", 2, "Trace.n_blocks: got 2"),
@@ -304,12 +307,16 @@ def test_trace_constructor_rejects(field, value, fragment):
 
 
 def test_select_refuses_negative_out_of_range_and_bad_masks(tr):
-    for bad, frag in [([-1], "index[0]: got -1"), ([0, -2], "index[1]: got -2"), ([3], "in [0, 2]"),
-                      ([0.5], "got 0.5"), ([[0, 1]], "one-dimensional"), (["0"], "one-dimensional"),
-                      ([1, 1], "strictly increasing"), ([2, 0], "index[1] = 0 follows 2"),
-                      (np.array([True, False]), "shape (3,)"), (np.ones((3, 1), bool), "shape (3,)"),
-                      (None, "index"), (object(), "index")]:
-        _refused(lambda: tr.select(bad), frag, cls=InputError)
+    for bad, frag in [([-1], "index[0]: got -1"), ([0, -2], "index[1]: got -2"),
+                      ([3], "index[0]: got 3; allowed: integers in [0, 2]"), ([0.5], "index[0]: got 0.5"),
+                      ([[0, 1]], "index: got array([[0, 1]]); allowed: a one-dimensional"),
+                      (["0"], "index: got array(['0'], dtype='<U1'); allowed: a one-dimensional"),
+                      ([1, 1], "index: must be strictly increasing"),
+                      ([2, 0], "index: must be strictly increasing (arrival order is kept); index[1] = 0 follows 2"),
+                      (np.array([True, False]), "index: a boolean mask must have shape (3,)"),
+                      (np.ones((3, 1), bool), "index: a boolean mask must have shape (3,)"),
+                      (None, "index: got "), (object(), "index: got ")]:
+        _refused(lambda: tr.select(bad), "Trace.select." + frag, cls=InputError)
     # what stays allowed
     assert len(tr.select([])) == 0 and len(tr.select(np.array([], dtype=np.int64))) == 0
     np.testing.assert_array_equal(tr.select([0, 2]).input_len, [1000, 512])
@@ -365,15 +372,17 @@ def test_to_frame_describe_and_empty_trace(tr):
     assert len(empty.to_frame()) == 0 and empty.describe()["requests"] == 0
     assert empty.validate() is empty and empty.duration_s == 0.0
     assert tr.to_frame()["first_block"].tolist() == [0, 0, 3]
-    _refused(lambda: tr.to_jsonl(None), "path", cls=InputError)
+    _refused(lambda: tr.to_jsonl(None), "Trace.to_jsonl.path: got None", cls=InputError)
     assert not tr.equals("a trace")
 
 
 def test_helpers_reject_bad_arrays():
-    _refused(lambda: dense_block_ids([1, 2.5]), "raw_ids[1]", cls=InputError)
-    _refused(lambda: dense_block_ids([1, 2**70]), "raw_ids", cls=InputError)
-    _refused(lambda: trace_from_requests([0], [600], [1], [3], [0, 1]), "sum to 3", cls=InputError)
-    _refused(lambda: trace_from_requests([0], [600], [1], [-1], []), "block_counts[0]", cls=InputError)
+    _refused(lambda: dense_block_ids([1, 2.5]), "dense_block_ids.raw_ids[1]: got 2.5", cls=InputError)
+    _refused(lambda: dense_block_ids([1, 2**70]), "dense_block_ids.raw_ids[1]: got ", cls=InputError)
+    _refused(lambda: trace_from_requests([0], [600], [1], [3], [0, 1]),
+             "trace_from_requests: block_counts sum to 3 but raw_block_ids has 2 ids", cls=InputError)
+    _refused(lambda: trace_from_requests([0], [600], [1], [-1], []), "trace_from_requests.block_counts[0]: got -1",
+             cls=InputError)
 
 
 # ====================================================================== the synthetic generator
@@ -381,9 +390,10 @@ def test_helpers_reject_bad_arrays():
     ({"n_requests": 10**12}, "synthetic_trace.n_requests"),
     ({"n_requests": 2**64}, "synthetic_trace.n_requests"),
     ({"duration_s": 1e300}, "synthetic_trace.duration_s"),
-    ({"rate": 1e-300}, "would last"),
+    ({"rate": 1e-300}, "would last 2.361e+304 s; allowed: 0.001 to 1e+07 s (duration_s = n_requests / rate)"),
     ({"rate": 1e300}, "synthetic_trace.rate"),
-    ({"duration_s": 1e7, "rate": 1e5}, "would have"),
+    ({"duration_s": 1e7, "rate": 1e5}, "would have 1,000,000,000,000 requests; allowed: 1 to 1,000,000 "
+                                        "(n_requests = rate × duration_s)"),
     ({"seed": -1}, "synthetic_trace.seed"),
     ({"seed": 2**70}, "synthetic_trace.seed"),
     ({"seed": "0"}, "synthetic_trace.seed"),
@@ -391,7 +401,8 @@ def test_helpers_reject_bad_arrays():
     ({"preset": ["toolagent-like"]}, "synthetic_trace.preset"),
     ({"arrivals": None}, "synthetic_trace.arrivals"),
     ({"think_mean_s": 1e300}, "synthetic_trace.think_mean_s"),
-    ({"think_mean_s": 86_400, "max_turns": 1000, "p_continue": 0.999, "n_requests": 100}, "warm-up"),
+    ({"think_mean_s": 86_400, "max_turns": 1000, "p_continue": 0.999, "n_requests": 100},
+     "synthetic_trace: think_mean_s=86400 s with 632 turns per session needs a warm-up"),
     ({"max_input": 10**18}, "synthetic_trace.max_input"),
     ({"max_turns": 10**9}, "synthetic_trace.max_turns"),
     ({"first_sigma": 1e3}, "synthetic_trace.first_sigma"),
@@ -400,9 +411,11 @@ def test_helpers_reject_bad_arrays():
     ({"bucket_s": -1}, "synthetic_trace.bucket_s"),
     ({"shared_pool_min": 10**12}, "synthetic_trace.shared_pool_min"),
     ({"out_hi": 0.5}, "synthetic_trace.out_hi"),
-    ({"first_lo": 100_000, "max_input": 50_000, "n_requests": 50}, "could not generate"),
+    ({"first_lo": 100_000, "max_input": 50_000, "n_requests": 50},
+     "synthetic_trace: could not generate 50 requests with these overrides (first_lo=100000, max_input=50000)"),
     ({"n_requests": 1_000_000, "first_lo": 90_000_000, "first_median": 9e7, "first_sigma": 0,
-      "max_input": MAX_TOKENS, "p_continue": 0, "max_turns": 1}, "blocks"),
+      "max_input": MAX_TOKENS, "p_continue": 0, "max_turns": 1},
+     "blocks, more than 67,108,864; ask for fewer requests (n_requests) or shorter inputs (max_input)"),
 ])
 def test_synthetic_unbounded_arguments_are_refused_fast(kwargs, fragment):
     kwargs = {"preset": "toolagent-like", **kwargs}
