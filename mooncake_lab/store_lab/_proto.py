@@ -70,7 +70,12 @@ class Channel:
         if not self.lock.acquire(timeout=timeout_s):
             raise StoreLabError(f"{op}: {self.peer} was busy with another call for {timeout_s:g} s")
         try:
-            return self.collect(self.post(op, **kwargs), op, timeout_s, deadline)
+            try:
+                rid = self.post(op, **kwargs)
+            except KeyboardInterrupt:   # raised once the request was sent whole: stop its work
+                self._abandon()
+                raise
+            return self.collect(rid, op, timeout_s, deadline)
         finally:
             self.lock.release()
 
