@@ -558,7 +558,8 @@ def _parse(raw: bytes, path: Path, *, name: str | None = None, block_tokens: int
         except (ValueError, RecursionError) as e:   # an integer of > 4300 digits; nesting too deep
             raise err(lineno, f"malformed JSON ({type(e).__name__}: {str(e)[:120]})") from None
         if type(rec) is not dict:
-            raise err(lineno, f"expected a JSON object, got a {_kind(rec)}")
+            kind = _kind(rec)
+            raise err(lineno, f"expected a JSON object, got {'an' if kind[0] in 'aeiou' else 'a'} {kind}")
         if not _FIELD_SET <= rec.keys():
             missing = [k for k in _FIELDS if k not in rec]
             raise err(lineno, f"missing field(s) {', '.join(missing)}; each line needs {', '.join(_FIELDS)}")

@@ -74,7 +74,7 @@ BAD_CASES = [
     ([_rec(), '{"timestamp": 0, "input_length": 600,'], 2, "malformed JSON"),
     (["timestamp,input_length,output_length,hash_ids", "0,600,20,0"], 1, "CSV"),
     ([_rec(), [1, 2, 3]], 2, "expected a JSON object, got a list"),
-    ([_rec(), "42"], 2, "expected a JSON object, got a integer"),
+    ([_rec(), "42"], 2, "expected a JSON object, got an integer"),
     ([_rec(), {"timestamp": 0, "input_length": 600, "output_length": 20}], 2, "missing field(s) hash_ids"),
     ([_rec(), _rec(), {"input_length": 600}], 3, "timestamp, output_length, hash_ids"),
     ([_rec(il="600", h=[0, 1])], 1, "input_length: got '600' (string); allowed: an integer in [1, 100,000,000] tokens"),
