@@ -534,6 +534,16 @@ class _Peer:
         return x
 
 
+def _in_two_threads(run, timeout_s: float) -> None:
+    """``run(0)`` and ``run(1)`` at once; fails if either is still running after ``timeout_s``."""
+    threads = [threading.Thread(target=run, args=(j,)) for j in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout_s)
+    assert not any(t.is_alive() for t in threads), "deadlocked"
+
+
 @pytest.fixture
 def channel():
     from mooncake_lab.store_lab._proto import Channel, conn, serve
@@ -575,12 +585,7 @@ def test_two_threads_on_one_channel_each_get_their_own_replies(channel):
             if got != (j, i):
                 wrong.append(got)
 
-    threads = [threading.Thread(target=run, args=(j,)) for j in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    assert not any(t.is_alive() for t in threads), "deadlocked"
+    _in_two_threads(run, 60)
     assert wrong == []
 
 
@@ -843,12 +848,7 @@ def test_two_threads_on_one_lab_get_every_reply_right(small_lab):
             if small_lab.is_exist([key, "never"], who="writer") != [1, 0]:
                 wrong.append(("is_exist", key))
 
-    threads = [threading.Thread(target=run, args=(j,)) for j in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-    assert not any(t.is_alive() for t in threads), "deadlocked"
+    _in_two_threads(run, 120)
     assert wrong == []
 
 

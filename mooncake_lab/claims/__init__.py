@@ -73,8 +73,16 @@ def _check_id(id: Any, what: str) -> str:
     return id
 
 
+class _Numbered:
+    """What a claim and a non-claim share: an id ``"NN.short_name"`` naming the lecture NN."""
+
+    @property
+    def lecture(self) -> str:
+        return self.id.split(".", 1)[0]
+
+
 @dataclass(frozen=True)
-class Claim:
+class Claim(_Numbered):
     """A number (or a few) stated in the course, and how to compute it.
 
     ``id``: ``"NN.short_name"`` (NN = the lecture). ``text``: the snippet exactly as it appears; every
@@ -95,10 +103,6 @@ class Claim:
     trace: str | None = None
     source: str = ""
 
-    @property
-    def lecture(self) -> str:
-        return self.id.split(".", 1)[0]
-
     def __post_init__(self):
         w = f"claim {_check_id(self.id, 'claim')}"
         _str(self.text, "text", w)
@@ -115,7 +119,7 @@ class Claim:
 
 
 @dataclass(frozen=True)
-class NotAClaim:
+class NotAClaim(_Numbered):
     """A snippet whose number states no quantity — part of a formula ("*n*²/2"), an index or a name
     ("block 0", "layer *i*+1"), an example of a format ("e.g. 0.25"), a quote the code does not hold —
     with ``why`` (one line). :func:`unclaimed` skips it where it occurs; it is not a :class:`Claim`.
@@ -125,10 +129,6 @@ class NotAClaim:
     text: str
     why: str
     where: str = "notebook"
-
-    @property
-    def lecture(self) -> str:
-        return self.id.split(".", 1)[0]
 
     def __post_init__(self):
         w = f"not_a_claim {_check_id(self.id, 'not_a_claim')}"

@@ -167,10 +167,10 @@ def reply(tx: Connection, rid, status: str, value) -> bool:
         return False
 
 
-def die_with_parent(sig: int = int(signal.SIGKILL)) -> None:
-    """preexec_fn: send this child ``sig`` when the thread that started it ends (PR_SET_PDEATHSIG)."""
+def die_with_parent() -> None:
+    """preexec_fn: SIGKILL this child when the thread that started it ends (PR_SET_PDEATHSIG)."""
     libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+    libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
     if os.getppid() == 1:  # parent already gone before prctl took effect
         os._exit(1)
 

@@ -12,19 +12,18 @@ from __future__ import annotations
 import fcntl
 import importlib.util
 import os
-import shutil
 import signal
 import socket
 import struct
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.request
 from pathlib import Path
 
-from ._proto import Channel, conn, StoreLabError, die_with_parent, reply, serve, stop_pids
+from . import logs
+from ._proto import Channel, StoreLabError, conn, die_with_parent, reply, serve, stop_pids
 from ._worker import METHODS as WORKER_METHODS
 
 # The Transfer Engine looks for a LAN address unless told which one to advertise; in the namespace
@@ -100,9 +99,7 @@ class Supervisor:
     SIGNALS = (int(signal.SIGKILL), int(signal.SIGTERM))
 
     def __init__(self):
-        from .logs import claim_logdir
-
-        self.logdir = claim_logdir(LOG_PREFIX)
+        self.logdir = logs.claim_logdir(LOG_PREFIX)
         self.master = None
         self.ports: dict[str, int] = {}
         self.workers: dict[str, tuple[subprocess.Popen, Channel]] = {}
@@ -239,7 +236,7 @@ class Supervisor:
     def close(self):
         """:meth:`stop`, then remove the processes' logs (nothing left in /tmp)."""
         self.stop()
-        shutil.rmtree(self.logdir, ignore_errors=True)
+        logs.remove(self.logdir)
 
 
 def watch_parent(parent: int, period_s: float = 0.2) -> None:
