@@ -138,9 +138,11 @@ def demos():
 
 
 def test_numpy_answers_count_like_python_ones(demos):
-    assert check("99.flag", np.False_) and check("99.flag", np.int64(0)) and check("99.flag", 0)
-    assert not check("99.flag", np.True_) and not check("99.flag", np.int64(1))
-    assert not check("99.flag", np.int64(2)) and "True or False" in check("99.flag", 2).message
+    assert check("99.flag", np.False_) and check("99.flag", False) and check("99.flag", "no")
+    assert not check("99.flag", np.True_) and not check("99.flag", True)
+    for number in (0, np.int64(0), 1, np.int64(1), 2, 0.0):    # a number is no answer to a true/false question
+        v = check("99.flag", number)
+        assert not v and "true/false question" in v.message and "not a number" in v.message, v.message
     assert check("99.count", np.int64(4)) and check("99.count", np.float64(4.0)) and check("99.count", 4)
     assert check("99.np_count", 7) and check("99.np_count", np.int32(7)) and not check("99.np_count", 8)
     assert check("99.secs", np.float32(2.3)) and check("99.secs", np.array([2.3])) and check("99.secs", np.array(2.3))
@@ -236,3 +238,57 @@ def test_check_never_raises_and_always_gives_a_verdict(exercise_id, answer):
     v = check(exercise_id, answer)
     assert isinstance(v, Verdict) and isinstance(v.message, str) and v.message
     assert isinstance(v.correct, bool) and repr(v)
+
+
+@pytest.fixture
+def unit_demos():
+    made = [exercise(Exercise("99.ratio", "How many times faster?", answer=lambda: 2.18, unit="×", rel_tol=0.1)),
+            exercise(Exercise("99.size", "Bytes read back?", answer=lambda: 2 * 2**20, unit="B", rel_tol=0.01)),
+            exercise(Exercise("99.price", "Break-even price?", answer=lambda: 0.05, unit="USD/TB", rel_tol=0.03)),
+            exercise(Exercise("99.time", "How long?", answer=lambda: 0.001, unit="s", rel_tol=0.03)),
+            exercise(Exercise("99.slo", "What multiple of the SLO?", answer=lambda: 1.5, unit="× SLO", rel_tol=0.03)),
+            exercise(Exercise("99.count", "How many tokens?", answer=lambda: 1, unit="tokens", rel_tol=0.0)),
+            exercise(Exercise("99.lease", "Which lease?", answer=lambda: "1ms", choices=("1ms", "10s")))]
+    yield
+    for e in made:
+        _REGISTRY.pop(e.id)
+
+
+@pytest.mark.parametrize("ex_id, answer", [
+    ("99.ratio", "2x"), ("99.ratio", "2X"), ("99.ratio", "2.2 ×"), ("99.ratio", "2 times"), ("99.ratio", 2),
+    ("99.size", "2 MiB"), ("99.size", "2,097,152 B"), ("99.size", "2048 KiB"), ("99.size", "0.001953125 GiB"),
+    ("99.price", "$0.05"), ("99.price", "US$0.05/TB"), ("99.price", "0.05 USD/TB"), ("99.price", "$0.05/TB"),
+    ("99.time", "1 ms"), ("99.time", "0.001 s"), ("99.time", "1000 µs"), ("99.slo", "1.5x SLO"), ("99.slo", "1.5×"),
+    ("99.count", "1 token"), ("99.count", "1 tokens"), ("99.lease", "1 ms"), ("99.lease", "1-ms"),
+    ("09.changed_sglang", "instance 1"),
+])
+def test_answers_in_the_unit_the_question_asks_as_a_reader_writes_it(unit_demos, ex_id, answer):
+    """The prose writes 2×, 2 MiB, $0.05 and 1 ms: the checks take them as written (and convert a prefixed
+    unit of the same kind), so a right answer is not refused for its spelling."""
+    v = check(ex_id, answer)
+    assert v, v.message
+
+
+@pytest.mark.parametrize("ex_id, answer, says", [
+    ("99.size", "2 MB", "decimal vs binary"),              # converted, and then 5% off: a real slip
+    ("99.time", "1 GB", "'GB' is not s nor a unit that converts to it"),
+    ("99.time", "1 ks", "'ks' is not s"),                   # no ks, Ms … for a time
+    ("99.ratio", "2 s", "'s' is not ×"),
+    ("99.price", "0.05 EUR/TB", "'EUR/TB' is not USD/TB"),
+    ("99.lease", "1 s", "not one of the allowed answers"),
+    ("99.ratio", "3x", "you gave '3x'"),                    # the answer as typed, not re-printed
+])
+def test_a_unit_that_is_not_the_questions_is_refused_saying_so(unit_demos, ex_id, answer, says):
+    v = check(ex_id, answer)
+    assert not v and says in v.message, v.message
+
+
+def test_feedback_says_units_as_a_reader_does(unit_demos):
+    assert check("99.ratio", 2.18).message.startswith("Right: 2.18×.")
+    assert check("99.slo", 1.5).message.startswith("Right: 1.5× SLO.")
+    assert check("99.count", 1).message.startswith("Right: 1 token.")
+    assert check("09.changed_sglang", 1).message.startswith("Right: instance 1.")
+    assert "you gave instance 2" in check("09.changed_sglang", 2).message
+    assert "Expected an instance number" in check("09.changed_sglang", "first").message
+    v = check("99.size", 2e6)
+    assert "you gave 2,000,000 B" in v.message and "e+06" not in v.message

@@ -92,14 +92,31 @@ def list_exercises(lecture: str | None = None) -> list[Exercise]:
 
 
 def _fmt(x: Any, unit: str) -> str:
-    if isinstance(x, float):
-        s = f"{x:,.4g}"
+    if isinstance(x, float):   # 2,000,000 and 12,346, not 2e+06 and 1.235e+04
+        s = f"{x:,.0f}" if 1e4 <= abs(x) < 1e15 or (x.is_integer() and abs(x) < 1e15) else f"{x:,.4g}"
     elif isinstance(x, int) and not isinstance(x, bool):
         s = describe(x) if abs(x) >= 10**15 else f"{x:,}"
     elif isinstance(x, str):
         s = x if len(x) <= 60 else x[:59] + "…"
     else:
         s = describe(x)
+    return _with_unit(s, unit, x)
+
+
+#: Units that are counted things: "1 token", "2 tokens" (the singular for exactly one).
+_COUNTED = {"tokens": "token", "requests": "request", "blocks": "block", "nodes": "node", "sequences": "sequence",
+            "instances": "instance"}
+
+
+def _with_unit(s: str, unit: str, x: Any = None) -> str:
+    """``s`` (a number as printed) with ``unit`` as a reader says it: "instance 1" (an instance is named by
+    its number), "1 token" / "2 tokens", "0.05 USD/TB", "2.3 s"."""
+    if unit == "instance":
+        return f"instance {s}"
+    if unit in _COUNTED and isinstance(x, numbers.Real) and not isinstance(x, bool) and x == 1:
+        unit = _COUNTED[unit]
+    if unit.startswith("×"):          # 2.18×, 1.5× SLO
+        return f"{s}{unit}"
     return f"{s} {unit}".strip()
 
 
@@ -127,9 +144,11 @@ def check(exercise_id: str, answer: Any) -> Verdict:
     Never raises: an unknown id, an id that is not a string, or an answer of the wrong kind gets a
     verdict saying so. Numbers may be any real type (``np.float64``, ``np.int64``, ``Decimal``,
     ``Fraction``, a huge ``int``), a one-element array, or a string as the feedback prints numbers, such as
-    ``"5.7"``, ``"327,680"`` (or a thin space between the groups), ``"−800"`` (U+2212) or ``"5.7 s"`` (in the
-    question's unit). A whole-number answer (an instance, a count: ``rel_tol`` 0 and an int expected) must be
-    whole (1 or 1.0, not 1.0000000000001). True/False questions take ``np.bool_``, 0/1 and yes/no too.
+    ``"5.7"``, ``"327,680"`` (or a thin space between the groups), ``"−800"`` (U+2212) or ``"5.7 s"``, with the
+    question's unit as a reader writes it (``"2x"`` or ``"2 ×"`` for ×, ``"$0.05"`` for USD, ``"instance 3"``)
+    or one that converts to it (``"1 ms"`` for an answer in s, ``"2 MiB"`` for one in B). A whole-number answer
+    (an instance, a count: ``rel_tol`` 0 and an int expected) must be whole (1 or 1.0, not 1.0000000000001).
+    True/False questions take ``np.bool_`` and yes/no too, not 0 or 1.
     """
     try:
         return _check(exercise_id, answer)
@@ -177,20 +196,23 @@ def _verdict(ex: Exercise, ok: bool, expected: Any, given: str, extra: str = "",
 
 def _check_bool(ex: Exercise, answer: Any, expected: bool) -> Verdict:
     words = {"true": True, "yes": True, "false": False, "no": False}
-    if isinstance(answer, bool):
-        value = answer
-    elif isinstance(answer, int) and answer in (0, 1):
+    if isinstance(answer, (bool, np.bool_)):
         value = bool(answer)
     elif isinstance(answer, str) and answer.strip().lower() in words:
         value = words[answer.strip().lower()]
+    elif isinstance(answer, numbers.Number):
+        return Verdict(ex.id, False, f"This is a true/false question: answer True or False (or yes / no), not a "
+                                     f"number (got {describe(answer)}).")
     else:
         return Verdict(ex.id, False, f"Expected True or False (or yes / no), got {describe(answer)}.")
     return _verdict(ex, value == expected, expected, repr(value), value=value)
 
 
 def _norm_choice(x: str) -> str:
-    """Lower case, quotes and surrounding blanks dropped, inner blanks and hyphens as underscores."""
-    return re.sub(r"[\s\-]+", "_", x.strip().strip("'\"`").strip().lower())
+    """Lower case, quotes and surrounding blanks dropped, inner blanks and hyphens as underscores; a number
+    and its unit read as one word ("1 ms" is "1ms")."""
+    x = re.sub(r"(\d)[\s_\-]+(?=[^\W\d_])", r"\1", x.strip().strip("'\"`").strip().lower())
+    return re.sub(r"[\s\-]+", "_", x)
 
 
 def _check_choice(ex: Exercise, answer: Any, expected: Any) -> Verdict:
@@ -220,11 +242,16 @@ _DASHES = "\u2013\u2014\u2012\u2010\u2011"   # en dash, em dash, figure dash, hy
 def _number(answer: Any, unit: str) -> tuple[Any, float | None, str]:
     """(the answer as an exact number — as given, or a Decimal parsed from a string —, as a float, "") or
     (None, None, why it is not a number for this question)."""
-    want = f"a number (in {unit})" if unit else "a number"
+    want = "an instance number" if unit == "instance" else f"a number (in {unit})" if unit else "a number"
     shown = _fmt(answer, "") if isinstance(answer, str) else describe(answer)
     if isinstance(answer, bool):
         return None, None, f"Expected {want}, got {answer!r}."
     if isinstance(answer, str):
+        given, dollars = answer, False
+        if unit == "instance":                         # "instance 3", as the feedback says it
+            answer = re.sub(r"^\s*instances?\s+", "", answer, flags=re.I)
+        if unit.startswith(("USD", "$")) and re.match(r"^\s*(US)?\$", answer):   # "$0.05", "US$0.05/TB"
+            answer, dollars = re.sub(r"^\s*(US)?\$\s*", "", answer), True
         m = _NUMBER.match(answer)
         text, tail = answer.strip(), m.group("tail").strip() if m else ""
         if not m or re.match(r"[\d,._\u2009\u202f]", tail):
@@ -232,10 +259,14 @@ def _number(answer: Any, unit: str) -> tuple[Any, float | None, str]:
                    " Group digits by three (327,680) or not at all, and write decimals with a point (0.5)."
                    if m else "")
             return None, None, f"Expected {want}, got {_fmt(answer, '')!r}." + why
-        if tail and tail.replace(" ", "").lower() != unit.replace(" ", "").lower():
-            return None, None, (f"Give the number in {unit or 'the units asked'}, without a unit of its own: "
-                                f"got {_fmt(answer, '')!r}.")
-        answer = Decimal(re.sub(r"[,_\u2009\u202f]", "", m.group(1)).replace("\u2212", "-"))
+        scale = _unit_scale(tail, unit, dollars)
+        if scale is None:
+            if not unit:
+                return None, None, f"Give a plain number, without a unit of its own: got {_fmt(given, '')!r}."
+            return None, None, (f"Give the number in {unit}: {_fmt(tail, '')!r} is not {unit}"
+                                + (" nor a unit that converts to it (such as ms for s, or MB and KiB for B)"
+                                   if _split_unit(unit) else "") + f"; got {_fmt(given, '')!r}.")
+        answer = Decimal(re.sub(r"[,_\u2009\u202f]", "", m.group(1)).replace("\u2212", "-")) * scale
     exact = answer
     if not isinstance(answer, numbers.Real):
         try:     # Decimal and other number types that convert
@@ -253,6 +284,46 @@ def _number(answer: Any, unit: str) -> tuple[Any, float | None, str]:
     if not math.isfinite(value):
         return None, None, f"Your answer {shown} is not a finite number."
     return exact, value, ""
+
+
+_UNIT_PREFIX = {"": Decimal(1), "k": Decimal(10) ** 3, "K": Decimal(10) ** 3, "M": Decimal(10) ** 6,
+                "G": Decimal(10) ** 9, "T": Decimal(10) ** 12, "P": Decimal(10) ** 15, "m": Decimal(10) ** -3,
+                "µ": Decimal(10) ** -6, "μ": Decimal(10) ** -6, "u": Decimal(10) ** -6, "n": Decimal(10) ** -9,
+                "Ki": Decimal(2) ** 10, "Mi": Decimal(2) ** 20, "Gi": Decimal(2) ** 30, "Ti": Decimal(2) ** 40}
+_UNIT_BASES = ("FLOP/s", "FLOP", "B/s", "bps", "B", "s")
+
+
+def _split_unit(unit: str) -> tuple[str, str] | None:
+    """``unit`` as (prefix, base): "ms" → ("m", "s"), "MiB" → ("Mi", "B"); None if it is no prefixed unit
+    (binary prefixes only for bytes; a time has no k, M … above the second)."""
+    for base in _UNIT_BASES:
+        if unit.endswith(base) and unit[: -len(base)] in _UNIT_PREFIX:
+            prefix = unit[: -len(base)]
+            if prefix.endswith("i") and not base.startswith("B"):
+                return None
+            if base == "s" and _UNIT_PREFIX[prefix] > 1:
+                return None
+            return prefix, base
+    return None
+
+
+def _unit_scale(tail: str, unit: str, dollars: bool = False) -> Decimal | None:
+    """The factor that turns a number followed by ``tail`` into ``unit`` (1 when ``tail`` is the unit
+    itself, as a reader writes it: "2x" for ×, "1 token" for tokens, "/TB" after "$" for USD/TB; 1000 for
+    "s" when ``unit`` is ms), or None when ``tail`` is not a unit of this answer."""
+    t, u = tail.replace(" ", ""), unit.replace(" ", "")
+    if not t or t.lower() == u.lower():
+        return Decimal(1)
+    if u.startswith("×") and re.fullmatch(r"(×|x|times)(" + re.escape(u[1:]) + ")?", t, flags=re.I):   # 1.5× SLO, 1.5×
+        return Decimal(1)
+    if t.lower() == _COUNTED.get(u, "\0") or (u == "instance" and t.lower() == "instances"):
+        return Decimal(1)
+    if dollars and u.upper().startswith("USD") and t.lower() in (u[3:].lower(), "$" + u[3:].lower()):
+        return Decimal(1)
+    have, want = _split_unit(t), _split_unit(u)
+    if have and want and have[1] == want[1]:
+        return _UNIT_PREFIX[have[0]] / _UNIT_PREFIX[want[0]]
+    return None
 
 
 def _is_whole(x: Any) -> bool:
@@ -330,7 +401,8 @@ def _check_number(ex: Exercise, answer: Any, expected: Any) -> Verdict:
     if value is None:
         return Verdict(ex.id, False, problem)
     exp = float(expected)
-    given = _fmt(answer if isinstance(answer, (int, float)) and not isinstance(answer, bool) else value, ex.unit)
+    given = (repr(answer.strip()) if isinstance(answer, str) else   # as typed: '2 MB', not 2,000,000 B
+             _fmt(answer if isinstance(answer, (int, float)) and not isinstance(answer, bool) else value, ex.unit))
     whole = ex.rel_tol <= 0 and isinstance(expected, numbers.Integral)   # an instance, a count, a code
     if whole and not _is_whole(exact):
         what = "An instance number" if ex.unit == "instance" else "This answer"
