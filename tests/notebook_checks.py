@@ -5,6 +5,7 @@ a notebook the tests read (:func:`committed_text`)."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -75,6 +76,39 @@ def output_problems(nb, name: str, released_traces: bool) -> list[str]:
                 found.append(f"{name} cell {i} shows '{text[:40]}' instead of a figure (is %matplotlib inline missing?)")
             if "Traceback (most recent call last)" in text:
                 found.append(f"{name} cell {i} printed a traceback")
+            found += [f"{name} cell {i}: {p}" for p in rendering_problems(out)]
+    return found
+
+
+_CODE_SPAN = re.compile(r"`[^`\n]*`")
+_UNESCAPED_DOLLAR = re.compile(r"(?<!\\)\$")
+_SCIENTIFIC = re.compile(r"(?<![\w.])\d\.\d+e[+-]\d+\b")
+_CELL = re.compile(r"<t[dh][^>]*>(.*?)</t[dh]>", re.S)
+
+
+def rendering_problems(output) -> list[str]:
+    """What a student would see wrong in ``output`` as JupyterLab renders it: a markdown output with a
+    price such as "$145.6" and another "$" (JupyterLab typesets the text between two "$" as LaTeX), and an
+    HTML table with a number in scientific notation ("1.638e+04") or a truncated cell ("…", "...")."""
+    data = output.get("data", {})
+    found = []
+    md = data.get("text/markdown")
+    if md:
+        md = _CODE_SPAN.sub("", "".join(md) if isinstance(md, list) else md)
+        dollars = [m.start() for m in _UNESCAPED_DOLLAR.finditer(md)]
+        if len(dollars) >= 2 and any(md[k + 1:k + 2].isdigit() for k in dollars):
+            k = next(k for k in dollars if md[k + 1:k + 2].isdigit())
+            found.append(f"a markdown output typesets a price as LaTeX (two unescaped '$'): "
+                         f"{md[max(0, k - 30):k + 40]!r}; write \\$ or USD")
+    html = data.get("text/html")
+    if html:
+        cells = [re.sub(r"<[^>]+>", "", c).strip() for c in _CELL.findall("".join(html) if isinstance(html, list) else html)]
+        sci = [c for c in cells if _SCIENTIFIC.search(c)]
+        if sci:
+            found.append(f"a table prints numbers in scientific notation: {sci[:3]}")
+        cut = [c for c in cells if c in ("...", "…") or (len(c) > 1 and c.endswith(("...", "…")))]
+        if cut:
+            found.append(f"a table has truncated cells or rows: {cut[:3]}")
     return found
 
 

@@ -143,6 +143,28 @@ def test_output_checks_catch_what_they_should():
     assert len(output_problems(nb, "a", released_traces=False)) == 2
 
 
+def test_output_checks_catch_what_renders_badly():
+    """A price typeset as LaTeX between two '$', a number in scientific notation and a truncated cell in a
+    table are reported; math, an escaped price, a lone '$' and clean tables are not."""
+    from notebook_checks import rendering_problems
+
+    def md(text):
+        return {"output_type": "display_data", "data": {"text/markdown": text}}
+
+    def html(cells):
+        return {"output_type": "execute_result", "data": {"text/html": "<table>" + "".join(
+            f"<tr><td>{c}</td></tr>" for c in cells) + "</table>"}}
+
+    bad = rendering_problems(md("**US$145.6/h** against $160.0/h for the same goodput"))
+    assert len(bad) == 1 and "typesets a price as LaTeX" in bad[0] and "145.6" in bad[0]
+    for fine in ("$h_i = m_i B$ tokens", r"\$145.6/h against \$160.0/h", "costs $145.6/h", "`$1` and `$2`"):
+        assert rendering_problems(md(fine)) == [], fine
+    assert "scientific notation" in rendering_problems(html(["1.638e+04", "12"]))[0]
+    assert "truncated" in rendering_problems(html(["without kvcen…", "3"]))[0]
+    assert "truncated" in rendering_problems(html(["...", "3"]))[0]
+    assert rendering_problems(html(["16,384", "0.25", "Fig. 8", "e.g. 3"])) == []
+
+
 def test_notebook_form_command(tmp_path, capsys):
     from mooncake_lab.notebook_form import main
 
