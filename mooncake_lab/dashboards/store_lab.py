@@ -1,7 +1,8 @@
 """Dashboards of the Mooncake Store lab, on measured results (live or recorded): no store call per move.
 
 ``EvictionDashboard``: lease TTL and pool size → the store's hit ratio vs the course's exact LRU.
-``FailureDashboard``: replica count and time since a memory node was killed → what reads return.
+``FailureDashboard``: replica count and time since a memory node was killed → what the reads of every key
+of that kind returned (the lab's notebook shows the same reads as a per-key table, :func:`~mooncake_lab.experiments.lab_store.key_table`).
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import ipywidgets as widgets
 from ..plots import store_lab as plots
 from . import Dashboard
 
-__all__ = ["EvictionDashboard", "FailureDashboard"]
+__all__ = ["EvictionDashboard", "FailureDashboard", "failure_readout"]
 _STYLE = {"description_width": "initial"}
 
 
@@ -23,7 +24,7 @@ def _results(res, where: str, needs: str) -> dict:
 
 
 class EvictionDashboard(Dashboard):
-    """Controls: ``lease`` (``default_kv_lease_ttl`` of the run), ``capacity`` (pool size, blocks)."""
+    """Controls: ``lease`` (``default_kv_lease_ttl`` of the run), ``capacity`` (pool size, in values)."""
 
     title = "Store lab · lease TTL and pool size → hit ratio, store vs exact LRU"
 
@@ -34,10 +35,13 @@ class EvictionDashboard(Dashboard):
     def _build_controls(self) -> dict:
         leases = list(dict.fromkeys(r["lease"] for r in self.res["eviction"]))
         caps = sorted({r["capacity_blocks"] for r in self.res["eviction"]})
-        return {"lease": widgets.ToggleButtons(options=leases, value=leases[0], description="lease TTL",
+        from ..experiments.lab_store import lease_label
+
+        return {"lease": widgets.ToggleButtons(options=[(lease_label(x), x) for x in leases], value=leases[0],
+                                               description="lease TTL",
                                                style=_STYLE),
                 "capacity": widgets.SelectionSlider(options=caps, value=caps[len(caps) // 2],
-                                                    description="pool (blocks)", continuous_update=False,
+                                                    description="pool (values)", continuous_update=False,
                                                     style=_STYLE)}
 
     def _setup(self):
@@ -74,12 +78,29 @@ class FailureDashboard(Dashboard):
         return self.view.figure
 
     def _update(self):
-        rep = self.res["replication"]
-        t = rep["timeline"][0]
-        probed_dead, probed = len(t["two_first_on_killed"]), len(t["two_first_on_killed"] + t["two_first_on_survivor"])
-        self.readout.value = (
-            f"node0 was SIGKILLed; the master dropped it {rep['node_dropped_after_s']:.1f} s later "
-            f"(client_ttl = {rep['client_ttl_s']:g} s). {rep['two_first_on_killed']} of the {rep['n_two']} "
-            f"two-replica keys listed node0 first ({probed_dead} of the {probed} two-replica reads probed are of "
-            f"those). Replicas per two-replica key afterwards: {rep['two_replicas_after']} (none was re-created).")
-        self.view.update(self.res, int(self.value("replicas")), self.value("phase"))
+        replicas, phase = int(self.value("replicas")), self.value("phase")
+        self.readout.value = failure_readout(self.res, replicas, phase)
+        self.view.update(self.res, replicas, phase)
+
+
+def failure_readout(res: dict, replicas: int, phase: str) -> str:
+    """What the reads of the keys with ``replicas`` replicas returned in ``phase``, in a sentence or two."""
+    rep = res["replication"]
+    out = plots.failure_outcomes(res, replicas, phase)
+    n = out["n"]
+    counts = [(round(out["served"] * n), "served"), (round(out[plots.OUTCOMES[1]] * n), "failed with \u2212800"),
+              (round(out[plots.OUTCOMES[2]] * n), "not found (\u2212704)"), (round(out["other"] * n), "other codes")]
+    said = ", ".join(f"{k} {what}" for k, what in counts if k) or "none read"
+    kind = f"{n} key{'s' if n != 1 else ''} with {replicas} replica{'s' if replicas != 1 else ''}"
+    text = f"{phase.capitalize()}: of {kind}, {said}."
+    if phase == plots._PHASES[1] and replicas == 2:
+        text += (f" {rep['two_first_on_killed']} of the {n} list node0 first, and the client does not fail over "
+                 "to the second replica.")
+    elif phase == plots._PHASES[1]:
+        text += " The master still lists node0, so the read goes to the dead node."
+    elif phase == plots._PHASES[2]:
+        left = sorted({r["replicas_after"] for r in rep.get("keys", []) if r["replicas"] == replicas})
+        text += (f" The master dropped node0 {rep['node_dropped_after_s']:.1f} s after the kill "
+                 f"(client_ttl = {rep['client_ttl_s']:g} s)")
+        text += (f"; replicas left per key: {', '.join(map(str, left))}." if left and replicas == 2 else ".")
+    return text

@@ -29,7 +29,7 @@ __all__ = ["KV_LAYER_BYTES", "KV_BLOCK_BYTES", "FAST25_RDMA_GBPS", "TRANSFER_SIZ
            "TRANSFER_FAIL", "lease_agreement", "MAIN_LAB", "can_run_live", "header",
            "recorded_note", "eviction_lab", "start_labs", "MODE_ENV", "measure_roundtrip", "HIGH_WATERMARK",
            "watermark_capacity", "watermark_agreement", "DYNAMIC_REPLICATION_QPS", "HEAT_WINDOW_S",
-           "check_results"]
+           "check_results", "size_label", "read_label", "key_table", "KEY_COLUMNS", "lease_label"]
 
 MiB = 1 << 20
 KiB = 1 << 10
@@ -214,9 +214,23 @@ def _n_replicas(lab, key):
     return len(lab.replica_desc(key, who="writer"))
 
 
-def measure_replication_failure(lab, value_bytes: int = MiB, hot_reads: int = 200, n_two: int = 12,
-                                n_one: int = 4, client_ttl_s: float = 3.0, polls: int = 20) -> dict:
-    """Replica placement, hot-spot replication, and what a SIGKILLed memory node takes with it."""
+def _node_of(segments: dict, seg) -> str:
+    """The lab's name of the memory node that owns segment ``seg`` ("node0"), or the segment itself."""
+    return next((n for n, s in segments.items() if s == seg), str(seg))
+
+
+def measure_replication_failure(lab, value_bytes: int = KV_LAYER_BYTES, hot_reads: int = 200, n_two: int = 8,
+                                n_one: int = 4, client_ttl_s: float = 10.0, polls: int = 20) -> dict:
+    """Replica placement, hot-spot replication, and what a SIGKILLed memory node takes with it.
+
+    Every key of the failure part is read once in each phase — before the kill, after the kill while
+    the master still lists the node, and after ``client_ttl`` — and ``keys`` holds one row per key
+    (its replicas, the node its replica list names first, the code of each read). Half the two-replica
+    keys are put preferring node0, half node1, so their replica lists start with either. A failing read
+    can take about 1 s, so the reads after the kill are shared between the writer and the reader (two at
+    once)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     where = "measure_replication_failure"
     _needs(lab, 2, ("writer", "reader"), where)
     value_bytes = v.integer(value_bytes, "value_bytes", lo=1, hi=min(lab.segment_mib, lab.buffer_mib) * MiB // 8,
@@ -228,7 +242,7 @@ def measure_replication_failure(lab, value_bytes: int = MiB, hot_reads: int = 20
     polls = v.integer(polls, "polls", lo=1, hi=1000, where=where)
     segs = lab.segments
     n0, n1 = segs["node0"], segs["node1"]
-    out: dict = {"segments": dict(segs), "client_ttl_s": client_ttl_s}
+    out: dict = {"segments": dict(segs), "client_ttl_s": client_ttl_s, "value_bytes": value_bytes}
     lab.put(["two"], value_bytes, replica_num=2)
     out["two_replica_segments"] = sorted(d["segment"] for d in lab.replica_desc("two", who="writer"))
     # hot-spot replication: read one key repeatedly, note when a second replica appears
@@ -257,47 +271,66 @@ def measure_replication_failure(lab, value_bytes: int = MiB, hot_reads: int = 20
     ones = [f"one{i}" for i in range(n_one)]
     twos = [f"two{i}" for i in range(n_two)]
     lab.put(ones, value_bytes, replica_num=1, preferred_segment=n0)
-    lab.put(twos, value_bytes, replica_num=2)
-    first_on_dead = {k: lab.replica_desc(k, who="writer")[0]["segment"] == n0 for k in twos}
+    # half the two-replica keys prefer node0, half node1: the preferred segment holds the replica the
+    # master lists first, so both cases are in the table (the order is read back below, not assumed)
+    lab.put(twos[0::2], value_bytes, replica_num=2, preferred_segment=n0)
+    lab.put(twos[1::2], value_bytes, replica_num=2, preferred_segment=n1)
+    listed = {k: [_node_of(segs, d["segment"]) for d in lab.replica_desc(k, who="writer")] for k in ones + twos}
+    first_on_dead = {k: listed[k][0] == "node0" for k in twos}
     out["two_first_on_killed"], out["n_two"] = int(sum(first_on_dead.values())), n_two
     before = {k: lab.get_rc(k, value_bytes) for k in ones + twos}
     lab.kill("node0")
     t_kill = time.perf_counter()
-    timeline = []
 
-    def probe(phase):
-        t = time.perf_counter() - t_kill
-        listed = lab.http("/get_all_segments").split()
-        exist_one = lab.is_exist(ones[:1], who="writer")[0]
-        rc_two_live = [lab.get_rc(k, value_bytes) for k in [k for k in twos if not first_on_dead[k]][:1]]
-        rc_one = [lab.get_rc(k, value_bytes) for k in ones[:1]]  # a failing read takes 0.5–1 s: probe few
-        rc_two_dead = [lab.get_rc(k, value_bytes) for k in [k for k in twos if first_on_dead[k]][:1]]
-        timeline.append({"t_s": t, "phase": phase, "one": rc_one, "two_first_on_killed": rc_two_dead,
-                         "two_first_on_survivor": rc_two_live, "segments": listed, "exist_one": exist_one,
-                         "still_listed_after": n0 in lab.http("/get_all_segments").split()})
+    def read_all(keys):
+        """Each key once, two reads at a time (writer and reader): code, seconds since the kill, and
+        whether the master still listed node0 when the read had ended."""
+        def one(i_key):
+            i, k = i_key
+            rc = lab.get_rc(k, value_bytes, who=("reader", "writer")[i % 2])
+            t = time.perf_counter() - t_kill
+            return k, {"rc": rc, "t_s": t, "listed": n0 in lab.http("/get_all_segments").split()}
+        with ThreadPoolExecutor(2) as pool:
+            return dict(pool.map(one, enumerate(keys)))
 
-    probe("before client_ttl")
+    def probe(phase, reads):
+        listed_now = lab.http("/get_all_segments").split()
+        rc = lambda ks: [reads[k]["rc"] for k in ks]   # noqa: E731
+        return {"t_s": min(r["t_s"] for r in reads.values()), "phase": phase, "one": rc(ones),
+                "two_first_on_killed": rc([k for k in twos if first_on_dead[k]]),
+                "two_first_on_survivor": rc([k for k in twos if not first_on_dead[k]]),
+                "segments": listed_now, "exist_one": lab.is_exist(ones[:1], who="writer")[0],
+                "still_listed_after": all(r["listed"] for r in reads.values())}
+
+    during = read_all(ones + twos)
+    timeline = [probe("before client_ttl", during)]
     deadline = t_kill + client_ttl_s + 6
     while time.perf_counter() < deadline:  # wait (bounded) for the master to drop node0
         if n0 not in lab.http("/get_all_segments").split():
             break
         time.sleep(0.2)
     out["node_dropped_after_s"] = time.perf_counter() - t_kill
-    probe("after client_ttl")
+    after = read_all(ones + twos)
+    timeline.append(probe("after client_ttl", after))
     out["timeline"] = timeline
     out["before_kill_ok"] = int(sum(r == value_bytes for r in before.values()))
     out["before_kill"] = {"one": [before[k] for k in ones], "two": [before[k] for k in twos]}
-    out["two_replicas_after"] = sorted({_n_replicas(lab, k) for k in twos})
+    left = {k: _n_replicas(lab, k) for k in twos}
+    out["two_replicas_after"] = sorted(set(left.values()))
+    out["keys"] = [{"key": k, "replicas": len(listed[k]), "listed": listed[k], "before_kill": before[k],
+                    "after_kill": during[k]["rc"], "after_kill_s": during[k]["t_s"],
+                    "after_kill_listed": during[k]["listed"], "after_ttl": after[k]["rc"],
+                    "replicas_after": left.get(k, 0) if after[k]["rc"] > 0 else 0} for k in ones + twos]
     out["codes"] = {str(TRANSFER_FAIL): "TRANSFER_FAIL", str(OBJECT_NOT_FOUND): "OBJECT_NOT_FOUND"}
     return out
 
 
 # ------------------------------------------------------------------------------------------- runs
 #: The lab of sections 1 and 3: 2 memory nodes × 64 MiB, a writer and a reader; nodes declared dead
-#: 3 s after their last heartbeat (default 10 s; long enough for two failing reads); hot keys
-#: replicated (default "off").
+#: 10 s after their last heartbeat (the master's default; long enough for every key's failing read,
+#: about 1 s each, two at a time); hot keys replicated (default "off").
 MAIN_LAB = {"nodes": 2, "segment_mib": 64, "buffer_mib": 32,
-            "master_flags": {"client_ttl": 3, "dynamic_replication_mode": "enforce"}}
+            "master_flags": {"client_ttl": 10, "dynamic_replication_mode": "enforce"}}
 
 
 def can_run_live() -> tuple[bool, str]:
@@ -389,6 +422,49 @@ def watermark_agreement(res: dict, stream=None) -> list[dict]:
     return out
 
 
+def size_label(n_bytes: int) -> str:
+    """A byte count as a reader says it: 2097152 → "2 MiB", 65536 → "64 KiB" (else "1,000 B")."""
+    n = v.integer(n_bytes, "n_bytes", lo=0, where="size_label")
+    for unit, scale in (("GiB", 2**30), ("MiB", MiB), ("KiB", KiB)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale:,} {unit}"
+    return f"{n:,} B"
+
+
+def read_label(rc: int) -> str:
+    """A read's result as a table says it: "served 2 MiB", "−800 transfer failed", "−704 not found"."""
+    names = {TRANSFER_FAIL: "transfer failed", OBJECT_NOT_FOUND: "not found", NO_AVAILABLE_HANDLE: "no space"}
+    if rc > 0:
+        return f"served {size_label(rc)}"
+    return f"\u2212{-rc} {names.get(rc, 'error')}" if rc < 0 else "0 bytes"
+
+
+def lease_label(lease: str) -> str:
+    """A lease TTL as the master takes it, as a reader says it: "1ms" → "1 ms", "10s" → "10 s"."""
+    import re
+
+    m = re.fullmatch(r"(\d+)(ms|s)", lease) if isinstance(lease, str) else None
+    if m is None:
+        raise v.fail("lease", lease, 'a lease TTL such as "1ms" or "10s"', "lease_label")
+    return f"{m.group(1)} {m.group(2)}"
+
+
+#: The per-key table's columns (:func:`key_table`).
+KEY_COLUMNS = ("key", "replicas", "listed first", "before the kill", "after the kill (node0 listed)",
+               "after client_ttl", "replicas left")
+
+
+def key_table(res: dict) -> list[dict]:
+    """One row per key of the failure run: replicas asked for, the node its replica list names first,
+    each read's result (:func:`read_label`) before the kill, after it (the master still listing the
+    dead node) and after ``client_ttl``, and the replicas it has left."""
+    rep = check_results(res, ("replication",), "key_table")["replication"]
+    return [dict(zip(KEY_COLUMNS, (r["key"], r["replicas"], r["listed"][0], read_label(r["before_kill"]),
+                                   read_label(r["after_kill"]) + ("" if r["after_kill_listed"] else " (node0 dropped)"),
+                                   read_label(r["after_ttl"]), r["replicas_after"])))
+            for r in rep["keys"]]
+
+
 def lease_agreement(res: dict) -> dict[str, float]:
     """Mean share of accesses on which the store and exact LRU agree (hit/miss), per lease TTL."""
     check_results(res, ("eviction",), "lease_agreement")
@@ -413,8 +489,10 @@ def _rcs(x, name, where):
 
 
 def _lease(x, name, where):
-    if not (isinstance(x, str) and x):
-        raise v.fail(name, x, "a lease TTL, e.g. '1ms'", where)
+    import re
+
+    if not (isinstance(x, str) and re.fullmatch(r"[1-9][0-9]{0,6}(ms|s)", x)):
+        raise v.fail(name, x, "a lease TTL: a whole number of ms or s, e.g. '1ms'", where)
 
 
 def _bits(x, name, where):
@@ -429,10 +507,33 @@ _EVICTION_ROW = {"lease": _lease,
                  **{k: _rate for k in ("store_hit", "lru_hit", "agreement", "store_hit_first_half",
                                        "lru_hit_first_half", "store_hit_second_half", "lru_hit_second_half")}}
 _PROBE = {"one": _rcs, "two_first_on_killed": _rcs, "two_first_on_survivor": _rcs}
+def _key_rows(x, name, where):
+    def key(k, n, w):
+        if not (isinstance(k, str) and k):
+            raise v.fail(n, k, "a key", w)
+
+    def nodes(ns, n, w):
+        if not (isinstance(ns, list) and ns and all(isinstance(s, str) for s in ns)):
+            raise v.fail(n, ns, "the nodes of the key's replica list, first listed first", w)
+
+    row = {"key": key, "replicas": lambda x, n, w: v.integer(x, n, lo=1, hi=2, where=w), "listed": nodes,
+           "before_kill": _rc, "after_kill": _rc, "after_ttl": _rc, "replicas_after": _count,
+           "after_kill_listed": lambda x, n, w: v.flag(x, n, w)}
+    if not isinstance(x, list) or not x:
+        raise v.fail(name, x, "a non-empty list of per-key rows", where)
+    for i, r in enumerate(x):
+        _fields(r, row, f"{name}[{i}]", where)
+
+
+def _rc(x, name, where):
+    if not (isinstance(x, int) and not isinstance(x, bool)):
+        raise v.fail(name, x, "a return code (int)", where)
+
+
 _REPLICATION = {"node_dropped_after_s": lambda x, n, w: v.real(x, n, lo=0, where=w),
                 "client_ttl_s": lambda x, n, w: v.real(x, n, lo=0, lo_open=True, where=w),
                 "two_first_on_killed": _count, "n_two": lambda x, n, w: v.integer(x, n, lo=1, where=w),
-                "two_replicas_after": _rcs}
+                "two_replicas_after": _rcs, "keys": _key_rows}
 
 
 def _fields(d, spec: dict, name: str, where: str) -> None:

@@ -14,7 +14,9 @@ __all__ = ["transfer_chart", "EvictionChart", "eviction_chart", "FailureChart", 
 
 
 def _size_label(b: int) -> str:
-    return f"{b // 2**20} MiB" if b >= 2**20 else f"{b // 2**10} KiB"
+    from ..experiments.lab_store import size_label
+
+    return size_label(b)
 
 
 @styled
@@ -81,8 +83,10 @@ class EvictionChart:
         self.lru_line.set_data(x, np.convolve(l, np.ones(k), "valid") / k)
         self.shift.set_xdata([len(s) // 2])
         self.ax.set_xlim(0, len(s))
-        self.title.set_text(f"lease {row['lease']}, pool of {row['capacity_blocks']} × "
-                            f"{_size_label(row['value_bytes'])}: hit {row['store_hit']:.3f} (store) vs "
+        from ..experiments.lab_store import lease_label
+
+        self.title.set_text(f"lease {lease_label(row['lease'])}, pool {row['capacity_blocks']} × "
+                            f"{_size_label(row['value_bytes'])}: hit {row['store_hit']:.3f} vs "
                             f"{row['lru_hit']:.3f} (LRU), same on {row['agreement']:.1%}")
         return self.figure
 
@@ -98,7 +102,8 @@ _PHASES = ("before the kill", "after the kill, before client_ttl", "after client
 
 
 def failure_outcomes(res: dict, replicas: int, phase: str) -> dict:
-    """Share of probed reads in each outcome for keys with ``replicas`` replicas in ``phase``."""
+    """Share of the reads in each outcome for keys with ``replicas`` replicas in ``phase`` (every key of
+    that kind is read once per phase); ``n`` is the number of reads."""
     rep = res["replication"]
     if phase not in _PHASES:
         raise ValueError(f"phase={phase!r}: allowed {_PHASES}")
@@ -124,19 +129,23 @@ class FailureChart:
         self.bars = ax.bar(range(3), [0, 0, 0], color=[PALETTE[2], PALETTE[3], PALETTE[7]])
         ax.set_xticks(range(3), OUTCOMES)
         ax.set_ylim(0, 1.05)
-        ax.set_ylabel("share of reads probed (fraction)")
+        ax.set_ylabel("share of the keys' reads (fraction)")
         ax.set_xlabel("outcome of get_into")
         self.title = ax.set_title("", y=1.0)
+        # each bar says how many keys it is, so an empty bar reads "0 of 8" rather than nothing
+        self.labels = [ax.text(i, 0, "", ha="center", va="bottom", fontsize=10) for i in range(3)]
         if live:
-            for a in (*self.bars, self.title):
+            for a in (*self.bars, self.title, *self.labels):
                 a.set_animated(True)
 
     def update(self, res: dict, replicas: int, phase: str):
         out = failure_outcomes(res, replicas, phase)
-        for b, k in zip(self.bars, OUTCOMES):
+        for b, k, label in zip(self.bars, OUTCOMES, self.labels):
             b.set_height(out.get(k, 0.0))
+            label.set_y(out.get(k, 0.0) + 0.02)
+            label.set_text(f"{round(out.get(k, 0.0) * out['n'])} of {out['n']}")
         self.title.set_text(f"{replicas} replica{'s' if replicas > 1 else ''}, {phase} "
-                            f"({out['n']} read{'s' if out['n'] != 1 else ''} probed)")
+                            f"({out['n']} key{'s' if out['n'] != 1 else ''}, one read each)")
         return self.figure
 
 

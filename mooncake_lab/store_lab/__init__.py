@@ -30,9 +30,7 @@ from functools import lru_cache
 
 from .. import validate as v
 from . import logs
-from ._proto import Channel, StoreLabError, stop_pids
-from ._supervisor import LOG_PREFIX
-from ._worker import METHODS as WORKER_METHODS
+from ._proto import WORKER_METHODS, Channel, StoreLabError, stop_pids
 
 __all__ = ["StoreLab", "StoreLabError", "start_all", "store_status", "isolation", "HOST_NETWORK_ENV", "PACKAGE",
            "memory_budget_mib", "MIN_SEGMENT_MIB", "MAX_BATCH_BYTES", "MAX_KEYS", "MAX_KEY_CHARS"]
@@ -235,7 +233,7 @@ class StoreLab:
                 f"clients × buffer_mib), {others_mib:,} MiB more are held by this kernel's other labs, and "
                 f"the labs may use {budget:,} MiB here (half the available memory, at most {MAX_LAB_MIB:,}): "
                 f"ask for less, or close() another lab")
-        logs.sweep(LOG_PREFIX)   # folders of labs whose kernel and supervisor were both killed
+        logs.sweep(logs.LOG_PREFIX)   # folders of labs whose kernel and supervisor were both killed
         prefix, how = isolation()
         if prefix is None:
             if not self.allow_host_network:

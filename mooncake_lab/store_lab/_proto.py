@@ -21,6 +21,11 @@ from multiprocessing.connection import Connection
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
+#: The requests a worker serves ("setup" first: the supervisor's own), in one place for the worker, the
+#: supervisor and the kernel (which import this module, not the two process entry points run with -m).
+WORKER_METHODS = ("setup", "put", "get", "get_rc", "is_exist", "replica_desc", "replay", "remove_all")
+
+
 class StoreLabError(RuntimeError):
     """The store (or a process of the lab) failed or did not answer in time."""
 

@@ -23,8 +23,7 @@ import urllib.request
 from pathlib import Path
 
 from . import logs
-from ._proto import Channel, StoreLabError, conn, die_with_parent, reply, serve, stop_pids
-from ._worker import METHODS as WORKER_METHODS
+from ._proto import WORKER_METHODS, Channel, StoreLabError, conn, die_with_parent, reply, serve, stop_pids
 
 # The Transfer Engine looks for a LAN address unless told which one to advertise; in the namespace
 # there is only loopback. (It still binds its port on the wildcard address: hence the namespace.)
@@ -76,11 +75,6 @@ def master_binary() -> str:
     return str(Path(next(iter(spec.submodule_search_locations))) / "mooncake_master")
 
 
-#: Prefix of the supervisor's log folder in the temporary directory; its ``owner`` file names the
-#: supervisor (PID and start time), so a folder whose owner is dead can be swept (``logs.sweep``).
-LOG_PREFIX = "mooncake-store-lab-"
-
-
 def master_args(binary: str, ports: dict, flags: dict) -> list[str]:
     """``mooncake_master``'s command line: the user's ``flags`` first, the lab's own flags last (the
     last occurrence of a flag wins), so nothing before them can move the lab's addresses or ports."""
@@ -99,7 +93,7 @@ class Supervisor:
     SIGNALS = (int(signal.SIGKILL), int(signal.SIGTERM))
 
     def __init__(self):
-        self.logdir = logs.claim_logdir(LOG_PREFIX)
+        self.logdir = logs.claim_logdir(logs.LOG_PREFIX)
         self.master = None
         self.ports: dict[str, int] = {}
         self.workers: dict[str, tuple[subprocess.Popen, Channel]] = {}

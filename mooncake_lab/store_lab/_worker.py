@@ -14,7 +14,7 @@ import zlib
 
 import numpy as np
 
-from ._proto import conn, reply, serve
+from ._proto import WORKER_METHODS as METHODS, conn, reply, serve
 
 
 def value_bytes(key: str, size: int) -> np.ndarray:
@@ -190,7 +190,6 @@ class Worker:
 
 
 #: The requests a worker serves (the kernel checks a method name against this list first).
-METHODS = ("setup", "put", "get", "get_rc", "is_exist", "replica_desc", "replay", "remove_all")
 
 
 def main(read_fd: int, write_fd: int) -> None:

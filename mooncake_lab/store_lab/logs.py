@@ -16,6 +16,10 @@ from pathlib import Path
 OWNER = "owner"
 
 
+#: Prefix of the supervisor's log folder in the temporary directory; its ``owner`` file names the
+#: supervisor (PID and start time), so a folder whose owner is dead can be swept (:func:`sweep`).
+LOG_PREFIX = "mooncake-store-lab-"
+
 def start_time(pid: int) -> int | None:
     """The start time of process ``pid`` (clock ticks since boot), or None if it is not running."""
     try:
