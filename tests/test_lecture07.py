@@ -6,6 +6,8 @@ Runs use the toolagent-like preset (deterministic, no file needed) and the conve
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from matplotlib.figure import Figure
@@ -289,8 +291,27 @@ def test_paper_decode_semantics_make_every_policy_reject_the_same():
         assert [pap[f"rejected_{p}"] for p in ov.POLICIES] == [0, 0, 0], (name, pap)
         assert pap["ordering"] == "baseline = early = predicted" and not pap["paper_ordering"]
         assert pap["decode_load_mean"] < 0.5 < lec["decode_load_mean"], name
+        assert pap["prefill_load_mean"] < 0.5, name     # nor the prefill pool: nothing is overloaded (issue 25)
         assert lec["after_prefill_baseline"] > 0 and len({lec[f"rejected_{p}"] for p in ov.POLICIES}) == 3, name
-    assert "the decode pool never binds" in ov.describe_semantics(table)
+    text = ov.describe_semantics(table)
+    assert "no policy rejects a single request" in text and "Nothing is overloaded" in text
+    assert "prefill-bound" not in text
+
+
+def test_describe_semantics_names_what_is_true_by_hand():
+    """Issue 25: rejections without a decode-side one are 'the decode pool never binds', not 'nothing is
+    overloaded'; none at all with low loads is 'nothing is overloaded'."""
+    import pandas as pd
+
+    def row(trace, sem, rej, pre=0.1, dec=0.1):
+        return {"trace": trace, "semantics": sem, **{f"rejected_{p}": rej for p in ov.POLICIES},
+                **{f"after_prefill_{p}": 0 for p in ov.POLICIES}, "prefill_load_mean": pre, "decode_load_mean": dec,
+                "ordering": "baseline = early = predicted", "paper_ordering": False}
+    idle = pd.DataFrame([row("a", "lecture", 5), row("a", "paper", 0)]).set_index(["trace", "semantics"])
+    assert "Nothing is overloaded" in ov.describe_semantics(idle)
+    busy = pd.DataFrame([row("a", "lecture", 5), row("a", "paper", 7, pre=1.2)]).set_index(["trace", "semantics"])
+    text = ov.describe_semantics(busy)
+    assert "never binds" in text and "Nothing is overloaded" not in text
 
 
 @pytest.mark.parametrize("trace", ov.TRACES)
@@ -310,7 +331,7 @@ def test_isolation_table_the_memory_load_decides_the_ordering(trace):
     assert t.loc[("paper's + 40k-token nodes + memory load", mild), "paper_ordering"]
     assert t.loc[("lecture's", mild), "paper_ordering"]
     assert ov.ISOLATION["paper's + 40k-token nodes + memory load"]["output_lengths"] == "unknown"
-    assert "The paper's ordering appears at paper's + 40k-token nodes + memory load" in ov.describe_isolation(t)
+    assert "the paper's ordering appears at paper's + 40k-token nodes + memory load" in ov.describe_isolation(t)
 
 
 def test_split_table_decode_binds_only_when_starved():
@@ -372,3 +393,76 @@ def test_split_table_where_decode_binds_goodput_collapses():
     for p in ov.POLICIES:
         assert (binding[f"goodput_{p}"] < 0.25 * splits.attrs["requests"]).all(), (p, binding)
     assert "only at " + ", ".join(f"{k[0]} at {k[1]:g}×" for k in binding.index) in ov.describe_splits(splits, "c")
+
+
+# ------------------------------------------------------------------ readability (issue 25)
+def test_assumptions_table_columns_are_what_the_code_runs():
+    """§3's assumptions table: the simulator default column is ClusterConfig's defaults, the lecture's column
+    DEFAULT_CONFIG, the paper's column PAPER_DECODE (the same rows)."""
+    d, lec = sim.ClusterConfig(), sim.ClusterConfig(**ov.DEFAULT_CONFIG)
+    assert (d.preset, lec.preset) == ("calibrated", "modern")
+    assert (d.decode_binding, lec.decode_binding, ov.PAPER_DECODE["decode_binding"]) == ("arrival", "ready", "arrival")
+    assert (d.decode_load_metric, lec.decode_load_metric, ov.PAPER_DECODE["decode_load_metric"]) == \
+        ("tbt", "tbt_or_memory", "tbt")
+    assert (d.output_lengths, lec.output_lengths, ov.PAPER_DECODE["output_lengths"]) == ("unknown", "known", "unknown")
+    assert (d.network_contention, lec.network_contention, ov.PAPER_DECODE["network_contention"]) == (True, False, True)
+    assert d.decode_kv_capacity_tokens is None and ov.PAPER_DECODE["decode_kv_capacity_tokens"] is None
+
+
+def test_tables_for_people_show_integers_labels_and_no_raw_names():
+    comp = ov.overload_comparison()
+    views = [ov.comparison_view(comp), ov.size_view(comp), ov.regime_view(ov.regime_table(progress=False)),
+             ov.td_view(ov.td_sweep("toolagent-like")), ov.sweep_view(ov.speed_sweep(progress=False)),
+             ov.semantics_view(ov.semantics_table(("toolagent-like",))),
+             ov.isolation_view(ov.isolation_table("toolagent-like"))]
+    for v in views:
+        text = v.to_string()
+        assert not any("_" in str(c) for c in v.columns), list(v.columns)       # no raw column names
+        assert not re.search(r"\d,\d{3}\.0\b", text) and "e+" not in text, text     # no "8,438.0", no 1.6e+04
+    assert ov.comparison_view(comp).loc["baseline", "completed"] == f"{int(comp.loc['baseline', 'completed']):,}"
+    assert "(derived)" in " ".join(ov.td_view(ov.td_sweep("toolagent-like")).index)
+    assert list(ov.sweep_view(ov.speed_sweep(progress=False)).index)[:2] == ["0.75×", "1×"]
+
+
+def test_figure_colours_one_per_policy_and_no_quantity_in_a_policy_colour():
+    from matplotlib.colors import to_hex
+
+    fig = plots.policy_results(ov.overload_comparison(), ov.PAPER_TABLE3_REJECTED)
+    policy = {to_hex(c) for c in plots.POLICY_COLORS.values()}
+    where = {to_hex(b.get_facecolor()) for b in fig.axes[0].patches}
+    assert where and not where & policy, where                      # where a request was rejected: not a policy
+    done = [to_hex(b.get_facecolor()) for b in fig.axes[1].patches]
+    assert done == [to_hex(plots.POLICY_COLORS[p]) for p in ov.POLICIES]
+    lines = plots.load_over_time({"early": ov.load_timeseries(policy="early")})
+    shown = {to_hex(l.get_color()) for ax in lines.axes for l in ax.get_lines()}
+    assert not shown & policy, shown
+
+
+@pytest.mark.parametrize("style", ["notebook", "projector"])
+def test_overload_dashboard_title_inside_the_figure(style):
+    """Issue 25: the dashboard's panel title was clipped on the left (the decode side in the title)."""
+    from mooncake_lab import plots as base
+    from mooncake_lab.dashboards.overload import OverloadDashboard
+
+    base.style(style)
+    try:
+        d = OverloadDashboard(trace="toolagent-like", policy="predicted")
+        fig = d.figure
+        fig.canvas.draw()
+        r = fig.canvas.get_renderer()
+        box = fig.bbox
+        for t in [ax.title for ax in fig.axes] + ([fig._suptitle] if fig._suptitle else []):  # noqa: SLF001
+            if t.get_text().strip():
+                b = t.get_window_extent(r)
+                assert b.x0 >= box.x0 - 1 and b.x1 <= box.x1 + 1, (t.get_text(), b, box)
+        assert ".0 of" not in d.readout.value and "completed <b>" in d.readout.value
+    finally:
+        base.style("notebook")
+
+
+def test_both_pools_loaded_baseline_still_rejects_the_fewest():
+    """§6's box: a loaded prefill pool does not give 'baseline > early' in our runs (the 'both pools loaded' row)."""
+    name = next(k for k in ov.REGIMES if k.startswith("both pools loaded"))
+    row = ov.regime_table(regimes={name: ov.REGIMES[name]}, progress=False).iloc[0]
+    assert row.rejected_baseline < min(row.rejected_early, row.rejected_predicted)
+    assert row.rejected_predicted > row.rejected_early       # and prediction rejects more than early there

@@ -157,7 +157,6 @@ class OverloadDashboard(Dashboard):
         thr, kv, sem = float(self.value("threshold")), float(self.value("kv")), self.value("decode")
         cfg = self._config()
         self.controls["kv"].disabled = "decode_kv_capacity_tokens" in exp.DECODE_SEMANTICS[sem]
-        cap = _decode_kv(sem, kv)
         res = exp.run(trace, speed, **cfg)
         s, name = res.summary(), exp._trace(trace).name  # (res.trace is the replayed copy: "… ×2")
         ts = exp.load_timeseries(trace, speed, cfg.pop("admission"), **cfg)
@@ -166,13 +165,13 @@ class OverloadDashboard(Dashboard):
         self._tops = (sticky_limit(old[0], top_d, headroom=1.0), sticky_limit(old[1], top_p, headroom=1.0))
         self._xmax = sticky_limit(self._xmax, float(ts.index.max()) if len(ts) else 1.0, headroom=1.02)
         self.view.update({pol: ts}, threshold=thr, xmax=self._xmax, tops=[self._tops],
-                         context=f"{name} at {speed:g}×, {sem} decode semantics, KV {cap / 1e3:,.0f}k tokens/node")
+                         context=f"{name} at {speed:g}×")   # the decode side is in the readout (a short title)
         self.readout.value = (
             f"<b>{pol}</b> on <code>{name}</code> at {speed:g}× ({_decode_text(sem, kv)}): "
-            f"completed <b>{s['completed']:,}</b> of {s['requests']:,}; rejected {s['rejected']:,} (at arrival "
-            f"{s['rejected_at_arrival']:,}, after prefill {s['rejected_after_prefill']:,}, too large "
-            f"{s['rejected_too_large']:,}); wasted prefill {s['wasted_prefill_s']:,.0f} s; SLO attainment "
-            f"{s['slo_attainment']:.1%}; load correlation r = {self.view.correlations[0]:+.2f}")
+            f"completed <b>{int(s['completed']):,}</b> of {int(s['requests']):,}; rejected {int(s['rejected']):,} "
+            f"(at arrival {int(s['rejected_at_arrival']):,}, after prefill {int(s['rejected_after_prefill']):,}, "
+            f"too large {int(s['rejected_too_large']):,}); wasted prefill {s['wasted_prefill_s']:,.0f} s; "
+            f"within both SLOs {s['slo_attainment']:.1%}; load correlation r = {self.view.correlations[0]:+.2f}")
 
 
 class PolicyComparisonDashboard(Dashboard):
@@ -232,7 +231,9 @@ class PolicyComparisonDashboard(Dashboard):
         order = exp.rejection_ordering(rej)
         holds = exp.paper_ordering_holds(rej)
         same = ""
-        if int(df["rejected_after_prefill"].sum()) == 0 and rej.nunique() == 1:
+        if int(rej.sum()) == 0:
+            same = "; no policy rejects a request: nothing is overloaded here (the decode pool does not bind)"
+        elif int(df["rejected_after_prefill"].sum()) == 0 and rej.nunique() == 1:
             same = (f"; all three reject {int(rej.iloc[0]):,}, the baseline none after prefill (its arrival check is "
                     f"TTFT only): the decode pool does not bind here")
         self.readout.value = (f"{exp._trace(trace).name} at {speed:g}× ({_decode_text(sem, kv)}): "

@@ -20,9 +20,9 @@ column ``rejected_kv_mean``) — while early/predicted decide size-blind on the 
 
 Which assumption decides the ordering (:func:`semantics_table`, :func:`split_table`): the decode side.
 With the paper's decode semantics (:data:`PAPER_DECODE`: real KV capacity, decode instance chosen at
-arrival, TBT load) the 8P+8D cluster is prefill-bound on both traces, the baseline's decode check never
-fires and every policy rejects the same (TTFT-only) requests; only a decode-starved split (2 or 1
-decode nodes of 16) makes the decode pool bind. :data:`DECODE_SEMANTICS` names both settings for the
+arrival, TBT load) the 8P+8D cluster on the ``modern`` preset is not overloaded at 2× on either trace:
+no policy rejects a request (mean prefill and decode loads far below 1), so the policies cannot differ;
+only a decode-starved split (2 or 1 decode nodes of 16) makes the decode pool bind. :data:`DECODE_SEMANTICS` names both settings for the
 lecture's control; a key added to PAPER_DECODE reaches every table, dashboard and metric that uses it.
 """
 from __future__ import annotations
@@ -44,7 +44,9 @@ __all__ = ["overload_comparison", "policy_counts", "policy_jobs", "PAPER_TABLE3_
            "REGIMES",
            "rejection_ordering", "paper_ordering_holds", "crossover_speed", "real_kv_capacity_tokens",
            "requests_per_node", "TRACES", "decode_time_estimate", "td_sweep", "TD_SWEEP", "mean_decode_time",
-           "crossing_speed", "describe_comparison", "describe_td_sweep", "describe_correlations"]
+           "crossing_speed", "describe_comparison", "describe_td_sweep", "describe_correlations",
+           "readable", "comparison_view", "regime_view", "td_view", "sweep_view", "size_view", "semantics_view",
+           "split_view", "isolation_view", "nothing_overloaded"]
 
 #: arXiv v3 Table 3: rejected requests, 8P+8D, ~23k real requests replayed at 2× (:mod:`mooncake_lab.paper`).
 PAPER_TABLE3_REJECTED = dict(_paper.TABLE3_REJECTED)
@@ -300,53 +302,62 @@ def crossing_speed(sweep: pd.DataFrame) -> float:
 
 
 def describe_comparison(comp: pd.DataFrame, name: str) -> str:
-    """One markdown paragraph of what :func:`overload_comparison` found (computed, so it never
-    contradicts the table, on the released trace or on its stand-in)."""
+    """Markdown of what :func:`overload_comparison` found (computed, so it never contradicts the table,
+    on the released trace or on its stand-in): two short sentences, the rest in a box."""
     r, g = comp["rejected"], comp["goodput"]
     most = str(comp["completed"].idxmax())
     fewer = int(r["early"] - r["predicted"])
     dg = int(g["predicted"] - g["early"])
-    return (f"On `{name}`: prediction rejects {abs(fewer):,} {'fewer' if fewer >= 0 else 'more'} requests than "
-            f"early rejection ({r['predicted']:,} vs {r['early']:,}) and serves {abs(dg):,} "
-            f"{'more' if dg >= 0 else 'fewer'} within both SLOs ({g['predicted']:,} vs {g['early']:,}); "
-            f"the baseline rejects {r['baseline']:,} (after prefill: {comp.loc['baseline', 'rejected_after_prefill']:,}, "
-            f"{comp.loc['baseline', 'wasted_prefill_s']:,.0f} s of prefill wasted); **{most}** completes the most "
-            f"({comp.loc[most, 'completed']:,}). Rejected, most → fewest: {rejection_ordering(r)}.")
+    b = comp.loc["baseline"]
+    return (f"On `{name}`, prediction rejects {abs(fewer):,} {'fewer' if fewer >= 0 else 'more'} requests than early "
+            f"rejection and serves {abs(dg):,} {'more' if dg >= 0 else 'fewer'} within both SLOs. "
+            f"The {most} completes the most ({int(comp.loc[most, 'completed']):,} of {int(b['completed'] + b['rejected']):,}).\n\n"
+            f"<details><summary>The counts</summary>\n\n"
+            f"Rejected: predicted {int(r['predicted']):,}, early {int(r['early']):,}, baseline {int(r['baseline']):,} "
+            f"({int(b['rejected_after_prefill']):,} of them after prefill, {b['wasted_prefill_s']:,.0f} s of prefill "
+            f"wasted). Served within both SLOs: predicted {int(g['predicted']):,}, early {int(g['early']):,}. "
+            f"Rejected, most → fewest: {rejection_ordering(r)}.\n\n</details>")
 
 
 def describe_td_sweep(tds: pd.DataFrame, name: str) -> str:
-    """One markdown paragraph of a :func:`td_sweep` (computed)."""
+    """Markdown of a :func:`td_sweep` (computed): two short sentences, the rest in a box."""
     d = tds[tds.derived].iloc[0]
     td = float(tds.index[tds.derived][0])
     wins = tds.index[tds.goodput_predicted >= tds.goodput_early]
     low = tds.iloc[0]
     fewer_all = bool((tds.rejected_predicted < tds.rejected_early).all())
-    out = (f"On `{name}`: at the derived t_d = {td:.1f} s prediction rejects {int(d.rejected_predicted):,} "
+    out = (f"On `{name}`, at the derived t_d = {td:.1f} s prediction rejects {int(d.rejected_predicted):,} "
            f"(early {int(d.rejected_early):,}) and serves {int(d.goodput_predicted):,} within both SLOs "
-           f"(early {int(d.goodput_early):,}). At t_d = {tds.index[0]:g} s it rejects {int(low.rejected_predicted):,} "
-           f"and serves {int(low.goodput_predicted):,}. ")
-    out += (f"It rejects fewer than early at every t_d swept. " if fewer_all else
-            f"It rejects fewer than early at {int((tds.rejected_predicted < tds.rejected_early).sum())} of "
-            f"{len(tds)} t_d values. ")
+           f"(early {int(d.goodput_early):,}). ")
     if len(wins):
-        out += (f"It serves at least as many within the SLOs as early only from t_d = {float(wins[0]):g} s "
-                f"({float(wins[0]) / td:.1f}× the derived value)" + (" on." if (tds.index >= wins[0]).sum() == len(wins)
-                                                                     else ", not at every larger t_d."))
+        out += (f"It serves at least as many as early only from t_d = {float(wins[0]):g} s"
+                + (" on." if (tds.index >= wins[0]).sum() == len(wins) else ", and not at every larger t_d."))
     else:
         out += "It never serves as many within the SLOs as early rejection."
-    return out
+    box = (f"At t_d = {tds.index[0]:g} s prediction rejects {int(low.rejected_predicted):,} and serves "
+           f"{int(low.goodput_predicted):,} within both SLOs. ")
+    box += ("It rejects fewer than early at every t_d swept." if fewer_all else
+            f"It rejects fewer than early at {int((tds.rejected_predicted < tds.rejected_early).sum())} of "
+            f"{len(tds)} t_d values.")
+    if len(wins):
+        box += f" The first winning t_d is {float(wins[0]) / td:.1f}× the derived value."
+    return out + f"\n\n<details><summary>More of the sweep</summary>\n\n{box}\n\n</details>"
 
 
 def describe_correlations(comps: dict, prefill_load: float | None = None) -> str:
-    """Load correlations of early vs predicted per trace (``{name: overload_comparison}``), computed."""
-    parts = []
+    """Load correlations of early vs predicted per trace (``{name: overload_comparison}``), computed: one
+    sentence, and the mean prefill load under early rejection (of the first trace) in a second."""
+    parts, weaker = [], []
     for name, comp in comps.items():
         e, p = float(comp.loc["early", "load_corr"]), float(comp.loc["predicted", "load_corr"])
-        parts.append(f"`{name}`: early r = {e:+.2f}, predicted r = {p:+.2f} "
-                     f"({'weaker' if abs(p) < abs(e) else 'not weaker'} under prediction)")
-    out = "Correlation of the sampled prefill and decode loads at 2× — " + "; ".join(parts) + "."
+        parts.append(f"{e:+.2f} on `{name}` ({p:+.2f} under prediction)")
+        weaker.append(abs(p) < abs(e))
+    out = "Correlation r of the sampled loads under early rejection: " + "; ".join(parts) + ". "
+    out += ("Prediction weakens it on every trace." if all(weaker) else
+            "Prediction weakens it on " + ", ".join(f"`{n}`" for n, w in zip(comps, weaker) if w) + " only."
+            if any(weaker) else "Prediction does not weaken it.")
     if prefill_load is not None:
-        out += f" Mean prefill load under early rejection: {prefill_load:.1%} of the TTFT SLO."
+        out += f" The mean prefill load under early rejection is {prefill_load:.3f}: {prefill_load:.1%} of the TTFT SLO."
     return out
 
 
@@ -444,24 +455,16 @@ def isolation_table(trace: Trace | str = "toolagent-like", speeds=ISOLATION_SPEE
 
 
 def describe_isolation(table: pd.DataFrame) -> str:
-    """Markdown: where the paper's ordering appears in an :func:`isolation_table` (computed)."""
-    def rows(name):
-        return [(v, r) for (k, v), r in table.iterrows() if k == name]
-    parts = []
-    for name in dict.fromkeys(table.index.get_level_values(0)):
-        parts.append(f"{name}: " + ", ".join(f"{v:g}× {_counts_text(r)} ({r['ordering']}; {r['preemptions_early']:,} "
-                                             f"preemptions under early)" for v, r in rows(name)))
+    """Markdown of an :func:`isolation_table` (computed): where the paper's ordering appears."""
     holds = [f"{k} at {v:g}×" for (k, v), r in table.iterrows() if r["paper_ordering"]]
-    out = (f"On `{table.attrs['trace']}`, rejected baseline / early / predicted — " + "; ".join(parts) + ". "
-           + (f"The paper's ordering appears at {', '.join(holds)}." if holds else
-              "The paper's ordering appears in none of these rows."))
-    tbt40 = rows("paper's + 40k-token decode nodes")
+    out = (f"On `{table.attrs['trace']}` " + (f"the paper's ordering appears at {', '.join(holds)}." if holds else
+                                                 "the paper's ordering appears in none of these rows."))
+    tbt40 = [(v, r) for (k, v), r in table.iterrows() if k == "paper's + 40k-token decode nodes"]
     if tbt40 and all(int(r[f"after_prefill_{p}"]) == 0 and r["rejected_baseline"] == r["rejected_early"]
                      == r["rejected_predicted"] for _, r in tbt40 for p in POLICIES):
         v, r = tbt40[-1]
-        out += (f" With 40k-token nodes but the TBT-based load, no policy's decode check fires — the step time stays "
-                f"far below the SLO while the memory is full — and at {v:g}× only {int(r['goodput_early']):,} of "
-                f"{table.attrs['requests']:,} requests meet both SLOs.")
+        out += (f" With 40k-token nodes but the TBT load, no decode check fires; at {v:g}× only "
+                f"{int(r['goodput_early']):,} of {table.attrs['requests']:,} requests meet both SLOs.")
     return out
 
 
@@ -486,40 +489,183 @@ def _counts_text(row) -> str:
     return " / ".join(f"{int(row[f'rejected_{p}']):,}" for p in POLICIES)
 
 
+def nothing_overloaded(row, threshold: float = 1.0) -> bool:
+    """No policy rejects anything and both mean loads (under baseline) stay below ``threshold``."""
+    return (all(int(row[f"rejected_{p}"]) == 0 for p in POLICIES)
+            and float(row["prefill_load_mean"]) < threshold and float(row["decode_load_mean"]) < threshold)
+
+
 def describe_semantics(table: pd.DataFrame) -> str:
-    """One markdown paragraph per trace of a :func:`semantics_table` (computed)."""
+    """Markdown of a :func:`semantics_table` (computed): what the paper's decode semantics change, per trace."""
+    names = list(table.index.get_level_values(0).unique())
+    paper = {n: table.loc[(n, "paper")] for n in names}
+    idle = [n for n in names if nothing_overloaded(paper[n])]
+    same = [n for n in names if n not in idle and sum(int(paper[n][f"after_prefill_{p}"]) for p in POLICIES) == 0
+            and len({int(paper[n][f"rejected_{p}"]) for p in POLICIES}) == 1]
     out = []
-    for name in table.index.get_level_values(0).unique():
-        lec, pap = table.loc[(name, "lecture")], table.loc[(name, "paper")]
-        txt = (f"On `{name}` (rejected baseline / early / predicted): lecture semantics {_counts_text(lec)} "
-               f"({lec['ordering']}; mean decode load {lec['decode_load_mean']:.2f}); the paper's decode "
-               f"semantics {_counts_text(pap)} ({pap['ordering']}; mean decode load {pap['decode_load_mean']:.2f}, "
-               f"prefill {pap['prefill_load_mean']:.2f}).")
-        if sum(int(pap[f"after_prefill_{p}"]) for p in POLICIES) == 0 and \
-                len({int(pap[f"rejected_{p}"]) for p in POLICIES}) == 1:
-            txt += (" With the paper's semantics no request is rejected after its prefill and every policy "
-                    "rejects the same number: the decode pool never binds, so only the TTFT check decides.")
-        out.append(txt)
-    return "\n\n".join(out)
+    if idle:
+        loads = ", ".join(f"{paper[n]['prefill_load_mean']:.2f} and {paper[n]['decode_load_mean']:.2f} on `{n}`"
+                          for n in idle)
+        out.append(f"With the paper's decode semantics no policy rejects a single request on "
+                   f"{' and '.join(f'`{n}`' for n in idle)}. Nothing is overloaded: the mean prefill and decode "
+                   f"loads are {loads}.")
+    if same:
+        out.append(f"With the paper's decode semantics every policy rejects the same requests on "
+                   f"{' and '.join(f'`{n}`' for n in same)}, all at arrival: the decode pool never binds.")
+    rest = [n for n in names if n not in idle and n not in same]
+    for n in rest:
+        out.append(f"On `{n}` the paper's decode semantics give the ordering {paper[n]['ordering']}.")
+    return " ".join(out)
 
 
 def describe_splits(table: pd.DataFrame, name: str) -> str:
-    """One markdown paragraph of a :func:`split_table` (computed): where the decode pool starts to bind."""
+    """Markdown of a :func:`split_table` (computed): where the decode pool starts to bind, in two short
+    sentences, with the first such row in a box."""
     binds = [(k, r) for k, r in table.iterrows() if r["after_prefill_baseline"] > 0]
     if not binds:
-        return (f"On `{name}`: no split of the table makes the baseline reject anything after prefill — "
+        return (f"On `{name}` no split of the table makes the baseline reject anything after prefill: "
                 f"the decode pool never binds.")
     (split, speed), r = binds[0]
     paper = [f"{k[0]} at {k[1]:g}×" for k, row in table.iterrows() if row["paper_ordering"]]
     where = ", ".join(f"{k[0]} at {k[1]:g}×" for k, _ in binds)
-    return (f"On `{name}` the baseline's decode check rejects anything (the decode pool binds) only at {where}. "
-            f"At **{split}, {speed:g}×** (mean decode load "
-            f"{r['decode_load_mean']:.2f}): rejected baseline / early / predicted {_counts_text(r)}, "
-            f"{r['ordering']}; baseline rejects {int(r['after_prefill_baseline']):,} after prefill; "
-            f"served within both SLOs: {int(r['goodput_baseline']):,} / {int(r['goodput_early']):,} / "
-            f"{int(r['goodput_predicted']):,} of {int(table.attrs['requests']):,}. "
+    return (f"On `{name}` the decode pool binds (the baseline rejects after prefill) only at {where}. "
             + (f"The paper's ordering appears at {', '.join(paper)}." if paper else
-               "The paper's full ordering (baseline > early > predicted) appears in none of these rows."))
+               "The paper's full ordering appears in none of the rows.")
+            + f"\n\n<details><summary>The first row where the decode pool binds</summary>\n\n"
+            f"At {split}, {speed:g}× the mean decode load is {r['decode_load_mean']:.2f}. Rejected baseline / early / "
+            f"predicted: {_counts_text(r)} ({r['ordering']}); the baseline rejects "
+            f"{int(r['after_prefill_baseline']):,} after prefill. Served within both SLOs: "
+            f"{int(r['goodput_baseline']):,} / {int(r['goodput_early']):,} / {int(r['goodput_predicted']):,} of "
+            f"{int(table.attrs['requests']):,}.\n\n</details>")
+
+
+# ------------------------------------------------------------------------- tables for people
+#: How :func:`readable` writes a value of each kind: counts as integers with thousands separators, loads
+#: to two decimals, shares as percentages, yes / no; any other kind is a format spec (``"+.2f"``).
+_KINDS = {"int": lambda v: f"{int(round(float(v))):,}", "load": lambda v: f"{float(v):.2f}",
+          "pct": lambda v: f"{100 * float(v):.0f}%", "yes": lambda v: "yes" if bool(v) else "no",
+          "s": lambda v: f"{float(v):,.0f}", "k": lambda v: f"{float(v) / 1e3:,.1f}",
+          "M": lambda v: f"{float(v) / 1e6:,.1f}", "text": str}
+
+
+def _cell(v, kind: str) -> str:
+    if v is None or (isinstance(v, float) and not np.isfinite(v)):
+        return "—"
+    return _KINDS[kind](v) if kind in _KINDS else format(float(v), kind)
+
+
+def readable(df: pd.DataFrame, columns: dict, index=None, index_name=None) -> pd.DataFrame:
+    """``df`` for people: ``columns`` maps a column (or a function of a row) to ``(label, kind)`` — kind as in
+    :data:`_KINDS` or a format spec; ``index``: a function of an index value giving its label (or one per
+    level of a MultiIndex, ``None`` = as it is); ``index_name``: the index's heading (or one per level)."""
+    cols = {}
+    for col, (label, kind) in columns.items():
+        vals = [col(r) for _, r in df.iterrows()] if callable(col) else list(df[col])
+        cols[label] = [_cell(v, kind) for v in vals]
+    idx = df.index
+    if index is not None:
+        if isinstance(idx, pd.MultiIndex):
+            fs = index if isinstance(index, (list, tuple)) else [index] * idx.nlevels
+            idx = pd.MultiIndex.from_tuples([tuple(f(x) if f else x for f, x in zip(fs, t)) for t in idx])
+        else:
+            idx = pd.Index([index(x) for x in idx])
+    out = pd.DataFrame(cols, index=idx)
+    if index_name is not None:
+        if isinstance(out.index, pd.MultiIndex):
+            out.index.names = list(index_name)
+        else:
+            out.index.name = index_name
+    return out
+
+
+def _speed(v) -> str:
+    return f"{float(v):g}×"
+
+
+def _three(prefix: str):
+    return lambda r: " / ".join(f"{int(r[f'{prefix}_{p}']):,}" for p in POLICIES)
+
+
+_ORDER = ("ordering (most rejected first)", "text")
+_REJ3 = "rejected: baseline / early / predicted"
+_GOOD3 = "within both SLOs: baseline / early / predicted"
+
+
+def comparison_view(comp: pd.DataFrame, paper: bool = True) -> pd.DataFrame:
+    """:func:`overload_comparison` for people: counts, wasted prefill (s), load correlation; the paper's
+    rejected counts (Table 3) when ``paper``."""
+    cols = {"completed": ("completed", "int"), "rejected": ("rejected", "int"),
+            "rejected_at_arrival": ("rejected at arrival", "int"),
+            "rejected_after_prefill": ("rejected after prefill", "int"),
+            "rejected_too_large": ("too large", "int"), "wasted_prefill_s": ("wasted prefill (s)", "s"),
+            "goodput": ("within both SLOs", "int"), "load_corr": ("load correlation r", "+.2f")}
+    if paper:
+        cols["paper_rejected"] = ("Table 3: rejected", "int")
+    return readable(comp, cols, index_name="policy")
+
+
+def regime_view(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`regime_table` for people (loads under the baseline)."""
+    return readable(table, {"preset": ("preset", "text"), "decode_kv_tokens": ("decode KV per node (tokens)", "int"),
+                            _three("rejected"): (_REJ3, "text"), "prefill_load_mean": ("mean prefill load", "load"),
+                            "decode_load_mean": ("mean decode load", "load"),
+                            "wasted_prefill_s": ("baseline's wasted prefill (s)", "s"), "ordering": _ORDER},
+                    index_name="regime")
+
+
+def td_view(tds: pd.DataFrame) -> pd.DataFrame:
+    """:func:`td_sweep` for people: one row per t_d (s), the derived one marked."""
+    derived = dict(zip(tds.index, tds.derived))
+    return readable(tds, {"rejected_predicted": ("predicted: rejected", "int"),
+                          "rejected_early": ("early: rejected", "int"),
+                          "goodput_predicted": ("predicted: within both SLOs", "int"),
+                          "goodput_early": ("early: within both SLOs", "int")},
+                    index=lambda t: f"{t:.1f} (derived)" if derived[t] else f"{t:g}", index_name="t_d (s)")
+
+
+def sweep_view(sweep: pd.DataFrame) -> pd.DataFrame:
+    """:func:`speed_sweep`'s rejected counts per speed and policy, for people, with the ordering."""
+    piv = sweep.pivot(index="speed", columns="policy", values="rejected").sort_index()
+    return readable(piv, {**{p: (f"{p}: rejected", "int") for p in POLICIES if p in piv},
+                          (lambda r: rejection_ordering(r[[p for p in POLICIES if p in r.index]])): _ORDER},
+                    index=_speed, index_name="replay speed")
+
+
+def size_view(comp: pd.DataFrame) -> pd.DataFrame:
+    """Who is rejected and what is served, per policy (:func:`overload_comparison`), for people."""
+    return readable(comp, {"completed": ("completed", "int"),
+                           "rejected_kv_mean": ("mean size of a rejected request (k tokens)", "k"),
+                           "completed_kv_tokens": ("KV of the completed (M tokens)", "M"),
+                           "completed_output_tokens": ("output of the completed (M tokens)", "M"),
+                           "decode_kv_fraction_mean": ("decode KV in use (mean)", "pct")}, index_name="policy")
+
+
+def _rejected_view(table: pd.DataFrame, extra: dict, index, index_name) -> pd.DataFrame:
+    return readable(table, {_three("rejected"): (_REJ3, "text"),
+                            "after_prefill_baseline": ("baseline: after prefill", "int"),
+                            "prefill_load_mean": ("mean prefill load", "load"),
+                            "decode_load_mean": ("mean decode load", "load"), **extra, "ordering": _ORDER},
+                    index=index, index_name=index_name)
+
+
+def semantics_view(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`semantics_table` for people (loads under the baseline)."""
+    return _rejected_view(table, {}, None, ("trace", "decode semantics"))
+
+
+def split_view(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`split_table` for people."""
+    return _rejected_view(table, {_three("goodput"): (_GOOD3, "text")}, [None, _speed], ("split", "replay speed"))
+
+
+def isolation_view(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`isolation_table` for people."""
+    return readable(table, {_three("rejected"): (_REJ3, "text"),
+                            "after_prefill_baseline": ("baseline: after prefill", "int"),
+                            "preemptions_early": ("preemptions under early", "int"),
+                            _three("goodput"): (_GOOD3, "text"), "ordering": _ORDER},
+                    index=[None, _speed], index_name=("decode side", "replay speed"))
+
 
 
 # ---------------------------------------------------------------------------- KV capacity
@@ -556,9 +702,13 @@ def _metrics() -> list[Metric]:
             for p in ("early", "predicted")]
     paper_df = overload_comparison(**semantics_config("paper"))
     rej = paper_df["rejected"]
-    found = ("the decode pool never binds there (none rejected after prefill), so every policy rejects the same "
-             "(TTFT-only) requests" if int(paper_df["rejected_after_prefill"].sum()) == 0 and rej.nunique() == 1
-             else f"ordering {rejection_ordering(rej)}")
+    if int(rej.sum()) == 0:
+        found = "the decode pool never binds there and no policy rejects a request: nothing is overloaded"
+    elif int(paper_df["rejected_after_prefill"].sum()) == 0 and rej.nunique() == 1:
+        found = ("the decode pool never binds there (none rejected after prefill), so every policy rejects the same "
+                 "(TTFT-only) requests")
+    else:
+        found = f"ordering {rejection_ordering(rej)}"
     psrc = (f"{_TABLE3}; ours: toolagent-like synthetic trace at {DEFAULT_SPEED}×, 8P+8D, preset 'modern', the "
             f"paper's decode semantics (PAPER_DECODE: {', '.join(f'{k}={v!r}' for k, v in PAPER_DECODE.items())}); "
             + found)

@@ -10,17 +10,22 @@ import matplotlib as mpl
 import numpy as np
 import pandas as pd
 
-from . import PALETTE, SLO_COLOR, new_figure, styled
+from . import PALETTE, new_figure, styled
 
 __all__ = ["PolicyResults", "LoadOverTime", "policy_results", "load_over_time", "rejection_sweep",
-           "POLICY_COLORS", "POLICY_LABELS"]
+           "POLICY_COLORS", "POLICY_LABELS", "QUANTITY_COLORS"]
 
+#: One colour per policy across the lecture's figures; a quantity (where a request was rejected, a load, the
+#: threshold) never takes one of them (:data:`QUANTITY_COLORS`).
 POLICY_COLORS = {"baseline": PALETTE[3], "early": PALETTE[0], "predicted": PALETTE[2], "none": PALETTE[7]}
+#: Colours of the quantities the figures show, none of them a policy's.
+QUANTITY_COLORS = {"at_arrival": PALETTE[4], "after_prefill": PALETTE[1], "too_large": "#999999",
+                   "decode_load": PALETTE[4], "prefill_load": PALETTE[1], "threshold": "#444444"}
 POLICY_LABELS = {"baseline": "baseline (reject after prefill)", "early": "early rejection",
                  "predicted": "early rejection, predicted", "none": "no admission control"}
-_WHERE = (("rejected_at_arrival", "at arrival", PALETTE[0]),
-          ("rejected_after_prefill", "after prefill (wasted)", PALETTE[3]),
-          ("rejected_too_large", "too large for a decode node", "#999999"))
+_WHERE = (("rejected_at_arrival", "at arrival", QUANTITY_COLORS["at_arrival"]),
+          ("rejected_after_prefill", "after prefill (wasted)", QUANTITY_COLORS["after_prefill"]),
+          ("rejected_too_large", "too large for a decode node", QUANTITY_COLORS["too_large"]))
 
 
 class PolicyResults:
@@ -118,7 +123,8 @@ class LoadOverTime:
     """Prefill and decode load over time, one panel per policy (arXiv Fig. 9–10 style).
 
     Decode load on the left axis, prefill load on the right (their scales differ), the admission
-    threshold dashed; each panel's title gives the Pearson correlation r of the two (< 0: anti-phase),
+    threshold dashed; each panel's title gives the policy, ``context`` and the Pearson correlation r of the
+    two (< 0: anti-phase),
     also kept in :attr:`correlations`. Built once with ``n_panels``; :meth:`update` sets
     :func:`~mooncake_lab.experiments.l07_overload.load_timeseries` frames (index ``time_s``).
     ``live=True`` marks the changing artists (lines, titles, legends) for a dashboard.
@@ -133,11 +139,11 @@ class LoadOverTime:
         self.axes = list(np.atleast_1d(axes))
         self.twins, self.decode, self.prefill, self.thresholds, self.legends = [], [], [], [], []
         for ax in self.axes:
-            (d,) = ax.plot([], [], color=PALETTE[0], label="decode load (left)")
-            th = ax.axhline(1.0, color=SLO_COLOR, ls="--", lw=1, label="threshold")
+            (d,) = ax.plot([], [], color=QUANTITY_COLORS["decode_load"], label="decode load (left)")
+            th = ax.axhline(1.0, color=QUANTITY_COLORS["threshold"], ls="--", lw=1, label="threshold")
             ax.set_ylabel("decode load")
             ax2 = ax.twinx()
-            (p,) = ax2.plot([], [], color=PALETTE[1], label="prefill load (right)")
+            (p,) = ax2.plot([], [], color=QUANTITY_COLORS["prefill_load"], label="prefill load (right)")
             ax2.set_ylabel("prefill load")
             ax2.grid(False)
             ax.set_title(" ", y=1.0)
@@ -183,8 +189,8 @@ class LoadOverTime:
             ok = len(d) > 2 and np.std(d) > 0 and np.std(p) > 0
             r = float(np.corrcoef(p, d)[0, 1]) if ok else float("nan")
             self.correlations.append(r)
-            where = f", {context}" if context else ""
-            self.axes[k].set_title(f"{POLICY_LABELS.get(pol, pol)}{where}: correlation r = {r:+.2f}", y=1.0)
+            where = f", {context}" if context else ""   # keep ``context`` short: the title is one line
+            self.axes[k].set_title(f"{POLICY_LABELS.get(pol, pol)}{where}: r = {r:+.2f}", y=1.0)
         ends = [float(ts.index.max()) for ts in series.values() if len(ts)]
         self.axes[0].set_xlim(0, xmax if xmax is not None else max(ends, default=1.0) * 1.02)
         return self
