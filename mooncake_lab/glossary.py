@@ -72,7 +72,7 @@ TERMS: list[tuple[str, str, str, str]] = [
     ("wasted prefill", "浪费的预填充", "prefill seconds spent on a request that is rejected afterwards at decode", "07"),
     ("load prediction", "负载预测", "estimate the decode load at the moment this request's prefill ends, assuming each request decodes for t_d (arXiv §7.4)", "07"),
     ("anti-phase oscillation", "反相振荡", "prefill and decode loads swing in opposite directions (negative correlation) under early rejection (arXiv Fig. 9–10)", "07"),
-    ("load (SLO satisfaction)", "负载（SLO 满足度）", "predicted TTFT / TTFT SLO, or predicted TBT / TBT SLO (or KV memory used / capacity); 1 = at the limit", "07"),
+    ("load (SLO satisfaction)", "负载（SLO 满足度）", "prefill: predicted TTFT / TTFT SLO; decode: predicted TBT / TBT SLO, as the paper defines it — lecture 07 also takes KV memory used / capacity, whichever is larger; 1 = at the limit", "07"),
     ("ablation (leave-one-out)", "消融实验（逐一关闭）", "switch one mechanism off at a time and measure what the whole system loses", "08"),
     ("heterogeneous disaggregation (level 3)", "异构 PD 分离（第 3 级）", "prefill and decode on different accelerator types, e.g. H800 prefill + H20 decode", "08"),
     ("cost per million requests", "每百万请求成本", "USD of GPUs (and network) per hour ÷ requests served per hour × 10⁶", "08"),
