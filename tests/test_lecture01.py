@@ -285,3 +285,47 @@ def test_mla_decode_can_turn_compute_bound():
     assert at[0] < roofline.ridge_point(A800) < at[2] and at[1] == pytest.approx(roofline.ridge_point(A800), rel=1e-6)
     assert math.isinf(ex.decode_ridge_batch(ds, "h800x8", 32768))
     assert math.isinf(ex.decode_ridge_batch(M, "a800x8", 32768))   # GQA never does
+
+
+# --- what the notebook shows: controls and tables for people (issue 25) -----------------------------
+def test_dashboard_control_labels_are_shown_in_full():
+    # ipywidgets cuts a description to 80 px by default ("node (8 G…"); every labelled control asks for its
+    # label's own width instead.
+    for dash in (RooflineDashboard(), PresetDashboard()):
+        for name, w in dash.controls.items():
+            if getattr(w, "description", "") and hasattr(w.style, "description_width"):
+                assert w.style.description_width == "initial", (type(dash).__name__, name)
+
+
+_SCIENTIFIC = r"(?<![\w.])\d(?:\.\d+)?e[+-]?\d+"
+
+
+@pytest.mark.parametrize("make", [
+    lambda: ex.machine_table(A800), lambda: ex.per_token_table(M), lambda: ex.eq1_table(8192),
+    lambda: ex.points_table(ex.roofline_points(M, A800, context_per_seq=1024), A800), lambda: ex.ridge_table(),
+    lambda: ex.measured_table(), lambda: ex.knobs_table(), lambda: ex.calibration_view(),
+    lambda: ex.long_prompt_table(ex.prefill_vs_length(M, A800)), lambda: ex.tp_table(M, A800),
+    lambda: ex.reproduce_table()])
+def test_tables_read_as_numbers_for_people(make):
+    import re
+    html = make().to_html()
+    cells = [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", html, re.S)]
+    assert cells
+    for c in cells:
+        assert not re.search(_SCIENTIFIC, c), c            # "6.845e+10" → "68.45 B"
+        assert not c.endswith(("…", "...")), c
+        assert "{" not in c and "_" not in c, c             # no dict, no raw column name such as ours_flops
+
+
+def test_tables_state_the_hand_worked_values():
+    text = ex.per_token_table(M).to_html()
+    # the matmul weights (12.75 · 8192² × 80 = 68.45 B), all weights 137.95 GB vs the 137.43 GB a pass reads
+    assert "68.45 B" in text and "137.95" in text and "137.43" in text and "327,680" in text
+    points = ex.points_table(ex.roofline_points(M, A800, context_per_seq=1024), A800).to_html()
+    assert "prefill of 32,768 tokens" in points and "39,891" in points     # not 3.989e+04
+    ridge = ex.ridge_table(contexts=(1024, 8192)).to_html()
+    assert "237" in ridge and "never" in ridge and "410" in ridge
+    measured = ex.measured_table().to_html()
+    assert ">8,192<" in measured and "8192.0" not in measured                # a count is an integer
+    knobs = ex.knobs_table().to_html()
+    assert "TP2 94, TP4 86, TP8 82" in knobs                               # linear_efficiency, not a dict

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from . import claim
+from . import claim, notebook_arg
 from .. import paper
 
 def at_least(bound: float, actual: float) -> float:
@@ -68,12 +68,12 @@ claim("00.node", "8 × A800 GPUs", lambda: _node().n_gpus)
 claim("00.prefill_12k", "The prefill of 12k tokens takes under a second of pure compute (≈ 1.8 PFLOP)",
       lambda: [at_most(_T2["mean_input"] / 1000, _one()["prefill_s"] * _T2["mean_input"] / 1000),
                _m().prefill_flops(_T2["mean_input"]) / 1e15])
-claim("00.decode_step", "about 9 ms because the GPUs", lambda: _one()["tbt_mean_s"] * 1e3)
-claim("00.batching", "32 requests of this shape decode together in ≈ 1.9× the\ntime of one, although each brings its own 3.9 GB",
+claim("00.decode_step", "about 9 ms, because the GPUs", lambda: _one()["tbt_mean_s"] * 1e3)
+claim("00.batching", "32 requests of this shape decode together in\n≈ 1.9× the time of one, although each brings its own 3.9 GB",
       lambda: [32, _batch_ratio(32), _T2["mean_input"] * _m().kv_bytes_per_token() / 1e9])
 claim("00.kv_move", "12k tokens × 320 KiB ≈ 3.9 GB",
       lambda: [_T2["mean_input"] / 1000, _m().kv_bytes_per_token() / 1024, _T2["mean_input"] * _m().kv_bytes_per_token() / 1e9])
-claim("00.slo_tbt_fig", "against the 0.1 s TBT SLO", lambda: paper.SLO_TBT_S, source=_SLO)
+claim("00.slo_tbt_fig", "The 0.1 s TBT SLO is marked", lambda: paper.SLO_TBT_S, source=_SLO)
 claim("00.stall", "A single 32k-token prompt turns one TBT of ≈ 16 ms into more than two", lambda: [
     _Q_TOKENS / 1000, _stall()["normal_tbt_s"] * 1e3])
 claim("00.level_m1", "| −1 |", lambda: min(_levels()[0]))
@@ -81,7 +81,7 @@ claim("00.level_0", "| 0 |", lambda: sorted(_levels()[0])[1])
 claim("00.level_1", "| 1 |", lambda: sorted(_levels()[0])[2])
 claim("00.level_2", "| 2 |", lambda: _levels()[1])
 claim("00.level_3", "| 3 |", lambda: max(_levels()[0]))
-claim("00.level_2_net", "Level 2 needs a fast network (Mooncake's nodes have up to 800 Gbps", lambda: [
+claim("00.level_2_net", "Level 2 needs a fast network: Mooncake's nodes have up to 800 Gbps", lambda: [
     _levels()[1], _node().nic_count * _node().nic_gbps], source="arXiv v3 §8.1")
 claim("00.level_3_cost", "Level 3 is attractive", lambda: max(_levels()[0]))
 claim("00.q1", "prefill of a\n32,000-token prompt", lambda: _Q_TOKENS)
@@ -96,8 +96,14 @@ claim("00.box_vllm", "vLLM met the TBT SLO for only 57% of requests", lambda: pa
 claim("00.box_ours", "one unchunked 32k prefill stretches a 16 ms token gap past 2 s", lambda: [
     _Q_TOKENS / 1000, _stall()["normal_tbt_s"] * 1e3, at_least(2, _stall()["stalled_gap_s"])])
 claim("00.box_57", "the paper's 57%", lambda: paper.VLLM_TBT_SLO_MET_PCT, source="arXiv v3 §8")
-claim("00.box_cost", "≈ 140 GFLOP, 320 KB of KV", lambda: [
-    round(_m().linear_flops_per_token() / 1e9, -1), paper.KV_PER_TOKEN_KB], source="FAST'25 §2 (\"320 KB\")")
+claim("00.box_cost", "| 320 KB of KV (FAST'25 §2.2) | ≈ 140 GFLOP and 320 KiB of KV", lambda: [
+    paper.KV_PER_TOKEN_KB, _per_token_gflop_1k(), _m().kv_bytes_per_token() / 1024], source="FAST'25 §2.2 (\"320 KB\")")
+claim("00.box_streamed", "137.4 of the 138 GB", lambda: [_m().streamed_weight_bytes_dense() / 1e9, _m().weight_bytes() / 1e9])
+claim("00.assume_node", "nodes of 8 × A800 GPUs | one node of 8 × A800", lambda: [_node().n_gpus] * 2)
+claim("00.assume_shape", "mean shape: 12,035 prompt and 343 output tokens", lambda: [_T2["mean_input"], _T2["mean_output"]],
+      source="FAST'25 Table 2")
+claim("00.assume_coupled", "two decode steps of 32 requests of 12,035 tokens", lambda: [
+    notebook_arg("00", "welcome.coupled_stall", "batch_size"), notebook_arg("00", "welcome.coupled_stall", "context")])
 claim("00.summary_32k", "one 32k prompt breaks the TBT SLO many times over", lambda: _Q_TOKENS / 1000)
 claim("00.summary_level", "(level 2)", lambda: _levels()[1])
 claim("00.summary_slo", "TTFT ≤ 30 s and TBT ≤ 0.1 s", lambda: [paper.SLO_TTFT_S, paper.SLO_TBT_S], source=_SLO)
@@ -119,6 +125,12 @@ def _batch_ratio(b: int) -> float:
     ctx = _T2["mean_input"]
     one = roofline.decode_step_time(_m(), _node(), 1, ctx, preset="ideal")
     return roofline.decode_step_time(_m(), _node(), b, b * ctx, preset="ideal") / one
+
+
+def _per_token_gflop_1k() -> float:
+    """GFLOP of one LLaMA2-70B token at a 1k-token context (matmuls, LM head, attention): lecture 01's ≈ 140."""
+    m = _m()
+    return (m.linear_flops_per_token() + m.lm_head_flops_per_token() + m.attention_flops_coefficient() * 1024) / 1e9
 
 
 def _flops_32k():

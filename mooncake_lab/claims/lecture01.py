@@ -45,6 +45,7 @@ def _v() -> dict:
         ratio=ratio, pre=pre, c800=c800, c100=c100, ridge=ridge, ridge_h800=ridge_h800, ds=ds, ds_key=ds_key,
         lin_eff=lin_eff, att_eff=att_eff, fit=fit, paper=paper, A100=A100, A800=A800, GIB=GIB, rf=rf, ex=ex,
         CALIBRATED=CALIBRATED, MODERN=MODERN, nccl=NCCL_ALLREDUCE_EFFICIENCY, nd100=A100_NODE,
+        kv_frac=rf.IDEAL.kv_usable_fraction,
         ideal8k=rf.prefill_time(m, nd, 8192, preset="ideal"),
         cal8k_a800=rf.prefill_time(m, nd, 8192, preset="calibrated"),
         cal8k_a100=rf.prefill_time(m, A100_NODE, 8192, preset="calibrated"),
@@ -135,21 +136,26 @@ _FORMULA = "a constant of a formula, not a quantity"
 
 # --- title and learning goals ------------------------------------------------------------------
 claim("01.title_gpus", "8×A800", lambda: _v()["nd"].n_gpus)
-claim("01.node", "**8 × A800-SXM4-80GB** (tensor parallel over the 8",
+claim("01.node", "**8 × A800-SXM4-80GB**. The 8 GPUs split",
       lambda: [_v()["nd"].n_gpus, _v()["nd"].n_gpus])
-claim("01.goal_counts", "140 GFLOP and the 320",
-      lambda: [_v()["paper"].SEED_GFLOP_PER_TOKEN, _v()["kv"] / 1024], rel_tol=0.03, source="seed lecture")
-claim("01.goal_eq1", "1.14 PFLOP for an 8k prompt where we count 1.21;",
-      lambda: [_v()["eq1"].loc["total", "eq1_flops"] / 1e15, 8, _v()["br8"]["total"] / 1e15])
-claim("01.goal_nvlink", "A800's 400 GB/s NVLink", lambda: _v()["A800"].nvlink_bw / 1e9)
+claim("01.assume_hw", "nodes of 8 × A800-SXM4-80GB | one such node, TP over its 8",
+      lambda: [_v()["nd"].n_gpus, _v()["nd"].n_gpus])
+claim("01.assume_bf16", "2 bytes per value", lambda: _v()["m"].bytes_per_param)
+claim("01.assume_eq1", "a = 4, b = 22, no LM head | from the shapes: 25.5·d²",
+      lambda: [_v()["paper"].EQ1_A, _v()["paper"].EQ1_B, _v()["eq1"].loc["linear", "ours_coef"]])
+claim("01.assume_comm", "exposed at 67% of NVLink; modern: inside its 65% MFU",
+      lambda: [100 * _v()["nccl"], 100 * _v()["MODERN"].linear_efficiency_at(8)])
+claim("01.assume_kv", "90% of HBM usable (vLLM's default), minus the weights | 90%",
+      lambda: [100 * _v()["kv_frac"], 100 * _v()["kv_frac"]])
 
 # --- 1 · the machine ---------------------------------------------------------------------------
 claim("01.section1_gpus", "what 8 × A800 can deliver", lambda: _v()["nd"].n_gpus)
 claim("01.nvlink_cut", "600 to 400", lambda: [_v()["A100"].nvlink_bw / 1e9, _v()["A800"].nvlink_bw / 1e9])
-claim("01.peak_gpu", "**312 TFLOP/s**\nof dense BF16 tensor-core math (the datasheet's 624 assumes 2:4",
-      lambda: [_v()["A800"].flops_bf16 / 1e12, 2 * _v()["A800"].flops_bf16 / 1e12, 2, 4])
-claim("01.hbm_gpu", '**2,039 GB/s** of HBM bandwidth and "80GB" of HBM, which is 80',
-      lambda: [_v()["A800"].hbm_bw / 1e9, 80, _v()["A800"].hbm_bytes / _v()["GIB"]])
+claim("01.peak_gpu", "**312 TFLOP/s** of dense BF16", lambda: _v()["A800"].flops_bf16 / 1e12)
+claim("01.peak_sparse", "datasheet's 624 TFLOP/s\nassumes 2:4", lambda: [2 * _v()["A800"].flops_bf16 / 1e12, 2, 4])
+claim("01.hbm_gpu", "at **2,039 GB/s**", lambda: _v()["A800"].hbm_bw / 1e9)
+claim("01.hbm_label", '"80GB" of HBM, which is 80', lambda: [_v()["A800"].hbm_bytes / _v()["GIB"]] * 2)
+claim("01.hbm_summary", 'why "80GB" is 80 GiB', lambda: [_v()["A800"].hbm_bytes / _v()["GIB"]] * 2)
 claim("01.hbm_gib", "(80 × 2³⁰ B: memory comes in powers of two; `nvidia-smi` shows 81920MiB).",
       lambda: [_v()["A800"].hbm_bytes / _v()["GIB"], _v()["GIB"], _v()["A800"].hbm_bytes / 2**20])
 claim("01.peak_node", "8 × 312 = **2,496 TFLOP/s** ≈ 2.5",
@@ -178,20 +184,26 @@ claim("01.table_ffn", "3 × 8192 × 28672 | 704.6",
 claim("01.table_layer", "12.75 · d² | **855.6",
       lambda: [_v()["m"].layer_matmul_params() / _v()["L"] / _v()["d"] ** 2,
                _v()["m"].layer_matmul_params() / _v()["L"] / 1e6])
-claim("01.linear_per_token", "80 layers = 68.45 B weights in the matmuls → **2 × 68.45 B = 136.9",
+claim("01.linear_per_token", "80 layers hold 68.45 B weights in the matmuls → **2 × 68.45 B = 136.9",
       lambda: [_v()["L"], _v()["m"].layer_matmul_params() / 1e9, 2, _v()["m"].layer_matmul_params() / 1e9,
                _v()["m"].linear_flops_per_token() / 1e9])
-claim("01.lm_head", "(8192 × 32000) adds 2 × 262 M = **0.52 GFLOP**, total **137.4 GFLOP per token** — about 2",
-      lambda: [_v()["d"], _v()["m"].vocab, 2, _v()["d"] * _v()["m"].vocab / 1e6,
+claim("01.layer_weights", "Each layer's matmuls hold 12.75 · d² = **855.6 M**",
+      lambda: [_v()["m"].layer_matmul_params() / _v()["L"] / _v()["d"] ** 2,
+               _v()["m"].layer_matmul_params() / _v()["L"] / 1e6])
+claim("01.lm_head_shape", "The LM head is 8192 × 32000", lambda: [_v()["d"], _v()["m"].vocab])
+claim("01.lm_head", "2 × 262 M = **0.52 GFLOP**, for a total of **137.4 GFLOP per token** — about 2",
+      lambda: [2, _v()["d"] * _v()["m"].vocab / 1e6,
                _v()["m"].lm_head_flops_per_token() / 1e9, _v()["per_tok"] / 1e9,
                _v()["per_tok"] / _v()["m"].parameters()])
 claim("01.params", "69 B parameters", lambda: _v()["m"].parameters() / 1e9)
-claim("01.attention_rule", "(2·d_head FLOPs per head) and a weighted sum of the *t* values (another 2·d_head): 4 · 128 · 64",
+claim("01.attention_rule", "costs 2·d_head FLOPs per head, and the weighted sum of the values another\n"
+      "2·d_head: 4 · 128 · 64 heads · 80 layers = 2,621,440",
       lambda: [2, 2, _v()["att"] / (_v()["L"] * _v()["m"].n_heads * _v()["m"].d_head), _v()["m"].d_head,
-               _v()["m"].n_heads])
-claim("01.attention_per_key", "80 layers = **2.62 MFLOP per attended key**. At a 1k-token context that is +2.7",
-      lambda: [_v()["L"], _v()["att"] / 1e6, 1, _v()["att"] * 1024 / 1e9])
-claim("01.seed_140", "costs **≈ 140 GFLOP**",
+               _v()["m"].n_heads, _v()["L"], _v()["att"]])
+claim("01.attention_per_key", "That costs **2.62 MFLOP per attended key**. At a 1k-token context it adds 2.7",
+      lambda: [_v()["att"] / 1e6, 1, _v()["att"] * 1024 / 1e9])
+claim("01.attention_box", "Where 2.62 MFLOP per key", lambda: _v()["att"] / 1e6)
+claim("01.per_token_140", "costs **≈ 140 GFLOP**",
       lambda: (_v()["per_tok"] + _v()["att"] * 1024) / 1e9, rel_tol=0.01)
 not_a_claim("01.causal_pairs", "*n*²/2 pairs", _FORMULA + " (the causal half of n² pairs)")
 claim("01.prefill_formula", r"137.4\text{ G}\cdot n + 2.62\text{ M}\cdot n^2/2",
@@ -207,7 +219,7 @@ claim("01.eq1_coef", "a = 4, b = 22: **1.14",
       lambda: [_v()["paper"].EQ1_A, _v()["paper"].EQ1_B, _v()["eq1"].loc["total", "eq1_flops"] / 1e15],
       source="FAST'25 Eq. 1")
 claim("01.eq1_ours", "8,192. We count **1.21", lambda: [8192, _v()["br8"]["total"] / 1e15])
-claim("01.eq1_linear", "(+0.15 PFLOP).** From the dimensions above the matmuls cost 2 × 12.75 d² = **25.5·d²**",
+claim("01.eq1_linear", "(+0.15 PFLOP).** The shapes above give 2 × 12.75 d² = **25.5·d²**",
       lambda: [_v()["eq1"].loc["linear", "ours_minus_eq1"] / 1e15, 2,
                _v()["m"].layer_matmul_params() / _v()["L"] / _v()["d"] ** 2, _v()["eq1"].loc["linear", "ours_coef"]])
 claim("01.eq1_b", "Eq. 1 uses b = 22", lambda: _v()["paper"].EQ1_B)
@@ -215,10 +227,11 @@ claim("01.eq1_b2", "how it got 22;", lambda: _v()["paper"].EQ1_B)
 claim("01.eq1_attention", "(−0.09 PFLOP).** Eq. 1's a = 4",
       lambda: [_v()["eq1"].loc["attention", "ours_minus_eq1"] / 1e15, _v()["paper"].EQ1_A])
 claim("01.eq1_causal", "(our effective a is 2).", lambda: _v()["eq1"].loc["attention", "ours_coef"])
-claim("01.eq1_head", "(+0.004 PFLOP).** 2·vocab·d per token, absent from Eq. 1; tiny for a 32k",
-      lambda: [_v()["eq1"].loc["lm_head", "ours_minus_eq1"] / 1e15,
-               _v()["m"].lm_head_flops_per_token() / (_v()["m"].vocab * _v()["d"]), _v()["m"].vocab / 1000])
-claim("01.eq1_llama3_vocab", "(LLaMA3's 128k vocabulary makes it four times larger)",
+claim("01.eq1_head", "(+0.004 PFLOP).** Eq. 1 leaves it out. It is tiny for a 32k",
+      lambda: [_v()["eq1"].loc["lm_head", "ours_minus_eq1"] / 1e15, _v()["m"].vocab / 1000])
+claim("01.eq1_head_rule", "The LM head costs 2·vocab·d per",
+      lambda: _v()["m"].lm_head_flops_per_token() / (_v()["m"].vocab * _v()["d"]))
+claim("01.eq1_llama3_vocab", "LLaMA3's 128k vocabulary makes it four times larger",
       lambda: _llama3().vocab / 1000 if round(_llama3().vocab / _v()["m"].vocab) == 4 else 0, rel_tol=0.01)
 claim("01.eq1_net", "Net: +6%.", lambda: (_v()["br8"]["total"] / _v()["eq1"].loc["total", "eq1_flops"] - 1) * 100)
 
@@ -232,18 +245,34 @@ claim("01.decode_b1", "At *b* = 1 the intensity is ≈ 1", lambda: [1, _v()["rf"
       rel_tol=0.05)
 claim("01.idle", "idle 99% of the time",
       lambda: 100 * (1 - _v()["rf"].decode_intensity(_v()["m"], 1, 1024) / _v()["ridge"]), rel_tol=0.01)
+claim("01.intensity_box", "Why the table's 8k intensity is 8,663, not 8,192",
+      lambda: [8, _v()["rf"].prefill_intensity(_v()["m"], 8192), 8192])
 claim("01.chart_contexts", "(1k-token contexts) on",
       lambda: notebook_arg("01", "ex.roofline_points", "context_per_seq") / 1024)
 claim("01.gqa_intensity", "2.62 MFLOP per 320 KiB key/value pair read: **8",
       lambda: [_v()["att"] / 1e6, _v()["kv"] / 1024, _v()["att"] / _v()["kv"]])
-claim("01.saturation", "153 once contexts exceed ≈ 3k", lambda: [_v()["ridge"], _sat_context() / 1000], rel_tol=0.05)
-claim("01.capacity", "(≈ 1.47 M tokens on this node", lambda: _v()["cap"] / 1e6)
+claim("01.saturation", "below 153 once contexts\nexceed ≈ 3k", lambda: [_v()["ridge"], _sat_context() / 1000], rel_tol=0.05)
+claim("01.capacity", "holds ≈ 1.47 M tokens: 90% of its 640 GiB\nof HBM (vLLM's default share, which lecture 06 "
+      "uses), minus the 138 GB of weights, at 320 KiB",
+      lambda: [_v()["cap"] / 1e6, 100 * _v()["kv_frac"], _v()["nd"].hbm_bytes / _v()["GIB"],
+               _v()["m"].weight_bytes() / 1e9, _v()["kv"] / 1024])
+claim("01.weights_00", "Lecture 00's 138 GB is all the weights: 68.98 B parameters × 2 B = 137.95 GB",
+      lambda: [_v()["m"].weight_bytes() / 1e9, _v()["m"].parameters() / 1e9, _v()["m"].bytes_per_param,
+               _v()["m"].weight_bytes() / 1e9])
+claim("01.weights_embed", "(32,000 × 8,192 × 2 B = 0.52 GB)",
+      lambda: [_v()["m"].vocab, _v()["d"], _v()["m"].bytes_per_param,
+               (_v()["m"].weight_bytes() - _v()["m"].streamed_weight_bytes_dense()) / 1e9])
+claim("01.weights_rest", "The rest, 137.43 GB, streams", lambda: _v()["m"].streamed_weight_bytes_dense() / 1e9)
+claim("01.weights_gib", "decimal GB (10⁹ B); in GiB they are 128.5 and 128.0",
+      lambda: [1e9, _v()["m"].weight_bytes() / _v()["GIB"], _v()["m"].streamed_weight_bytes_dense() / _v()["GIB"]])
+claim("01.weights_title", "Why 137.4 GB here, and 138 GB",
+      lambda: [_v()["m"].streamed_weight_bytes_dense() / 1e9, _v()["m"].weight_bytes() / 1e9])
 
 # --- MLA ------------------------------------------------------------------------------------------
 claim("01.mla_latent", "(70,272 B per token)", lambda: _v()["ds"].kv_bytes_per_token())
 claim("01.mla_heads", "128 heads scores against the 576-value",
       lambda: [_v()["ds"].n_heads, _v()["ds"].kv_lora_rank + _v()["ds"].d_rope])
-claim("01.mla_flops", "512-value latent directly, 2 × 61 × 128 × (576 + 512) = **17.0 MFLOP per attended key**, ≈ **242",
+claim("01.mla_flops", "512-value latent directly,\n2 × 61 × 128 × (576 + 512) = **17.0 MFLOP per attended key**, ≈ **242",
       lambda: [_v()["ds"].kv_lora_rank, 2, _v()["ds"].n_layers, _v()["ds"].n_heads,
                _v()["ds"].kv_lora_rank + _v()["ds"].d_rope, _v()["ds"].kv_lora_rank, _v()["ds_key"] / 1e6,
                _v()["ds_key"] / _v()["ds"].kv_bytes_per_token()])
@@ -257,42 +286,42 @@ claim("01.mla_h800", "8 × H800, never: 242 < 295)",
       if _v()["ds_ridge_b_h800"] == float("inf") else [0, 0, 0, 0])
 
 # --- dashboard 1 ---------------------------------------------------------------------------------
-claim("01.dash1_h800", "H800 (ridge 295 FLOP/B); DeepSeek-V3 (MLA + MoE) with 32k",
+claim("01.dash1_h800", "H800\n(ridge 295 FLOP/B); DeepSeek-V3 with 32k",
       lambda: [_v()["ridge_h800"], 32])
-claim("01.dash1_batch", "a batch of\n1,024", lambda: max(_dash().BATCH_CHOICES))  # the largest it offers
+claim("01.dash1_batch", "a batch of 1,024", lambda: max(_dash().BATCH_CHOICES))  # the largest it offers
 
 # --- 4 · times on the ideal roofline ---------------------------------------------------------------
 claim("01.ideal_8k", "8k: 1.214 PFLOP / 2.496 PFLOP/s = **0.49",
       lambda: [8, _v()["br8"]["total"] / 1e15, _v()["nd"].peak_flops / 1e15, _v()["ideal8k"]])
-claim("01.ideal_128k", "128k takes 16 s, 33× the 8k time for 16×",
+claim("01.ideal_128k", "128k takes 16 s: 33× the 8k time for 16×",
       lambda: [128, _v()["pre"].loc[("ideal", 131072), "time_s"],
                _v()["pre"].loc[("ideal", 131072), "time_s"] / _v()["ideal8k"], 8, 131072 / 8192], rel_tol=0.02)
 claim("01.ideal_decode", "1: 137.4 GB of weights / 16.3 TB/s = **8.4 ms** per token. At batch 64 (1k-token",
       lambda: [1, _v()["m"].streamed_weight_bytes_dense() / 1e9, _v()["nd"].peak_hbm_bw / 1e12, _v()["dec1"] * 1e3,
                64, 1])
-claim("01.ideal_decode64", "15% longer, yet it produces 64",
+claim("01.ideal_decode64", "15% longer, yet it makes 64",
       lambda: [(_v()["dec64"] / _v()["dec1"] - 1) * 100, 64])
 
 # --- 5 · MFU ---------------------------------------------------------------------------------------
-claim("01.mfu_ideal", "MFU = 100% by construction",
+claim("01.mfu_tp", "TP over 2, 4 and 8 GPUs",
+      lambda: sorted({k[0] for k in _v()["mfu"]}))
+claim("01.mfu_ideal", "MFU = 100%",
       lambda: 100 * _v()["pre"].loc[("ideal", 8192), "mfu"])
 claim("01.mfu_8k", "8k prefill on 8 GPUs took 1.55 s: 1.21 PFLOP / (1.55 s × 2.496 PFLOP/s) ≈ **31%",
       lambda: [8, 8, _v()["meas8k"], _v()["br8"]["total"] / 1e15, _v()["meas8k"], _v()["nd"].peak_flops / 1e15,
                100 * _v()["mfu"][(8, 8192)]])
-claim("01.mfu_peak", "2k tokens and is much better on 4 GPUs (57% at 2k) than on 8:",
-      lambda: [2 if max(k[1] for k in _v()["mfu"] if k[0] == 8 and _v()["mfu"][k] ==
-                        max(_v()["mfu"][j] for j in _v()["mfu"] if j[0] == 8)) == 2048 else 0,
-               4, 100 * _v()["mfu"][(4, 2048)], 2, 8])
+claim("01.mfu_peak", "MFU is higher on 4 GPUs (57% at 2k) than on 8:",
+      lambda: [4, 100 * _v()["mfu"][(4, 2048)], 2 if _v()["mfu"][(4, 2048)] > _v()["mfu"][(8, 2048)] else 0, 8])
 claim("01.decode_measured", "at batch 1 is 45 ms, five times the 8.4",
       lambda: [1, _v()["meas_dec1"] * 1e3, _v()["dec1_512"] * 1e3])
 
 # --- 6 · calibrated ------------------------------------------------------------------------------
 claim("01.fit_linear", "linear layers at 82–94%",
       lambda: [100 * _v()["lin_eff"][0], 100 * _v()["lin_eff"][-1]])
-claim("01.fit_rest", "4–7% and a fixed 48 ms on each prefill; decode streams HBM at 56%",
+claim("01.fit_rest", "4–7% and a fixed 48 ms\non each prefill. Decode streams HBM at 56%",
       lambda: [100 * _v()["att_eff"][0], 100 * _v()["att_eff"][-1], _v()["fit"]["prefill_overhead_s"] * 1e3,
                100 * _v()["fit"]["hbm_efficiency"]])
-claim("01.fit_floor", "43 ms per-step floor (+0.4 ms per sequence); TP all-reduces are taken at 67%",
+claim("01.fit_floor", "43 ms per-step floor (+0.4 ms per\nsequence). TP all-reduces are taken at 67%",
       lambda: [_v()["fit"]["decode_floor_s"] * 1e3, _v()["fit"]["decode_floor_s_per_seq"] * 1e3, 100 * _v()["nccl"]])
 claim("01.fit_range", "128–8,192",
       lambda: [min(_v()["ex"].measured_prefill_mfu()["prompt_tokens"]),
@@ -300,19 +329,19 @@ claim("01.fit_range", "128–8,192",
 claim("01.fit_quality", "21 measurements within ±9%. The ideal preset is 1.5–8×",
       lambda: [len(_v()["cal"]), 100 * _v()["cal"]["calibrated_rel_err"].abs().max(), _v()["ratio"].min(),
                _v()["ratio"].max()], rel_tol=0.08)
-claim("01.modern", "MFU 0.65, HBM efficiency 0.72, 0.5 ms + 20",
+claim("01.modern", "MFU 0.65, HBM efficiency 0.72,\n0.5 ms + 20",
       lambda: [_v()["MODERN"].linear_efficiency_at(8), _v()["MODERN"].hbm_efficiency,
                _v()["MODERN"].step_overhead_s * 1e3, _v()["MODERN"].overhead_s_per_layer * 1e6])
-claim("01.fig_points", "the table after it lists all 21 points", lambda: len(_v()["cal"]))
+claim("01.fig_points", "lists all 21 points", lambda: len(_v()["cal"]))
 claim("01.modern_exception", "TP2's 2k prefill, which", lambda: _modern_exception()[:1])
-claim("01.modern_exception_mfu", "stack already ran at 67% MFU, above modern's 65% (0.71 s modern vs 0.69 s measured)",
+claim("01.modern_exception_mfu", "67% MFU, above modern's 65% (0.71 s modern vs 0.69 s measured)",
       lambda: _modern_exception()[1:])
 claim("01.past_8k", "calibrated preset past 8k", _fit_max_k)
-claim("01.fit_growth", "2k and 8k to the quadratic term, as an attention efficiency of 4–7%",
+claim("01.fit_growth", "growth between 2k and 8k\non a slow attention, 4–7%",
       lambda: [2, 8, 100 * _v()["att_eff"][0], 100 * _v()["att_eff"][-1]])
-claim("01.flash", "50–70%).", lambda: [100 * x for x in _v()["paper"].FLASH_ATTENTION_PEAK_SHARE],
+claim("01.flash", "kernels reach 50–70%", lambda: [100 * x for x in _v()["paper"].FLASH_ATTENTION_PEAK_SHARE],
       source="FlashAttention-2 (Dao 2023) §4.1")
-claim("01.extrapolate", "128k tokens the calibrated prefill takes 220 s and its MFU falls to 7%, versus 16",
+claim("01.extrapolate", "128k tokens the calibrated prefill takes 220 s (MFU 7%), against 16",
       lambda: [128, _v()["pre"].loc[("calibrated", 131072), "time_s"], 100 * _v()["pre"].loc[("calibrated", 131072), "mfu"],
                _v()["pre"].loc[("ideal", 131072), "time_s"]])
 claim("01.extrapolate_modern", "ideal and 25 s modern", lambda: _v()["pre"].loc[("modern", 131072), "time_s"])
@@ -321,22 +350,29 @@ claim("01.extrapolate_modern", "ideal and 25 s modern", lambda: _v()["pre"].loc[
 claim("01.tp_split", "With TP over 8 GPUs each layer's matrices are split 8",
       lambda: [_v()["nd"].n_gpus, _v()["nd"].n_gpus])
 claim("01.ring", "2·(p−1)/p · d · 2", lambda: [2, -1, _v()["m"].bytes_per_param])
-claim("01.ar_bytes", "2 × 80 layers × 2 × 7/8 × 8,192 × 2 B = **4.59",
+claim("01.ar_sends", "sends **4.59 MB**", lambda: _v()["ar"] / 1e6)
+claim("01.ring_p", "With p = 8", lambda: _v()["nd"].n_gpus)
+claim("01.ar_bytes", "2 × 80 layers × 2 × 7/8 × 8,192 × 2 B = 4.59",
       lambda: [2, _v()["L"], 2, 7, 8, _v()["d"], _v()["m"].bytes_per_param, _v()["ar"] / 1e6])
-claim("01.ar_time", "200 GB/s → 23 µs per token at full efficiency, against 55",
+claim("01.ar_time", "200 GB/s on the A800: 23 µs per token at full efficiency,\nagainst 55",
       lambda: [_v()["A800"].nvlink_bw_per_direction / 1e9, _v()["c800"].tp_comm_s_per_token * 1e6,
                _v()["c800"].prefill_s_per_token * 1e6])
-claim("01.ar_compute", "(137.4 GFLOP / 2.496", lambda: [_v()["per_tok"] / 1e9, _v()["nd"].peak_flops / 1e15])
-claim("01.ar_share", "~40%; on an A100 (300 GB/s per direction) only ~28%.",
+claim("01.ar_compute", "55 µs\nper token is 137.4 GFLOP / 2.496",
+      lambda: [_v()["c800"].prefill_s_per_token * 1e6, _v()["per_tok"] / 1e9, _v()["nd"].peak_flops / 1e15])
+claim("01.ar_share", "it adds ~40%; on an A100\n(300 GB/s per direction) only ~28%.",
       lambda: [100 * _v()["c800"].tp_comm_s_per_token / _v()["c800"].prefill_s_per_token,
                _v()["A100"].nvlink_bw_per_direction / 1e9,
                100 * _v()["c100"].tp_comm_s_per_token / _v()["c100"].prefill_s_per_token], rel_tol=0.06)
-claim("01.ar_share_again", "not the ~40% and ~28% added", lambda: [
+claim("01.ar_share_again", "less than the ~40% and ~28% added", lambda: [
     100 * _v()["c800"].tp_comm_s_per_token / _v()["c800"].prefill_s_per_token,
     100 * _v()["c100"].tp_comm_s_per_token / _v()["c100"].prefill_s_per_token], rel_tol=0.06)
-claim("01.nccl", '**Only "calibrated"** (at 67%', lambda: 100 * _v()["nccl"])
+claim("01.ar_share_box", "Why the table's shares are not ~40% and ~28%", lambda: [
+    100 * _v()["c800"].tp_comm_s_per_token / _v()["c800"].prefill_s_per_token,
+    100 * _v()["c100"].tp_comm_s_per_token / _v()["c100"].prefill_s_per_token], rel_tol=0.06)
+claim("01.dash2_readout", "Watch the 8k prefill", lambda: _dash().READOUT_PROMPT / 1024)
+claim("01.nccl", "Calibrated takes the all-reduce at 67%", lambda: 100 * _v()["nccl"])
 claim("01.modern_folds", "its 65% MFU", lambda: 100 * _v()["MODERN"].linear_efficiency_at(8))
-claim("01.cal_a800", "≈ 1.68 s instead of 1.59 s for an 8k", lambda: [_v()["cal8k_a800"], _v()["cal8k_a100"], 8])
+claim("01.cal_a800", "≈ 1.68 s instead\nof 1.59 s for an 8k", lambda: [_v()["cal8k_a800"], _v()["cal8k_a100"], 8])
 claim("01.dash2_nvlink", "(400 = A800, 600 = A100, 900",
       lambda: [_v()["A800"].nvlink_bw / 1e9, _v()["A100"].nvlink_bw / 1e9,
                _v()["rf"].get_gpu("h100").nvlink_bw / 1e9])
@@ -344,8 +380,8 @@ claim("01.dash2_nvlink", "(400 = A800, 600 = A100, 900",
 # --- what the paper says ---------------------------------------------------------------------------
 claim("01.box_kv", "| 327,680 B = 320 KiB | same", lambda: [_v()["kv"], _v()["kv"] / 1024])
 claim("01.box_kv_paper", '| "320 KB" (', lambda: _v()["paper"].KV_PER_TOKEN_KB, source="FAST'25 §2.2")
-claim("01.box_compute", "140 GFLOP (seed lecture) | 137.4 GFLOP + 2.62 MFLOP per key attended | the seed's figure includes a ~1k-token",
-      lambda: [_v()["paper"].SEED_GFLOP_PER_TOKEN, _v()["per_tok"] / 1e9, _v()["att"] / 1e6, 1])
+claim("01.box_compute", "137.4 GFLOP + 2.62 MFLOP per key attended | ≈ 140 GFLOP with a 1k-token context",
+      lambda: [_v()["per_tok"] / 1e9, _v()["att"] / 1e6, (_v()["per_tok"] + _v()["att"] * 1024) / 1e9, 1])
 claim("01.box_eq1", "| 8k prefill FLOPs | 1.14 PFLOP (",
       lambda: [8, _v()["eq1"].loc["total", "eq1_flops"] / 1e15])
 claim("01.box_eq1_coef", "a=4, b=22) | 1.21 PFLOP | our linear coefficient is 25.5 (from the shapes), not 22;",
@@ -355,8 +391,8 @@ claim("01.box_tp8", "8k prefill | 1.55 s measured (A100, SplitwiseSim) | ideal 0
       lambda: [8, _v()["meas8k"], _v()["ideal8k"], _v()["cal8k_a800"], _v()["cal8k_a100"], _v()["modern8k"]])
 claim("01.box_tp8_why", "stack ran at 31% MFU; the A800's NVLink costs ≈ 93",
       lambda: [100 * _v()["mfu"][(8, 8192)], _v()["penalty"] * 1e3])
-claim("01.box_decode", "1 | 45 ms measured; 8.5 ms HBM floor | ideal 8.4 ms; calibrated 43.5 ms | the measured stack is bound by a ≈ 43",
-      lambda: [1, _v()["meas_dec1"] * 1e3, _v()["paper"].HBM_FLOOR_TP8_MS, _v()["dec1_512"] * 1e3, _v()["dec1_cal"] * 1e3,
+claim("01.box_decode", "1 | 45 ms measured (A100, SplitwiseSim) | ideal 8.4 ms; calibrated 43.5 ms | the measured stack is bound by a ≈ 43",
+      lambda: [1, _v()["meas_dec1"] * 1e3, _v()["dec1_512"] * 1e3, _v()["dec1_cal"] * 1e3,
                _v()["fit"]["decode_floor_s"] * 1e3])
 
 # --- questions (markdown) -------------------------------------------------------------------------
@@ -369,24 +405,18 @@ claim("01.q5_text", "8k prefill on\n8 × A800 (NVLink 400 GB/s) than on 8 × A10
       lambda: [8, 8, _v()["A800"].nvlink_bw / 1e9, 8, _v()["A100"].nvlink_bw / 1e9])
 
 # --- summary -----------------------------------------------------------------------------------------
-claim("01.sum_flops", "137 GFLOP in the matmuls (2 FLOP per weight) plus 2.6",
-      lambda: [_v()["per_tok"] / 1e9, 2, _v()["att"] / 1e6])
-claim("01.sum_kv", "**320 KiB** of KV cache (GQA: 8 KV heads). An 8k prefill is 1.21",
-      lambda: [_v()["kv"] / 1024, _v()["m"].n_kv_heads, 8, _v()["br8"]["total"] / 1e15])
-claim("01.sum_eq1", "Eq. 1 says 1.14", lambda: _v()["eq1"].loc["total", "eq1_flops"] / 1e15)
+claim("01.sum_flops", "137 GFLOP in the matmuls plus 2.6", lambda: [_v()["per_tok"] / 1e9, _v()["att"] / 1e6])
+claim("01.sum_kv", "**320 KiB** of KV cache.", lambda: _v()["kv"] / 1024)
 claim("01.sum_ridge", "the A800's ridge is 153.", lambda: _v()["ridge"])
-claim("01.sum_ideal", "(8k prefill 0.49 s, decode step 8.4", lambda: [8, _v()["ideal8k"], _v()["dec1_512"] * 1e3])
-claim("01.sum_measured", "1.55 s (31% MFU) and 45 ms; our calibrated preset — a fit — reproduces those within 9%",
-      lambda: [_v()["meas8k"], 100 * _v()["mfu"][(8, 8192)], _v()["meas_dec1"] * 1e3,
-               100 * _v()["cal"]["calibrated_rel_err"].abs().max()], rel_tol=0.08)
+claim("01.sum_measured", "8k prefill at 31% MFU. The calibrated preset fits it within 9%",
+      lambda: [8, 100 * _v()["mfu"][(8, 8192)], 100 * _v()["cal"]["calibrated_rel_err"].abs().max()], rel_tol=0.08)
 claim("01.sum_past_8k", "extrapolates badly past 8k", _fit_max_k)
-claim("01.sum_tp", "4.6 MB per token per GPU; the A800's 400 GB/s NVLink makes them take 1.5×",
-      lambda: [_v()["ar"] / 1e6, _v()["A800"].nvlink_bw / 1e9, _v()["A100"].nvlink_bw / _v()["A800"].nvlink_bw])
-claim("01.sum_penalty", "93 ms more per 8k", lambda: [_v()["penalty"] * 1e3, 8])
+claim("01.sum_penalty", "400 GB/s NVLink makes an 8k prefill ≈ 93 ms slower",
+      lambda: [_v()["A800"].nvlink_bw / 1e9, 8, _v()["penalty"] * 1e3])
 claim("01.sum_mla", "decodes at ≈ 242 FLOP per KV byte",
       lambda: _v()["ds_key"] / _v()["ds"].kv_bytes_per_token(), rel_tol=0.01)
 claim("01.sum_next", "320 KiB of KV is cheaper to *reload* than 140",
-      lambda: [_v()["kv"] / 1024, _v()["paper"].SEED_GFLOP_PER_TOKEN])
+      lambda: [_v()["kv"] / 1024, (_v()["per_tok"] + _v()["att"] * 1024) / 1e9])
 
 # --- exercises ---------------------------------------------------------------------------------------
 claim("01.x_kv_q", "all 80 layers", lambda: _v()["L"], where="01.kv_bytes")

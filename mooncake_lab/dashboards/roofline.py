@@ -31,6 +31,11 @@ _PRESETS = ("ideal", "calibrated", "modern")
 TP_COMM_LABEL = "expose TP all-reduce"
 #: What the all-reduce box says under "calibrated", which always exposes the all-reduce (at 67% of NVLink).
 TP_COMM_ALWAYS_LABEL = "TP all-reduce: always exposed under calibrated"
+#: Every control's label shown in full ("node (8 GPUs)", "context/seq"), not cut to ipywidgets' default
+#: 80-pixel description column.
+_STYLE = {"description_width": "initial"}
+#: The prompt whose prefill time the presets dashboard's readout gives, tokens (the lecture's 8k prompt).
+READOUT_PROMPT = 8192
 
 
 def _tok_options(values) -> list[tuple[str, int]]:
@@ -58,15 +63,15 @@ class RooflineDashboard(Dashboard):
 
     def _build_controls(self) -> dict:
         return {
-            "model": widgets.Dropdown(options=list(MODELS), description="model"),
-            "node": widgets.Dropdown(options=NODE_CHOICES, description="node (8 GPUs)"),
-            "preset": widgets.ToggleButtons(options=_PRESETS, description="preset"),
+            "model": widgets.Dropdown(options=list(MODELS), description="model", style=_STYLE),
+            "node": widgets.Dropdown(options=NODE_CHOICES, description="node (8 GPUs)", style=_STYLE),
+            "preset": widgets.ToggleButtons(options=_PRESETS, description="preset", style=_STYLE),
             "prompt": widgets.SelectionSlider(options=_tok_options(PROMPT_CHOICES), description="prompt",
-                                              continuous_update=False),
+                                              continuous_update=False, style=_STYLE),
             "batch": widgets.SelectionSlider(options=BATCH_CHOICES, description="decode batch",
-                                             continuous_update=False),
+                                             continuous_update=False, style=_STYLE),
             "context": widgets.SelectionSlider(options=_tok_options(CONTEXT_CHOICES), description="context/seq",
-                                               continuous_update=False),
+                                               continuous_update=False, style=_STYLE),
         }
 
     def _setup(self):
@@ -106,9 +111,9 @@ class RooflineDashboard(Dashboard):
             fits = "fits" if b * ctx <= cap else f"<b>does not fit</b> (capacity {cap:,.0f} tokens)"
         rb_txt = "never (KV reads grow as fast as FLOPs)" if math.isinf(rb) else f"≈ {rb:,.0f}"
         bound = lambda i: "compute-bound" if i >= ridge else "memory-bound"  # noqa: E731
-        return (f"ridge {ridge:.0f} FLOP/B · <b>prefill</b> {n:,} tok: {pre.intensity:,.0f} FLOP/B "
+        return (f"ridge {ridge:.0f} FLOP/B · <b>prefill</b> of {n:,} tokens: {pre.intensity:,.0f} FLOP/B "
                 f"({bound(pre.intensity)}), {pre.time_s * 1e3:,.1f} ms, MFU {pre.achieved_flops / nd.peak_flops:.0%}"
-                f" · <b>decode</b> {b} × {ctx:,}: {dec.intensity:,.1f} FLOP/B ({bound(dec.intensity)}), "
+                f"<br><b>decode</b> {b} × {ctx:,}: {dec.intensity:,.1f} FLOP/B ({bound(dec.intensity)}), "
                 f"{dec.time_s * 1e3:,.1f} ms/step, KV {fits}; compute-bound from batch {rb_txt}")
 
 
@@ -133,11 +138,13 @@ class PresetDashboard(Dashboard):
     def _build_controls(self) -> dict:
         lo, hi = NVLINK_RANGE_GBS
         return {
-            "preset": widgets.ToggleButtons(options=_PRESETS, description="preset"),
-            "nvlink": widgets.IntSlider(min=lo, max=hi, step=50, description="NVLink GB/s", continuous_update=False),
-            "tp_comm": widgets.Checkbox(description=TP_COMM_LABEL, indent=False, layout=widgets.Layout(width="auto")),
+            "preset": widgets.ToggleButtons(options=_PRESETS, description="preset", style=_STYLE),
+            "nvlink": widgets.IntSlider(min=lo, max=hi, step=50, description="NVLink GB/s", continuous_update=False,
+                                        style=_STYLE),
+            "tp_comm": widgets.Checkbox(description=TP_COMM_LABEL, indent=False, layout=widgets.Layout(width="auto"),
+                                        style=_STYLE),
             "context": widgets.SelectionSlider(options=_tok_options(CONTEXT_CHOICES[1:9]), description="context/seq",
-                                               continuous_update=False),
+                                               continuous_update=False, style=_STYLE),
         }
 
     def _config(self):
@@ -186,11 +193,12 @@ class PresetDashboard(Dashboard):
                          step_ymax_ms=self._step_ymax)
 
     def _readout(self, m, node, preset, pre) -> str:
-        row = pre[pre["n_new"] == 8192].iloc[0]
+        n = READOUT_PROMPT
+        row = pre[pre["n_new"] == n].iloc[0]
         share = exp.tp_comm_share(m, node, preset)
-        pen = exp.nvlink_penalty(8192, m, self._node, preset, nvlink_gbs=self.value("nvlink"), reference_gbs=600)
+        pen = exp.nvlink_penalty(n, m, self._node, preset, nvlink_gbs=self.value("nvlink"), reference_gbs=600)
         comm = (f"TP all-reduce = {share:.0%} of per-token prefill time; vs NVLink 600 GB/s (A100): "
                 f"{pen * 1e3:+,.0f} ms" if share > 0 else "TP all-reduce assumed overlapped (NVLink has no effect)")
-        meas = self._measured[(self._measured["tp"] == 8) & (self._measured["prompt_tokens"] == 8192)]
+        meas = self._measured[(self._measured["tp"] == 8) & (self._measured["prompt_tokens"] == n)]
         meas_txt = f" (measured, A100 TP8: {meas['measured_s'].iloc[0]:.3f} s)" if len(meas) else ""
-        return f"8k prefill: <b>{row.time_s:.3f} s</b>, MFU {row.mfu:.0%}{meas_txt} · {comm}"
+        return f"{n // 1024}k prefill: <b>{row.time_s:.3f} s</b>, MFU {row.mfu:.0%}{meas_txt} · {comm}"

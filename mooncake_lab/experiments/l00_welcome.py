@@ -18,8 +18,7 @@ MAX_TOKENS = 2**17
 
 DEFAULT_MODEL = "llama2-70b"
 
-#: Levels of prefill/decode disaggregation, as the Chinese explainers of Mooncake name them
-#: (reference/seed_lecture.md): level → where prefill and decode run.
+#: Levels of prefill/decode disaggregation, the ladder lecture 00 uses: level → where prefill and decode run.
 DISAGGREGATION_LEVELS = {
     -1: "fused in the same kernels on one GPU",
     0: "separate phases, scheduled on the same GPUs",
@@ -75,6 +74,32 @@ def coupled_stall(prompt_lengths=(2_000, 8_000, 32_000, 128_000), *, batch_size:
     df = pd.DataFrame(rows)
     df["gap_over_normal"] = df["stalled_gap_s"] / df["normal_tbt_s"]
     return df
+
+
+def request_table(one: pd.Series) -> pd.DataFrame:
+    """:func:`one_request` for people: token counts as integers, times rounded, units in the labels."""
+    rows = [("prompt (tokens)", f"{int(one['prompt_tokens']):,}"),
+            ("output (tokens)", f"{int(one['output_tokens']):,}"),
+            ("prefill = TTFT (s)", f"{one['prefill_s']:.2f}"),
+            ("KV transfer to the decode node (ms)", f"{one['kv_transfer_s'] * 1e3:.0f}"),
+            ("mean time between tokens (ms)", f"{one['tbt_mean_s'] * 1e3:.1f}"),
+            ("decode, all output tokens (s)", f"{one['decode_s']:.2f}"),
+            ("end to end (s)", f"{one['end_to_end_s']:.2f}")]
+    return pd.DataFrame({one.name: [t for _, t in rows]}, index=pd.Index([k for k, _ in rows]))
+
+
+def stall_table(stall: pd.DataFrame, tbt_slo_s: float = 0.1):
+    """:func:`coupled_stall` for people: the normal token gap, the gap with a prefill in it, and the ratios."""
+    out = pd.DataFrame({
+        "prompt prefilled (tokens)": stall["prompt_tokens"].astype(int),
+        "normal gap (ms)": stall["normal_tbt_s"] * 1e3,
+        "gap with the prefill (s)": stall["stalled_gap_s"],
+        "× the normal gap": stall["gap_over_normal"],
+        f"× the {tbt_slo_s:g} s TBT SLO": stall["stalled_gap_s"] / tbt_slo_s,
+    })
+    return out.style.hide(axis="index").format({
+        "prompt prefilled (tokens)": "{:,}", "normal gap (ms)": "{:.1f}", "gap with the prefill (s)": "{:.2f}",
+        "× the normal gap": "{:,.0f}", f"× the {tbt_slo_s:g} s TBT SLO": "{:,.1f}"})
 
 
 @metric_group("welcome")

@@ -24,7 +24,9 @@ __all__ = ["model_table", "flops_breakdown", "prefill_vs_length", "decode_vs_bat
            "roofline_curve", "calibration_table", "metrics",
            "per_token_counts", "eq1_comparison", "measured_prefill_mfu", "decode_ridge_batch",
            "kv_equals_weights_batch", "with_nvlink", "with_tp_comm", "tp_comm_share", "nvlink_penalty",
-           "roofline_sweep", "figures"]
+           "roofline_sweep", "figures", "machine_table", "per_token_table", "eq1_table", "points_table",
+           "ridge_table", "measured_table", "knobs_table", "calibration_view", "long_prompt_table", "tp_table",
+           "reproduce_table"]
 
 DEFAULT_LENGTHS = (128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -162,7 +164,7 @@ def calibration_table() -> pd.DataFrame:
     return compare_to_measured()
 
 
-_SPLITWISE = "SplitwiseSim perf_model.csv, LLaMA2-70B A100-80GB TP8 (measured_latency.md)"
+_SPLITWISE = "SplitwiseSim perf_model.csv, LLaMA2-70B A100-80GB TP8 (data/measured_latency_splitwise.csv)"
 
 
 @metric_group("roofline")
@@ -170,7 +172,7 @@ def metrics() -> list[Metric]:
     m, nd = get_model("llama2-70b"), get_node("a800x8")
     return [
         Metric("roofline.kv_bytes_per_token.llama2_70b", m.kv_bytes_per_token(), "B", 327680.0,
-               "2×80×8×128×2 B = 320 KiB (FAST'25: '320 KB'; mooncake_paper.md)"),
+               "2×80×8×128×2 B = 320 KiB (FAST'25 §2.2: '320 KB')"),
         Metric("roofline.prefill_flops.llama2_70b.n8192", m.prefill_flops(8192), "FLOP",
                fast25_eq1_prefill_flops(8192),
                "FAST'25 Eq. 1 (a=4, b=22): 1.14 PFLOP; ours adds the LM head, counts attention causally"),
@@ -182,7 +184,7 @@ def metrics() -> list[Metric]:
                f"{_SPLITWISE}: prompt 8k = 1,550 ms (A100 NVLink 600 vs A800 400 GB/s)"),
         Metric("roofline.decode_step_s.llama2_70b.a800x8.b1.ideal",
                rf.decode_step_time(m, nd, 1, 512, preset="ideal"), "s", 8.5e-3,
-               "HBM-streaming floor at TP8 ≈ 8.5 ms (measured_latency.md)"),
+               "HBM-streaming floor at TP8 ≈ 8.5 ms (weights / HBM bandwidth, rounded)"),
         Metric("roofline.decode_step_s.llama2_70b.a800x8.b1.calibrated",
                rf.decode_step_time(m, nd, 1, 512, preset="calibrated"), "s", 45.0e-3,
                f"{_SPLITWISE}: decode batch 1, prompt 512 = 45.0 ms"),
@@ -366,3 +368,183 @@ def figures() -> dict:
         "l01_decode_vs_batch": plots.decode_vs_batch(decode_vs_batch(context_per_seq=1024)),
         "l01_ideal_calibrated_measured": plots.calibration_comparison(calibration_table()),
     }
+
+
+# --- tables for people: what the notebook shows (labels with units, rounded, no scientific notation) ---
+def _readout(rows, column: str = "value"):
+    """A one-column table of ``(label, text)`` rows: each value already formatted as it should read."""
+    df = pd.DataFrame({column: [t for _, t in rows]}, index=pd.Index([k for k, _ in rows]))
+    return df.style.set_properties(**{"text-align": "right"})
+
+
+def _fmt(x: float, digits: int = 3) -> str:
+    """``x`` rounded to ``digits`` significant figures, thousands grouped, never in e-notation."""
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "—"
+    if x == 0:
+        return "0"
+    decimals = max(0, digits - 1 - int(math.floor(math.log10(abs(x)))))
+    return f"{x:,.{decimals}f}"
+
+
+def machine_table(node="a800x8"):
+    """What one 8-GPU node delivers, for people: peak compute, HBM bandwidth and capacity, NVLink, ridge."""
+    nd = get_node(node)
+    return _readout([
+        ("peak BF16 compute (TFLOP/s)", f"{nd.peak_flops / 1e12:,.0f}"),
+        ("HBM bandwidth (TB/s)", f"{nd.peak_hbm_bw / 1e12:.1f}"),
+        ("HBM capacity (GiB)", f"{nd.hbm_bytes / 2**30:,.0f}"),
+        ("NVLink per GPU, both directions (GB/s)", f"{nd.gpu.nvlink_bw / 1e9:,.0f}"),
+        ("ridge point (FLOP/B)", f"{rf.ridge_point(nd):.0f}"),
+    ], column=f"8 × {nd.gpu.name}")
+
+
+def per_token_table(model="llama2-70b"):
+    """:func:`per_token_counts` for people: what one token costs, each value with its unit."""
+    m = get_model(model)
+    s = per_token_counts(m)
+    return _readout([
+        ("matmul weights per layer", f"{s['params_per_layer'] / 1e6:,.1f} M"),
+        (f"matmul weights, all {m.n_layers} layers", f"{s['layer_matmul_params'] / 1e9:.2f} B"),
+        ("matmul FLOPs per token (GFLOP)", f"{s['linear_gflop_per_token']:.1f}"),
+        ("LM head FLOPs per token (GFLOP)", f"{s['lm_head_gflop_per_token']:.2f}"),
+        ("total per token, before attention (GFLOP)", f"{s['gflop_per_token']:.1f}"),
+        ("attention per attended key (MFLOP)", f"{s['attention_flop_per_key'] / 1e6:.2f}"),
+        ("KV cache per token (bytes)", f"{s['kv_bytes_per_token']:,.0f}"),
+        ("KV cache per token (KiB)", f"{s['kv_kib_per_token']:,.0f}"),
+        ("all weights (GB)", f"{s['weight_gb']:.2f}"),
+        ("weights a forward pass reads (GB)", f"{m.streamed_weight_bytes_dense() / 1e9:.2f}"),
+    ], column=m.name)
+
+
+def eq1_table(n_tokens: int = 8192, model="llama2-70b"):
+    """:func:`eq1_comparison` for people: both counts of a prefill of ``n_tokens`` term by term, in PFLOP,
+    with the coefficients."""
+    df = eq1_comparison(n_tokens, model)
+    coef = {"linear": ("b = {:g}", "{:.1f}"), "attention": ("a = {:g}", "{:g}")}
+    rows = []
+    for term, label in (("linear", "linear layers"), ("attention", "attention"), ("lm_head", "LM head"),
+                        ("total", "total")):
+        r = df.loc[term]
+        eq_c, our_c = coef.get(term, ("—", "—"))
+        rows.append({"term": label,
+                     "Eq. 1 coefficient": eq_c.format(r["eq1_coef"]) if term in coef else "—",
+                     "our coefficient": our_c.format(r["ours_coef"]) if term in coef else "—",
+                     "Eq. 1 (PFLOP)": r["eq1_flops"] / 1e15, "ours (PFLOP)": r["ours_flops"] / 1e15,
+                     "ours − Eq. 1 (PFLOP)": r["ours_minus_eq1"] / 1e15})
+    out = pd.DataFrame(rows).set_index("term")
+    out.index.name = None
+    return out.style.format({"Eq. 1 (PFLOP)": "{:.3f}", "ours (PFLOP)": "{:.3f}",
+                             "ours − Eq. 1 (PFLOP)": "{:+.3f}"}).format_index(escape="html")
+
+
+def points_table(points: pd.DataFrame, node="a800x8"):
+    """:func:`roofline_points` for people: each point's intensity, bound, attainable FLOP/s and time."""
+    ridge = rf.ridge_point(get_node(node))
+    rows = []
+    for r in points.itertuples():
+        x = r.label.split("=", 1)[1]
+        what = f"prefill of {int(x):,} tokens" if r.phase == "prefill" else f"decode, batch of {int(x):,}"
+        rows.append({"point": what, "intensity (FLOP/B)": _fmt(r.intensity),
+                     "bound": "compute" if r.intensity >= ridge else "memory",
+                     "attainable (TFLOP/s)": f"{r.attainable_flops / 1e12:,.0f}",
+                     "time (ms)": _fmt(r.time_s * 1e3)})
+    return pd.DataFrame(rows).style.hide(axis="index")
+
+
+def ridge_table(contexts=(256, 1024, 4096, 8192), model="llama2-70b", node="a800x8"):
+    """Per context length: the batch from which decode is compute-bound ("never" if it is not), and the
+    batch at which the KV reads equal the weight reads."""
+    rows = []
+    for c in contexts:
+        b = decode_ridge_batch(model, node, c)
+        rows.append({"context per sequence (tokens)": f"{c:,}",
+                     "compute-bound from batch": "never" if math.isinf(b) else f"{b:,.0f}",
+                     "KV reads equal weight reads at batch": f"{kv_equals_weights_batch(model, c):,.0f}"})
+    return pd.DataFrame(rows).style.hide(axis="index")
+
+
+def measured_table(measured: pd.DataFrame | None = None):
+    """:func:`measured_prefill_mfu` for people: GPUs, prompt, measured time, FLOPs and MFU."""
+    df = measured_prefill_mfu() if measured is None else measured
+    out = pd.DataFrame({"GPUs (TP)": df["tp"].astype(int), "prompt (tokens)": df["prompt_tokens"].astype(int),
+                        "measured (ms)": df["measured_s"] * 1e3, "FLOPs (TFLOP)": df["flops"] / 1e12,
+                        "MFU (%)": df["mfu"] * 100})
+    return out.style.hide(axis="index").format({"prompt (tokens)": "{:,}", "measured (ms)": "{:,.1f}",
+                                                "FLOPs (TFLOP)": "{:,.1f}", "MFU (%)": "{:.0f}"})
+
+
+def knobs_table(fitted: dict | None = None):
+    """The calibrated preset's fitted knobs in words and units (``calibration.FITTED`` by default)."""
+    from ..calibration import FITTED
+
+    f = FITTED if fitted is None else fitted
+
+    def per_tp(d, scale, fmt):
+        return ", ".join(f"TP{tp} {fmt.format(v * scale)}" for tp, v in sorted(d.items()))
+
+    return _readout([
+        ("matmuls, share of peak (%)", per_tp(f["linear_efficiency"], 100, "{:.0f}")),
+        ("attention, share of peak (%)", per_tp(f["attn_efficiency"], 100, "{:.1f}")),
+        ("fixed time added to each prefill (ms)", f"{f['prefill_overhead_s'] * 1e3:.0f}"),
+        ("decode: share of HBM bandwidth (%)", f"{f['hbm_efficiency'] * 100:.0f}"),
+        ("decode: floor per step (ms)", f"{f['decode_floor_s'] * 1e3:.1f}"),
+        ("decode: added per sequence in the batch (ms)", f"{f['decode_floor_s_per_seq'] * 1e3:.2f}"),
+    ], column="fitted knob")
+
+
+def calibration_view(comparison: pd.DataFrame | None = None):
+    """:func:`calibration_table` for people: each measurement beside the three presets, in ms."""
+    df = calibration_table() if comparison is None else comparison
+    out = pd.DataFrame({"phase": df["phase"], "GPUs (TP)": df["tp"].astype(int),
+                        "batch": df["batch_size"].astype(int), "prompt (tokens)": df["prompt_tokens"].astype(int),
+                        "measured (ms)": df["measured_s"] * 1e3, "ideal (ms)": df["ideal_s"] * 1e3,
+                        "calibrated (ms)": df["calibrated_s"] * 1e3, "modern (ms)": df["modern_s"] * 1e3,
+                        "calibrated error (%)": df["calibrated_rel_err"] * 100})
+    ms = "{:,.1f}"
+    return out.style.hide(axis="index").format({"prompt (tokens)": "{:,}", "measured (ms)": ms, "ideal (ms)": ms,
+                                                "calibrated (ms)": ms, "modern (ms)": ms,
+                                                "calibrated error (%)": "{:+.1f}"})
+
+
+def long_prompt_table(long: pd.DataFrame, lengths=(8192, 32768, 131072)):
+    """Prefill seconds per preset at a few prompt lengths (rows: prompt, columns: preset), for people."""
+    t = long.pivot(index="n_new", columns="preset", values="time_s").loc[list(lengths)]
+    t = t[[p for p in PRESET_NAMES if p in t.columns]]
+    t.columns = [f"{p} (s)" for p in t.columns]
+    t.index = pd.Index([f"{int(n):,}" for n in t.index], name="prompt (tokens)")
+    return t.style.format("{:,.2f}")
+
+
+def tp_table(model="llama2-70b", node="a800x8"):
+    """The TP all-reduce of an 8k prefill, for people: bytes per token, its share of the time, the A800's cost."""
+    m = get_model(model)
+    return _readout([
+        ("all-reduce bytes per token per GPU (MB)", f"{rf.tp_allreduce_bytes_per_token(m, 8) / 1e6:.2f}"),
+        ("all-reduce share of prefill time, calibrated, A800 (%)", f"{tp_comm_share(m, node, 'calibrated') * 100:.0f}"),
+        ("the same share on an A100 (%)", f"{tp_comm_share(m, A100_NODE, 'calibrated') * 100:.0f}"),
+        ("extra time for an 8k prefill on A800 vs A100, calibrated (ms)", f"{nvlink_penalty(8192, m, node) * 1e3:.0f}"),
+    ])
+
+
+#: The reproduce metrics of this lecture, for people: name → (label, scale, unit shown).
+_METRIC_LABELS = {
+    "roofline.kv_bytes_per_token.llama2_70b": ("KV cache per token", 1.0, "B"),
+    "roofline.prefill_flops.llama2_70b.n8192": ("FLOPs of an 8k prefill", 1e-15, "PFLOP"),
+    "roofline.prefill_s.llama2_70b.a800x8.n8192.ideal": ("8k prefill, ideal", 1.0, "s"),
+    "roofline.prefill_s.llama2_70b.a800x8.n8192.calibrated": ("8k prefill, calibrated", 1.0, "s"),
+    "roofline.decode_step_s.llama2_70b.a800x8.b1.ideal": ("decode step at batch 1, ideal", 1e3, "ms"),
+    "roofline.decode_step_s.llama2_70b.a800x8.b1.calibrated": ("decode step at batch 1, calibrated", 1e3, "ms"),
+}
+
+
+def reproduce_table():
+    """``python -m mooncake_lab reproduce --only roofline`` as a table for people (labels, units, rounded)."""
+    from ..reproduce import collect
+
+    rows = []
+    for x in collect("roofline"):
+        label, scale, unit = _METRIC_LABELS.get(x.name, (x.name.removeprefix("roofline."), 1.0, x.unit))
+        rows.append({"quantity": label, "ours": _fmt(x.ours * scale),
+                     "paper or measured": "—" if x.paper is None else _fmt(x.paper * scale), "unit": unit})
+    return pd.DataFrame(rows).style.hide(axis="index")

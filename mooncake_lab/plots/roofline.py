@@ -29,7 +29,12 @@ def _preset_color(name: str) -> str:
     return PRESET_COLORS.get(str(name).split("+")[0], PALETTE[5])
 
 
-def _decade_ticks(ax, axis: str, lo: float, hi: float, fmt=lambda v: f"{v:g}") -> None:
+def _decade_label(v: float) -> str:
+    """A decade tick as a student reads it: 0.1, 1, 1,000, 1,000,000 — never "1e+06"."""
+    return f"{v:,.0f}" if v >= 1 else f"{v:g}"
+
+
+def _decade_ticks(ax, axis: str, lo: float, hi: float, fmt=_decade_label) -> None:
     """Decade ticks only, no minor labels (a log axis with minor labels triples redraw time).
     Nothing is done when the axis already has these ticks (re-creating tick labels is slow)."""
     axis_ = ax.xaxis if axis == "x" else ax.yaxis
@@ -154,14 +159,14 @@ class RooflineChart:
         if len(self.notes) != len(points):
             for t in self.notes:
                 t.remove()
-            self.notes = [self.ax.annotate("", (1, 1), xytext=(5, -12 if ph == "prefill" else 6),
+            self.notes = [self.ax.annotate("", (1, 1), xytext=(5, -12 if ph == "prefill" else -11),
                                            textcoords="offset points", fontsize="small", color=_PHASE_COLORS[ph],
                                            animated=self.live) for ph in points["phase"]]
         for t, r in zip(self.notes, points.itertuples()):
             t.set_text(r.label.replace(f"{r.phase} ", ""))
             t.xy = (r.intensity, r.attainable_flops / _T)
             t.set_color(_PHASE_COLORS[r.phase])
-            t.set_position((5, -12 if r.phase == "prefill" else 6))
+            t.set_position((5, -12 if r.phase == "prefill" else -11))  # below the rising slope, off the line
 
 
 @styled
