@@ -419,10 +419,13 @@ def test_network_section_shows_what_its_prose_says():
     assert all(((f >= 0) & (f <= 8)).all().all() for f in reps.values())
     note = S.contention_note(tab, bite, reps)
     g0 = S.CONTENTION_GBPS[0]
-    for text in (f"{tab.loc[(g0, False, 'kvcentric'), 'ttft_mean_s']:.2f} s to "
-                 f"{tab.loc[(g0, True, 'kvcentric'), 'ttft_mean_s']:.2f} s",
+    kv0, kv1 = (f"{tab.loc[(g0, on, 'kvcentric'), 'ttft_mean_s']:.2f}" for on in (False, True))
+    # a readout whose two values print the same says so ("does not change"), never "from 6.60 s to 6.60 s"
+    moved = f"does not change ({kv0} s)" if kv0 == kv1 else f"goes from {kv0} s to {kv1} s"
+    for text in (f"KVCache-centric's mean TTFT {moved} with shared links",
                  f"made {d.loc[g0, 'given_up']:,.0f} fewer fetches", f"on {S.BITE_GBPS:g} Gbps NICs"):
         assert text in note
+    assert not any(f"from {x} s to {x} s" in note for x in [kv0])
     from mooncake_lab.plots import scheduling as P
 
     for fig in (P.contention_ttft(tab), P.replicas_over_time({"a": reps[False], "b": reps[True]}, n_instances=8)):
@@ -482,3 +485,102 @@ def test_holder_jam_refuses_bad_arguments():
                 S.holder_jam("conversation", policies=["kvcentric"])):
         with pytest.raises(ValueError, match=r"holder_jam_note.table: got .*; allowed: a holder_jam table"):
             S.holder_jam_note(bad)
+
+
+# ---- issue 25: readable again (notes, tables, colours, Q4) ------------------------------------------
+def test_moved_says_no_change_when_both_values_print_the_same():
+    assert S._moved(6.601, 6.604) == "does not change (6.60 s)"
+    assert S._moved(1.287, 1.402, ".3f") == "goes from 1.287 s to 1.402 s"
+
+
+def test_generated_notes_lead_with_one_or_two_short_sentences_and_box_the_rest():
+    """Each note the lecture displays: at most two sentences outside its <details> box, none over 40 words;
+    the precision (the per-instance numbers, the mechanism) inside the box."""
+    from mooncake_lab.prose_load import LONG, load_of_text, words
+
+    tab, bite = S.contention_comparison(), S.contention_bite()
+    notes = {"slow": S.slow_network_note(10.0), "preset": S.preset_note("conversation"),
+             "fig8": S.fig8_note("conversation"),
+             "contention": S.contention_note(tab, bite, S.contention_replicas(n_samples=6)),
+             "jam": S.holder_jam_note(S.holder_jam("conversation"))}
+    for name, note in notes.items():
+        main = load_of_text(note)
+        assert 1 <= len(main.sentences) <= 3, (name, main.sentences)
+        assert all(words(x) <= LONG for x in main.sentences), (name, main.sentences)
+        assert note.count("<details>") == 1 and "</summary>\n\n" in note and note.rstrip().endswith("</details>"), name
+    assert "instance 1: 12 blocks" in notes["slow"].split("<details>")[1]   # the numbers sit in the box
+
+
+def test_tables_for_people_have_labels_units_and_whole_counts():
+    from mooncake_lab.traces import cached_trace
+
+    est = S.estimate_view(S.estimate_table())
+    assert est.index.name == "instance" and list(est["best/local"]) == ["1", "4", "∞"]
+    assert list(est["KVCache-centric picks"]) == ["", "★", ""]
+    req = S.example_requests()
+    assert list(req.index) == ["A", "B", "C", "E"] and req.loc["E", "block ids (0–15: the document)"] == "0–15, 78–81"
+    assert req.loc["A", "prompt (tokens)"] == "30,500"
+    work = S.worked_view(S.worked_example())
+    assert list(work.index) == ["random", "load balancing", "cache-aware", "KVCache-centric"]
+    assert work.loc["KVCache-centric", "computed tokens"] == "1,808"
+    comp = S.comparison_view(S.policy_comparison())
+    assert all(c.endswith(("(s)", "s")) or c in ("hit ratio", "fetched", "prefill pool busy") for c in comp.columns)
+    net = S.contention_view(S.contention_comparison())
+    assert net.index.names == ["NIC (Gbps)", "network", "policy"]
+    assert set(net.index.get_level_values("network")) == {"free network", "shared links"}
+    assert set(net.index.get_level_values("NIC (Gbps)")) == {"100", "200", "800"}
+    d = S.fetch_delays_view(S.fetch_delays(S.contention_comparison()))
+    assert all("." not in v for v in d["given up"])                      # counts, never "234.0"
+    jam = S.jam_view(S.holder_jam(cached_trace("conversation")))
+    for t in (est, req, work, comp, net, d, jam, S.preset_view(S.preset_check()), S.queueing_view(
+            S.queueing_check(S.policy_runs())), S.slow_network_view(S.slow_network(10.0))):
+        cells = [str(x) for x in t.to_numpy().ravel()] + [str(x) for x in t.columns]
+        assert not any("…" in c or "..." in c or "e+" in c for c in cells), cells
+        assert not any(c in t.columns for c in ("ttft_mean_s", "hit_ratio", "queue_s", "fetches_free"))
+
+
+def test_each_policy_keeps_one_colour_and_no_other_series_wears_it():
+    """Issue 25: the hit-ratio legend drew "local prefix" in random's colour. Every figure of the lecture
+    colours a policy's series with its colour only; legends and series that are not policies use
+    none of the four policy colours."""
+    from matplotlib.colors import to_hex
+    from mooncake_lab.plots import scheduling as P
+
+    pol = {to_hex(c) for c in P.POLICY_COLORS.values()}
+    assert len(pol) == 4
+    tr = synthetic_trace("conversation-like", n_requests=300, seed=5)
+    runs = S.policy_runs(tr, 1.0, n_prefill=3, n_decode=2)
+    fig = P.policy_metrics(S.policy_comparison(tr, 1.0, n_prefill=3, n_decode=2))
+    for ax in fig.axes[1:]:
+        for h in ax.get_legend().legend_handles:
+            assert to_hex(h.get_facecolor()) not in pol, (ax.get_title(), h.get_label())
+    tokens = fig.axes[2]
+    assert not {to_hex(p.get_facecolor()) for p in tokens.patches} & pol   # computed / local hit / fetched
+    fig = P.ttft_by_policy({"small": S.ttft_samples(runs)}, S.PAPER_FIG8_TTFT_S)
+    for h in fig.axes[0].get_legend().legend_handles:
+        assert to_hex(h.get_markerfacecolor() if h.get_marker() not in (None, "None") else h.get_color()) not in pol
+    assert all(to_hex(line.get_color()) == "#000000" for line in fig.axes[0].lines if line.get_linestyle() == "-"
+               and len(line.get_xdata()) == 2 and line.get_xdata()[0] != line.get_xdata()[1])  # medians black
+    view = P.EstimateBars()
+    assert not {to_hex(b.patches[0].get_facecolor()) for b in view.bars["kvcentric"]} & pol
+    grid = P.instance_queues_grid({p: S.instance_queues(r) for p, r in runs.items()})
+    for ax, p in zip(grid.axes, runs):
+        others = pol - {to_hex(P.POLICY_COLORS[p])}
+        assert not {to_hex(line.get_color()) for line in ax.lines[:-1]} & others, p   # [-1]: the 30 s line
+    reps = S.contention_replicas(n_samples=4)
+    fig = P.replicas_over_time({"free": reps[False], "shared": reps[True]}, n_instances=8)
+    solid = [line for line in fig.axes[0].lines if line.get_label().startswith(("free", "shared"))]
+    assert to_hex(solid[0].get_color()) == to_hex(P.POLICY_COLORS["kvcentric"])      # both runs are kvcentric's
+    assert not {to_hex(line.get_color()) for line in solid} & (pol - {to_hex(P.POLICY_COLORS["kvcentric"])})
+    assert solid[0].get_linestyle() != solid[1].get_linestyle()
+
+
+def test_q4_asks_one_decimal_and_accepts_it():
+    from mooncake_lab.exercises import _REGISTRY, _load
+
+    _load()
+    q = _REGISTRY["04.hit_gain"]
+    assert "one decimal" in q.question
+    v = q.answer()
+    assert check("04.hit_gain", round(v, 1)).correct and check("04.hit_gain", v).correct
+    assert not check("04.hit_gain", round(v, 1) - 0.1).correct

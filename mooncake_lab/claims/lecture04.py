@@ -173,26 +173,42 @@ def _node_gpus() -> int:
 claim("04.cluster", "**8 prefill instances + 8 decode instances**", lambda: [paper.FIG8_N_PREFILL, paper.FIG8_N_DECODE],
       source="arXiv v3 §8")
 claim("04.node", "8 × A800 running", lambda: _node_gpus())
+claim("04.cluster_abbr", "instances** (8P+8D)", lambda: [_cfg().n_prefill, _cfg().n_decode])
 claim("04.blocks", "LRU cache of 512-token KV blocks", _bt)
-claim("04.capacity", "by default ≈ 2 TB = 11,920 blocks", lambda: [_cap_tb(), _cap_blocks()])
+claim("04.capacity", "≈ 2 TB = 11,920 blocks (lecture 03)", lambda: [_cap_tb(), _cap_blocks()])
 claim("04.cut", "cuts the prompt into 512-token blocks", _bt)
+# the assumptions table (a box in section 1)
+claim("04.as_cluster", "| cluster | 8P+8D: nodes of 8 × A800 running LLaMA2-70B | the same, simulated | 8P+8D |", lambda: [
+    paper.FIG8_N_PREFILL, paper.FIG8_N_DECODE, _node_gpus(), _cfg().n_prefill, _cfg().n_decode], source="arXiv v3 §8")
+claim("04.as_paper_n", "23k real requests (the arXiv trace", lambda: paper.FIG8_REQUESTS / 1000, source="arXiv v3 §8")
+claim("04.as_conv_n", "the released conversation trace, 12,031 requests", lambda: _n_requests(), trace=R)
+claim("04.as_tool_n", "toolagent-like one, 23,608 requests", _toolagent_n)
+claim("04.as_fit", "a fit to prefills up to 8k tokens", lambda: _fit_max_tokens() / 1000)
+claim("04.as_load", "replay at 0.4×, where ρ₀ ≈ 1.0 (§3) | 1× |", lambda: [
+    _s().DEFAULT_REPLAY_SPEED, _rho1() * _s().DEFAULT_REPLAY_SPEED, _at_1x()], trace=R)
+claim("04.as_thr", "| 1: any longer prefix elsewhere qualifies | 1 |", lambda: [
+    default_of(_s().worked_example, "threshold"), _cfg().kvcache_balancing_threshold])
+claim("04.as_noise", "exact (estimator noise 0;", lambda: _cfg().estimator_noise)
+claim("04.as_slo", "| TTFT SLO | 30 s | 30 s, drawn as a dashed line | 30 s |", lambda: [
+    paper.SLO_TTFT_S, _plot_slo(), _cfg().ttft_slo_s], source=paper.SLO_SOURCE)
 # ---- section 2: the worked example ------------------------------------------------------------
 claim("04.doc", "a 16-block document (8,192 tokens)", lambda: [_doc_blocks(), _doc_blocks() * _bt()])
 claim("04.A", "request A on instance 0, which is still busy with it for ≈ 13.5 s", lambda: [0, _t().loc[0, "queue_s"]])
 claim("04.B", "first **4** blocks on instance 1", lambda: [_local1(), 1])
-claim("04.C", "request C keeps instance 2 busy for\nanother 0.55 s", lambda: [2, _t().loc[2, "queue_s"]])
+claim("04.C", "request C keeps instance 2 busy for another 0.55 s", lambda: [2, _t().loc[2, "queue_s"]])
 claim("04.E", "the whole document plus 4 blocks of its own, 10,000 tokens", lambda: [
     len(_ex().blocks_of(len(_ex()) - 1)) - _doc_blocks(), _E_len()])
-claim("04.row0", "**instance 0** holds all 16 blocks, so it only computes 1,808 tokens (0.63 s) — but 13.5 s of A",
+claim("04.row0", "**instance 0** holds all 16 blocks, so it only computes 1,808 tokens (0.63 s), but 13.5 s of A",
       lambda: [0, _doc_blocks(), _computed(0), _t().loc[0, "prefill_s"], _t().loc[0, "queue_s"]])
-claim("04.row0b", "nothing to fetch: 14.14 s", lambda: _t().loc[0, "kvcentric_s"])
+claim("04.row0b", "queued in front: 14.14 s", lambda: _t().loc[0, "kvcentric_s"])
 claim("04.row1", "**instance 1** holds 4 blocks. Cache-aware computes the other 7,952 tokens: 2.00 s", lambda: [
     1, _local1(), _ca_computed1(), _t().loc[1, "cache_aware_s"]])
-claim("04.row1b", "best/local = 16/4 = 4 ≥ 1, fetches 12 blocks (6,144 tokens × 320 KiB ≈ 2 GB at 87 GB/s ≈ 23 ms)",
+claim("04.row1b", "best/local = 16/4 = 4 ≥ 1. It fetches the other 12 blocks in ≈ 23 ms, then computes 1,808 tokens: 0.65 s",
       lambda: [_doc_blocks(), _local1(), _t().loc[1, "ratio"], 1, _doc_blocks() - _local1(),
-               (_doc_blocks() - _local1()) * _bt(), _kv() / 1024, _fetch_gb(), _rdma_gbs(),
-               _t().loc[1, "transfer_s"] * 1e3])
-claim("04.row1c", "computes 1,808 tokens: 0.65 s", lambda: [_computed(1), _t().loc[1, "kvcentric_s"]])
+               _t().loc[1, "transfer_s"] * 1e3, _computed(1), _t().loc[1, "kvcentric_s"]])
+claim("04.row1_box", "12 blocks are 6,144 tokens × 320 KiB ≈ 2 GB of KV; at 87 GB/s the copy takes ≈ 23 ms", lambda: [
+    _doc_blocks() - _local1(), (_doc_blocks() - _local1()) * _bt(), _kv() / 1024, _fetch_gb(), _rdma_gbs(),
+    _t().loc[1, "transfer_s"] * 1e3])
 claim("04.row2", "**instance 2** holds nothing (ratio ∞): cache-aware 0.55 + 2.26 = 2.81 s", lambda: [
     2, _t().loc[2, "queue_s"], _ca_prefill(2), _t().loc[2, "cache_aware_s"]])
 claim("04.row2b", "0.55 + 0.031 + 0.63 = 1.20 s", lambda: [_t().loc[2, "queue_s"], _t().loc[2, "transfer_s"],
@@ -202,6 +218,7 @@ claim("04.picks", "Cache-aware picks instance 1 and recomputes 7,952 tokens; KVC
                _w().loc["kvcentric", "prefill_instance"]])
 claim("04.3x", "**3× shorter TTFT for the same request**", lambda: _w().loc["cache_aware", "ttft_s"] / _w().loc["kvcentric", "ttft_s"])
 claim("04.sim", "queue + fetch + prefill = 0.650 s", lambda: _w().loc["kvcentric", "ttft_s"])
+not_a_claim("04.random_inst", "its instance 0 is not the table's", "instance 0 names an instance, not a quantity")
 claim("04.random", "`random` happened to draw instance 0 (3.2 s: 1.2 s of queue left", lambda: [
     _w().loc["random", "prefill_instance"], _w().loc["random", "ttft_s"], _w().loc["random", "queue_wait_s"]])
 claim("04.load", "is lucky to find 4", lambda: _w().loc["load", "cached_tokens"] / _bt())
@@ -218,7 +235,8 @@ claim("04.fig8_setup", "on 23k real requests on 8P+8D", lambda: [paper.FIG8_REQU
 not_a_claim("04.rho_below", "Below 1, even a cache-blind", _SAT)
 not_a_claim("04.rho_formula", "(L_i, 0)", "a formula's argument (prefill time with 0 cached tokens), not a quantity")
 not_a_claim("04.sum_odds", "queues explode like ρ/(1−ρ)", _FORMULA)
-not_a_claim("04.rho_above", "above 1, only cache hits", _SAT)
+not_a_claim("04.rho_above", "Above 1, only", _SAT)
+not_a_claim("04.speed2", "at speed 2 the", "an example of a replay speed (what speed means), not a quantity of ours")
 claim("04.rho1", "the prefill work is **2.55×** what 8 prefill nodes", lambda: [_rho1(), _n_prefill()], trace=R)
 claim("04.best_paper", "its best policy averaged 6.26 s", lambda: _P8["kvcentric"], source=_FIG8)
 claim("04.replay", "We replay at **0.4×**", lambda: _s().DEFAULT_REPLAY_SPEED)
@@ -226,7 +244,7 @@ claim("04.rho_at", "* ρ₀ ≈ 1.0 there", lambda: _rho1() * _s().DEFAULT_REPLA
 claim("04.differ", "policies differ by 15×", lambda: _P8["random"] / _P8["kvcentric"], source=_FIG8)
 claim("04.fit_range", "a fit to prefills of at most 8k tokens", lambda: _fit_max_tokens() / 1000)
 claim("04.rho_speed", "each at its own ρ₀ = 1 speed", _balanced)
-claim("04.coincide", "means (6.3 s, 55 s) land near the paper's 6.26 s and\n60.41 s", lambda: [
+claim("04.coincide", "means (6.3 s, 55 s) land near the paper's 6.26 s and 60.41 s", lambda: [
     _comp().loc["kvcentric", "ttft_mean_s"], _comp().loc["load", "ttft_mean_s"], _P8["kvcentric"], _P8["load"]], trace=R)
 claim("04.steep", "from 0.35× to 0.45× load balancing goes from 13 s to 320 s", lambda: [
     0.35, 0.45, _sweep().loc[0.35, "load"], _sweep().loc[0.45, "load"]], rel_tol=0.02, trace=R)
@@ -237,26 +255,27 @@ claim("04.tool_speed", "at *its* balanced speed, 0.5× (ρ₀ = 2.03 at 1×)", l
 claim("04.box", "Each box spans the 25th–75th percentile of TTFT, whiskers 5–95%", lambda: [
     *_box_percentiles()])
 claim("04.slo", "the dashed line the 30 s SLO", lambda: paper.SLO_TTFT_S, source=paper.SLO_SOURCE)
-claim("04.fig8m_fit", "The calibrated fit extrapolates past 8k tokens\n(section 3)", lambda: _fit_max_tokens() / 1000)
+claim("04.fig8m_fit", "The calibrated fit extrapolates past 8k tokens (section 3)", lambda: _fit_max_tokens() / 1000)
+claim("04.comp_speed", "Each policy on the conversation trace at 0.4×", lambda: _s().REPLAY_SPEEDS["conversation"])
 claim("04.fig8m_rho", "under `modern` (ρ₀ = 1)", _balanced)
 # ---- section 5 --------------------------------------------------------------------------------
 claim("04.hit_blind", "≈ 13% of prompt tokens", lambda: 100 * _comp().loc["load", "hit_ratio"], trace=R)
 claim("04.hit_kvc", "KVCache-centric reuses ≈ 37%", lambda: 100 * _comp().loc["kvcentric", "hit_ratio"], trace=R)
 claim("04.ceiling", "infinite-cache ceiling (37.4%", lambda: _inf_hit(), trace=R)
-claim("04.busy", "the same 8 nodes are busy ≈ 69% instead of ≈ 93%", lambda: [
+claim("04.busy", "the same 8 nodes are busy ≈ 69% of the time under\n  KVCache-centric, ≈ 93% under load balancing", lambda: [
     _n_prefill(), 100 * _comp().loc["kvcentric", "prefill_busy"], 100 * _comp().loc["load", "prefill_busy"]], trace=R)
 claim("04.runaway", "queues of 15+ minutes", lambda: at_least(15, _max_queue_min()), trace=R)
 not_a_claim("04.block0", "Block 0 (the system prompt)", "block 0 names a block (the system prompt), not a quantity")
 claim("04.pk_busy", "At 0.4× random makes the pool ≈ 93% busy", lambda: [
     _s().DEFAULT_REPLAY_SPEED, 100 * _util("random")], trace=R)
 not_a_claim("04.pk_formula", "(1 + C²)/2", _FORMULA + " (Pollaczek–Khinchine)")
-claim("04.pk_scv", "≈ 10: prompts", lambda: _q().loc["random", "service_scv"], trace=R)
+claim("04.pk_scv", "C² ≈ 10, because prompts", lambda: _q().loc["random", "service_scv"], trace=R)
 claim("04.pk_odds", "ρ/(1−ρ) ≈ 12.5 at 92.6% busy", lambda: [1, _odds(_util("random")), 100 * _util("random")], trace=R)
-claim("04.pk_wait", "P-K's 6 minutes is close to\nthe simulated 5", lambda: [
+claim("04.pk_wait", "P-K's 6 minutes is close to the simulated 5", lambda: [
     _q().loc["random", "mg1_wait_s"] / 60, _q().loc["random", "simulated_wait_s"] / 60], trace=R)
 claim("04.pk_load", "waits 50 s, not 7 minutes", lambda: [
     _q().loc["load", "simulated_wait_s"], _q().loc["load", "mg1_wait_s"] / 60], trace=R)
-claim("04.pk_pool", "of 8 queues pools them", _n_prefill)
+claim("04.pk_pool", "least-loaded of 8 queues", _n_prefill)
 not_a_claim("04.pk_rho1", "Near ρ = 1 the wait", _SAT)
 claim("04.pk_sens", "93% vs 90% busy changes ρ/(1−ρ) from 13 to 9", lambda: [93, 90, 1, _odds(0.93), _odds(0.90)])
 claim("04.arxiv_ratio", "~50% cache ratio", lambda: 100 * paper.ARXIV_TABLE1_HIT[float("inf")], rel_tol=0.05,
@@ -264,24 +283,26 @@ claim("04.arxiv_ratio", "~50% cache ratio", lambda: 100 * paper.ARXIV_TABLE1_HIT
 claim("04.random_paper", "not random's 92 s", lambda: _P8["random"], source=_FIG8)
 # ---- section 6: the network is shared (the measured numbers are printed by the cells) ------------
 claim("04.net_gbps", "at 100, 200 and 800 Gbps per prefill node", lambda: list(_s().CONTENTION_GBPS))
-claim("04.net_testbed", "(800 Gbps = the testbed's\n4 × 200 Gbps NICs", lambda: [
+claim("04.net_testbed", "800 Gbps is the testbed's 4 × 200 Gbps NICs", lambda: [
     _s().CONTENTION_GBPS[-1], _nic()[0], _nic()[1]], source="FAST'25 §5.1")
 claim("04.net_min", "recommends at least 100 Gbps", lambda: _s().CONTENTION_GBPS[0],  # documented as §5.4.2's minimum
       source="FAST'25 §5.4.2")
 claim("04.net_speed", "same trace, 0.4×, calibrated preset", lambda: _s().DEFAULT_REPLAY_SPEED)
-claim("04.net_rep", "KVCache-centric runs at 100 Gbps, without and with contention:\nhow many of the 8",
-      lambda: [_s().CONTENTION_GBPS[0], _n_prefill()])
+claim("04.net_rep", "KVCache-centric runs at 100 Gbps without and with contention",
+      lambda: _s().CONTENTION_GBPS[0])
 claim("04.net_rep_n", "(8 instances here", _n_prefill)
 claim("04.net_sum", "contention costs little on this trace at 100 Gbps", lambda: _s().CONTENTION_GBPS[0])
 
 # where shared links break Algorithm 1 outright (l04_scheduling.holder_jam)
-claim("04.jam_setup", "on 25 Gbps NICs — a quarter of the 100 Gbps", lambda: [
+claim("04.jam_head", "`modern` GPUs on 25 Gbps NICs", lambda: _s().JAM_GBPS)
+claim("04.jam_setup2", "on 25 Gbps NICs, with layer-wise", lambda: _s().jam_config().network_gbps)
+claim("04.jam_setup", "25 Gbps is a quarter of the 100 Gbps", lambda: [
     _s().JAM_GBPS, _s().CONTENTION_GBPS[0]], source="FAST'25 §5.4.2 (100 Gbps; JAM_GBPS = a quarter of it)")
 claim("04.jam_cluster", "on 8 prefill + 8 decode instances", lambda: [
     _s().jam_config().n_prefill, _s().jam_config().n_decode])
 claim("04.jam_ttft", "KVCache-centric's mean TTFT is then ≈ 5,575 s, cache-aware's ≈ 1.42 s", lambda: [
     _jam().loc["kvcentric", "ttft_mean_s"], _jam().loc["cache_aware", "ttft_mean_s"]], trace=R)
-claim("04.jam_sum", "at 25 Gbps under `modern` it breaks", lambda: _s().JAM_GBPS)
+claim("04.jam_sum", "At 25 Gbps under `modern` it breaks", lambda: _s().JAM_GBPS)
 
 
 @lru_cache(maxsize=None)
@@ -297,9 +318,9 @@ def _nic():
 
 # ---- section 7 --------------------------------------------------------------------------------
 claim("04.dash_n", "(12,031 requests on the released trace", lambda: _n_requests(), trace=R)
-claim("04.dash_try", "at 0.45×; 12 prefill instances at 0.6×; a cache of 300 blocks per instance", lambda: [
+claim("04.dash_try", "`kvcentric` at 0.45×;\n* 12 prefill instances at 0.6×;\n* a cache of 300 blocks per instance", lambda: [
     _on_slider("speed", 0.45), _on_slider("n_prefill", 12), _on_slider("speed", 0.6), _on_slider("capacity_log10", 300)])
-claim("04.dash_noise", "estimator noise 0.5 (the Conductor's estimates off by ±50%", lambda: [
+claim("04.dash_noise", "estimator noise 0.5: the Conductor's estimates off by ±50%", lambda: [
     _on_slider("noise", 0.5), 100 * _on_slider("noise", 0.5)])
 claim("04.dash_2x", "2× replay, the paper's overload", lambda: _on_slider("speed", 2), source="arXiv v3 Table 3")
 # ---- exercises (markdown) ---------------------------------------------------------------------
@@ -307,7 +328,7 @@ claim("04.q1", "(balancing threshold 1), which prefill instance — 0, 1\nor 2",
 claim("04.q3", "the capacity of 8 prefill instances?", _n_prefill)
 claim("04.q5", "(The paper's: 92.07 / 6.26 = 14.7.)", lambda: [_P8["random"], _P8["kvcentric"], _P8["random"] / _P8["kvcentric"]],
       source=_FIG8)
-claim("04.sum_speed", "replay the trace at **0.4×**, where its offered prefill load without cache is\n  ≈ 1.0 of 8 nodes",
+claim("04.sum_speed", "replay the trace at **0.4×**, where its offered prefill load without cache is ≈ 1.0 of 8 nodes",
       lambda: [_s().DEFAULT_REPLAY_SPEED, _rho1() * _s().DEFAULT_REPLAY_SPEED, _n_prefill()], trace=R)
 claim("04.sum_3x", "our random policy is 3× worse", lambda: _comp().loc["random", "ttft_mean_s"] / _P8["random"], trace=R)
 # ---- exercise strings -------------------------------------------------------------------------
@@ -413,3 +434,8 @@ claim("04.sol_q5c", "at 93% utilisation with C² ≈ 10 each of its 8\nindepende
 claim("04.sol_q5d", "(P-K: ρ/(1−ρ) · E[S] · (1 + C²)/2 ≈ 12.5 × 5.4 s × 5.3 ≈ 6 min)", lambda: [
     1, 1, 2, _odds(_util("random")), _q().loc["random", "mean_service_s"],
     (1 + _q().loc["random", "service_scv"]) / 2, _q().loc["random", "mg1_wait_s"] / 60], where=_S, trace=R)
+
+
+def _plot_slo() -> float:
+    from ..plots import scheduling as P
+    return P._SLO_S

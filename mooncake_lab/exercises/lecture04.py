@@ -69,9 +69,11 @@ exercise(Exercise(
 exercise(Exercise(
     "04.hit_gain",
     "Question 4 [hit ratio]: at the lecture's replay speed, how many times higher is the cache-aware policy's "
-    "prefix-cache hit ratio than load balancing's?",
+    "prefix-cache hit ratio than load balancing's? Give it to one decimal.",
+    # one decimal of a ratio ≥ 1.7 is within 3% of it (the lecture's prose says "more than doubles", not a number)
     answer=_hit_gain, unit="×", rel_tol=0.03,
-    hint="`comp` has a hit_ratio column: `comp.loc['cache_aware', 'hit_ratio'] / comp.loc['load', 'hit_ratio']`.",
+    hint="Divide two hit_ratio values of `comp`: `comp.loc['cache_aware', 'hit_ratio'] / comp.loc['load', 'hit_ratio']`, "
+         "and round to one decimal.",
     why="load balancing scatters a chat's turns over 8 local caches (like random routing in lecture 03); "
         "cache-aware sends a turn back to the instance that holds its earlier turns."))
 

@@ -457,8 +457,14 @@ def _kv_bytes_per_token() -> float:
     return float(get_model(sim.ClusterConfig().model).kv_bytes_per_token())
 
 
+def _box(summary: str, body: str) -> str:
+    """A collapsible box of markdown (JupyterLab renders the markdown inside thanks to the blank lines)."""
+    return f"\n\n<details><summary>{summary}</summary>\n\n{body}\n\n</details>"
+
+
 def slow_network_note(network_gbps: float = 10.0) -> str:
-    """One paragraph (markdown) on the worked example at ``network_gbps``, computed (lecture 04, §2)."""
+    """The worked example at ``network_gbps``, computed (lecture 04, §2): one sentence, then the
+    per-instance numbers and the reason in a box."""
     s = slow_network(network_gbps)
     chosen = int(worked_example(network_gbps=network_gbps).loc["kvcentric", "prefill_instance"])
     ca = worked_example(network_gbps=network_gbps, policies=("cache_aware",)).loc["cache_aware", "ttft_s"]
@@ -466,11 +472,14 @@ def slow_network_note(network_gbps: float = 10.0) -> str:
     parts = [f"instance {p}: {int(r.fetched_blocks)} blocks = {r.fetched_GB:.2f} GB in {r.transfer_s:.2f} s, "
              f"estimate {r.kvcentric_s:.2f} s with the fetch vs {r.cache_aware_s:.2f} s without"
              for p, r in s.iterrows() if r.fetched_blocks > 0]
-    return (f"**At {network_gbps:g} Gbps** Algorithm 1 still fetches ({'; '.join(parts)}). The branch is "
-            f"decided by the prefix ratio best/local ≥ threshold, not by comparing times, so here the fetch "
-            f"makes every estimate *worse*: the simulator sends E to instance {chosen} with a TTFT of "
-            f"{kv:.2f} s, where cache-aware — which never fetches — gets {ca:.2f} s. A higher threshold, or a "
-            f"rule that fetches only when it shortens the estimate, avoids that.")
+    how = "the fetch makes E slower" if kv > ca else "the fetch still pays"
+    head = (f"**At {network_gbps:g} Gbps {how}:** KVCache-centric sends E to instance {chosen} with a TTFT of "
+            f"{kv:.2f} s; cache-aware, which never fetches, gets {ca:.2f} s.")
+    body = (f"Algorithm 1 still fetches: {'; '.join(parts) or 'nothing'}. The branch is decided by the prefix "
+            f"ratio best/local ≥ threshold, not by comparing times"
+            + (", so here the fetch makes every estimate *worse*. A higher threshold, or a rule that fetches "
+               "only when it shortens the estimate, avoids that." if not s["fetch_pays"].any() else "."))
+    return head + _box("The estimates at this speed", body)
 
 
 #: The lecture's second cost model for the policy comparison: valid at the trace's long prompts
@@ -510,18 +519,24 @@ def preset_check(trace: Trace | str = "conversation") -> pd.DataFrame:
 
 
 def preset_note(trace: Trace | str = "conversation") -> str:
-    """Markdown: how much of ``trace``'s prefill work the calibrated fit extrapolates, and the policy
-    order under both presets (from :func:`long_prompt_share` and :func:`preset_check`)."""
+    """Markdown: the policy order under both presets (one sentence), and in a box how much of
+    ``trace``'s prefill work the calibrated fit extrapolates (from :func:`long_prompt_share` and
+    :func:`preset_check`)."""
     tr = _trace(trace)
     sh = long_prompt_share(tr)
     chk = preset_check(tr)
     cal, mod = [c for c in chk.columns if "×" in c]
-    order = {c: " > ".join(chk[c].sort_values(ascending=False).index) for c in (cal, mod)}
+    order = {c: " > ".join(POLICY_NAMES[p] for p in chk[c].sort_values(ascending=False).index) for c in (cal, mod)}
+    paper_order = " > ".join(POLICY_NAMES[p] for p in pd.Series(PAPER_FIG8_TTFT_S).sort_values(ascending=False).index)
+    if order[cal] == order[mod] == paper_order:
+        head = f"**Both presets keep the paper's order** of mean TTFT: {order[cal]}."
+    else:
+        head = f"**Order of mean TTFT:** {cal}: {order[cal]}; {mod}: {order[mod]} (the paper's: {paper_order})."
     beyond = (f"its prefill alone exceeds 30 s above {sh['min_tokens']:,.0f} tokens, and those "
               f"{sh['share_requests']:.1f}% of requests carry {sh['share_work']:.0f}% of the prefill work"
               if sh["share_requests"] > 0 else "no prefill exceeds 30 s")
-    return (f"On the {tr.name} trace (p99 prompt {sh['p99_tokens']:,.0f} tokens) under calibrated, {beyond}. "
-            f"Order of mean TTFT — {cal}: {order[cal]}; {mod}: {order[mod]}.")
+    return head + _box("How far the calibrated fit extrapolates on this trace",
+                       f"On the {tr.name} trace (p99 prompt {sh['p99_tokens']:,.0f} tokens) under calibrated, {beyond}.")
 
 
 def preset_check_speed(trace: Trace | str = "conversation") -> float:
@@ -532,8 +547,9 @@ def preset_check_speed(trace: Trace | str = "conversation") -> float:
 
 def fig8_note(trace: Trace | str = "conversation") -> str:
     """Markdown under lecture 04's Fig. 8 on :data:`CHECK_PRESET` (the preset valid at the trace's prompt
-    lengths): our mean TTFT per policy beside the paper's, and why they differ, computed
-    (:func:`policy_comparison` at :func:`preset_check_speed`; :func:`queueing_check`'s service times)."""
+    lengths): one sentence (order, how much shorter), then in a box our mean TTFT per policy beside the
+    paper's and why they differ, computed (:func:`policy_comparison` at :func:`preset_check_speed`;
+    :func:`queueing_check`'s service times)."""
     tr = _trace(trace)
     sp = preset_check_speed(tr)
     pol = [p for p in POLICIES if p in PAPER_FIG8_TTFT_S]
@@ -546,20 +562,23 @@ def fig8_note(trace: Trace | str = "conversation") -> str:
         how = f"ours from {1 / shorter.max():.2f}× to {1 / shorter.min():.2f}× the paper's"
     order = list(ours.sort_values(ascending=False).index)
     same = ("the paper's order" if order == list(theirs.sort_values(ascending=False).index)
-            else "not the paper's order (" + " > ".join(order) + ")")
+            else "not the paper's order (" + " > ".join(POLICY_NAMES[p] for p in order) + ")")
     qm = queueing_check(policy_runs(tr, sp, ("random",), preset=CHECK_PRESET)).loc["random"]
     qc = queueing_check(policy_runs(tr, DEFAULT_REPLAY_SPEED, ("random",))).loc["random"]
-    return (f"**Under `{CHECK_PRESET}` at {sp:g}×** (the {tr.name} trace at its ρ₀ = 1 speed) the mean TTFTs are "
+    head = f"**Under `{CHECK_PRESET}` at {sp:g}×** the means keep {same}, {how}."
+    body = (f"On the {tr.name} trace at its ρ₀ = 1 speed the mean TTFTs are "
             f"{' / '.join(f'{ours[p]:.3g}' for p in pol)} s (random / load balancing / cache-aware / "
-            f"KVCache-centric), the paper's {' / '.join(f'{theirs[p]:g}' for p in pol)} s: {same}, {how}. "
+            f"KVCache-centric), the paper's {' / '.join(f'{theirs[p]:g}' for p in pol)} s.\n\n"
             f"Why they differ: a TTFT is queueing plus prefill, and at a given load both scale with the prefill "
             f"time (P-K's mean wait of one queue, §5: ρ/(1−ρ) · E[S] · (1 + C²)/2). Under `{CHECK_PRESET}` a "
             f"prefill takes {qm.mean_service_s:.2f} s on average with C² ≈ {qm.service_scv:.1f} (random's "
-            f"placements); under calibrated, whose slow attention makes long prompts dominate, "
-            f"{qc.mean_service_s:.2f} s with C² ≈ {qc.service_scv:.1f}. The paper reports neither its prefill times "
-            f"nor how loaded its pool was, and ran another trace (the arXiv one: shorter prompts, a hit ratio of "
-            f"{paper.ARXIV_TABLE1_HIT[float('inf')]:.2f} with an unbounded cache in arXiv v3 Table 1) on its own "
-            f"engine: from what it publishes its absolute means cannot be matched, only its order.")
+            f"placements). Under calibrated, whose slow attention makes long prompts dominate, it takes "
+            f"{qc.mean_service_s:.2f} s with C² ≈ {qc.service_scv:.1f}.\n\n"
+            f"The paper reports neither its prefill times nor how loaded its pool was. It ran another trace (the "
+            f"arXiv one: shorter prompts, a hit ratio of {paper.ARXIV_TABLE1_HIT[float('inf')]:.2f} with an "
+            f"unbounded cache in arXiv v3 Table 1) on its own engine. So its absolute means cannot be matched "
+            f"from what it publishes, only its order.")
+    return head + _box("Our means beside the paper's, and why they differ", body)
 
 
 # ------------------------------------------------------------------------------- the network is shared
@@ -701,33 +720,39 @@ def holder_jam_note(table: pd.DataFrame, trace: Trace | str = "conversation") ->
                    "holder_jam_note")
     tr = _trace(trace)
     kv, ca = table.loc["kvcentric"], table.loc["cache_aware"]
-    setup = (f"On the {tr.name} trace under `{CHECK_PRESET}` at {kv.speed:g}× (its balanced speed), "
-             f"{JAM_GBPS:g} Gbps NICs, layer-wise KV transfer, 8P+8D, links shared")
+    setup = (f"The {tr.name} trace under `{CHECK_PRESET}` at {kv.speed:g}× (its balanced speed), "
+             f"{JAM_GBPS:g} Gbps NICs, layer-wise KV transfer, 8P+8D, links shared.")
     longer = "longer" if kv.busiest_stream_s > kv.busiest_prefill_s else "no longer"
     link = (f"each prefill's KV stream to decode takes {kv.busiest_stream_s:.2f} s on its send link on average, "
             f"{longer} than the prefill itself ({kv.busiest_prefill_s:.2f} s)")
     if np.isnan(kv.elsewhere_first_s):
-        return (f"**{setup}, shared links break Algorithm 1 outright:** KVCache-centric's mean TTFT is "
-                f"{kv.ttft_mean_s:,.0f} s, cache-aware's {ca.ttft_mean_s:.2f} s (with a whole NIC per transfer: "
-                f"{kv.ttft_mean_free_s:.2f} s and {ca.ttft_mean_free_s:.2f} s). All {kv.requests:,.0f} requests "
-                f"went to instance {kv.first_holder:.0f}, the first to hold the first block, with which "
-                f"{kv.shared_first_block:.0%} of them start, and {kv.fetches:,.0f} fetched. Why: on the holder "
-                f"{link}, so its send link falls behind its GPU (its streams "
-                f"waited {kv.busiest_stream_wait_s:,.0f} s on average), and every other instance would have to "
-                f"fetch the prefix through that jammed link. Algorithm 1 decides fetch-or-not by the prefix ratio, "
-                f"so it estimates every other instance *with* the fetch and never considers recomputing there: "
-                f"the holder's queue (a {kv.busiest_queue_s:,.0f} s wait on average) always looks shorter. "
-                f"Cache-aware never fetches: an instance without the prefix recomputes it, and its busiest "
-                f"instance takes {ca.busiest_share:.0%} of the requests.")
+        head = (f"**On {JAM_GBPS:g} Gbps NICs shared links break Algorithm 1 outright:** KVCache-centric's mean "
+                f"TTFT is {kv.ttft_mean_s:,.0f} s, cache-aware's {ca.ttft_mean_s:.2f} s.")
+        body = (f"{setup} With a whole NIC per transfer the two means are {kv.ttft_mean_free_s:.2f} s and "
+                f"{ca.ttft_mean_free_s:.2f} s.\n\n"
+                f"All {kv.requests:,.0f} requests went to instance {kv.first_holder:.0f}, the first to hold the first "
+                f"block, with which {kv.shared_first_block:.0%} of them start; "
+                f"{'none' if kv.fetches == 0 else f'{kv.fetches:,.0f}'} fetched. On the "
+                f"holder {link}. So its send link falls behind its GPU: its streams waited "
+                f"{kv.busiest_stream_wait_s:,.0f} s on average. Every other instance would have to fetch the "
+                f"prefix through that jammed link.\n\n"
+                f"Algorithm 1 decides fetch-or-not by the prefix ratio. So it estimates every other instance "
+                f"*with* the fetch and never considers recomputing there: the holder's queue (a "
+                f"{kv.busiest_queue_s:,.0f} s wait on average) always looks shorter. Cache-aware never fetches: an "
+                f"instance without the prefix recomputes it, and its busiest instance takes "
+                f"{ca.busiest_share:.0%} of the requests.")
+        return head + _box("The run, and the mechanism measured", body)
     verdict = ("still beats" if kv.ttft_mean_s < ca.ttft_mean_s else "trails")
-    return (f"**{setup}**, Algorithm 1 does not break: KVCache-centric's mean TTFT is {kv.ttft_mean_s:.2f} s and "
-            f"{verdict} cache-aware's {ca.ttft_mean_s:.2f} s. On the busiest instance {link}; but a request "
-            f"arriving {kv.elsewhere_first_s:.1f} s into the replay was already placed away from instance "
-            f"{kv.first_holder:.0f}, the first to hold the first block (with which {kv.shared_first_block:.0%} of "
-            f"the requests start), {kv.fetches:,.0f} requests fetched, and the busiest instance takes "
-            f"{kv.busiest_share:.0%} of the requests: an instance that holds the shared prefix itself does not fetch "
-            f"it through the first holder's link. It is decided at the start of the replay: on the released trace "
-            f"no request ever leaves the first holder (the text above the cell).")
+    head = (f"**On {JAM_GBPS:g} Gbps NICs Algorithm 1 does not break on this trace:** KVCache-centric's mean TTFT "
+            f"is {kv.ttft_mean_s:.2f} s and {verdict} cache-aware's {ca.ttft_mean_s:.2f} s.")
+    body = (f"{setup} On the busiest instance {link}. But a request arriving {kv.elsewhere_first_s:.1f} s into the "
+            f"replay was already placed away from instance {kv.first_holder:.0f}, the first to hold the first "
+            f"block (with which {kv.shared_first_block:.0%} of the requests start). {kv.fetches:,.0f} requests "
+            f"fetched, and the busiest instance takes {kv.busiest_share:.0%} of the requests: an instance that "
+            f"holds the shared prefix itself does not fetch it through the first holder's link.\n\n"
+            f"It is decided at the start of the replay: on the released trace no request ever leaves the first "
+            f"holder (the text above the cell).")
+    return head + _box("The run, and why it does not break", body)
 
 
 def replicas_over_time(result: sim.SimResult, top: int = 10, n_samples: int = 20) -> pd.DataFrame:
@@ -789,21 +814,230 @@ def contention_note(table: pd.DataFrame, bite: pd.DataFrame, replicas: dict,
     fewer = ("fewer fetches, fewer copies" if late[True].mean() < late[False].mean()
              else "fewer fetches, yet as many copies or more")
     x = contention_bite_speed(tr) / DEFAULT_REPLAY_SPEED
-    return (f"**On the {tr.name} trace at {g0:g} Gbps**, contention moves KVCache-centric's mean TTFT from "
-            f"{t[(g0, False, 'kvcentric')]:.2f} s to {t[(g0, True, 'kvcentric')]:.2f} s (cache-aware: "
-            f"{t[(g0, False, 'cache_aware')]:.2f} → {t[(g0, True, 'cache_aware')]:.2f} s); no mean TTFT in the table "
-            f"moves by more than {shift:.1%}. The fetches did wait — {d.waited:,.0f} of {d.fetches_shared:,.0f} "
-            f"waited for a link, {1e3 * d.wait_mean_s:.0f} ms on average, at most {d.wait_max_s:.2f} s — but the "
-            f"Conductor sees the links' backlog in its estimates: it made {d.given_up:,.0f} fewer fetches than the "
-            f"{d.fetches_free:,.0f} it makes on a free network (using the local prefix instead) and took the others "
-            f"from whichever replica's link was free first. It routes around congestion, so contention costs little. In the second half "
-            f"of the run the hot blocks of ranks 2–{replicas[False].shape[1]} sit on {late[False].min()}–"
-            f"{late[False].max()} of {n} instances without contention and on {late[True].min()}–"
-            f"{late[True].max()} with it: {fewer}.\n\n"
-            f"**Where it bites** (the table below): faster GPUs on slower NICs. Under `{CHECK_PRESET}` the "
-            f"balanced replay speed is {contention_bite_speed(tr):g}× instead of {DEFAULT_REPLAY_SPEED:g}×, so each "
-            f"send link carries {x:.1f}× as many KV streams per second; on {gb:g} Gbps NICs KVCache-centric's mean "
-            f"TTFT goes from {b_off:.3f} s to {b_on:.3f} s with contention ({b_on / b_off - 1:+.0%}) and "
-            f"{'still beats' if b_on < b_ca else 'falls behind'} cache-aware's {b_ca:.3f} s; the Conductor makes "
-            f"{bd.given_up:,.0f} fewer fetches than the {bd.fetches_free:,.0f} on a free network, and KV streams "
-            f"to decode wait {1e3 * bd.stream_wait_mean_s:.0f} ms on average.")
+    little = shift < 0.02
+    gs = sorted(set(table.index.get_level_values("gbps")))
+    span = f"{gs[0]:g}–{gs[-1]:g} Gbps" if len(gs) > 1 else f"{gs[0]:g} Gbps"
+    kv0, kv1 = t[(g0, False, 'kvcentric')], t[(g0, True, 'kvcentric')]
+    ca0, ca1 = t[(g0, False, 'cache_aware')], t[(g0, True, 'cache_aware')]
+    head = (f"**At {g0:g} Gbps contention {'costs little' if little else 'costs TTFT'}:** KVCache-centric's mean "
+            f"TTFT {_moved(kv0, kv1)} with shared links. "
+            f"**Where it bites** (the table below): on {gb:g} Gbps NICs under `{CHECK_PRESET}` it "
+            f"{_moved(b_off, b_on, '.3f')} ({b_on / b_off - 1:+.0%}) and "
+            f"{'still beats' if b_on < b_ca else 'falls behind'} cache-aware's {b_ca:.3f} s.")
+    body = (f"On the {tr.name} trace at {g0:g} Gbps cache-aware's mean TTFT {_moved(ca0, ca1)}; no mean "
+            f"TTFT of the {span} runs moves by more than {shift:.1%}. The fetches did wait: {d.waited:,.0f} of "
+            f"{d.fetches_shared:,.0f} waited for a link, {1e3 * d.wait_mean_s:.0f} ms on average, at most "
+            f"{d.wait_max_s:.2f} s. But the Conductor sees the links' backlog in its estimates. It made "
+            f"{d.given_up:,.0f} fewer fetches than the {d.fetches_free:,.0f} it makes on a free network (using the "
+            f"local prefix instead) and took the others from whichever replica's link was free first. It routes "
+            f"around congestion. In the second half of the run the hot blocks of ranks 2–{replicas[False].shape[1]} "
+            f"sit on {late[False].min()}–{late[False].max()} of {n} instances without contention and on "
+            f"{late[True].min()}–{late[True].max()} with it: {fewer}.\n\n"
+            f"Where it bites: faster GPUs on slower NICs. Under `{CHECK_PRESET}` the balanced replay speed is "
+            f"{contention_bite_speed(tr):g}× instead of {DEFAULT_REPLAY_SPEED:g}×, so each send link carries "
+            f"{x:.1f}× as many KV streams per second. On {gb:g} Gbps NICs the Conductor makes {bd.given_up:,.0f} "
+            f"fewer fetches than the {bd.fetches_free:,.0f} on a free network, and KV streams to decode wait "
+            f"{1e3 * bd.stream_wait_mean_s:,.0f} ms on average.")
+    return head + _box("The numbers behind this", body)
+
+
+# ------------------------------------------------------------------------------- tables for people
+#: How the lecture names the policies in tables (the figures' labels).
+POLICY_NAMES = {"random": "random", "load": "load balancing", "cache_aware": "cache-aware",
+                "kvcentric": "KVCache-centric"}
+
+_FORMATS = {
+    "int": lambda v: f"{int(round(float(v))):,}",
+    "s1": lambda v: f"{float(v):,.1f}", "s2": lambda v: f"{float(v):,.2f}", "s3": lambda v: f"{float(v):,.3f}",
+    "ms": lambda v: f"{1e3 * float(v):,.0f}",
+    "pct": lambda v: f"{100 * float(v):.0f}%", "pct1": lambda v: f"{100 * float(v):.1f}%",
+    "ratio": lambda v: "∞" if np.isinf(float(v)) else f"{float(v):g}",
+    "yes": lambda v: "yes" if bool(v) else "no", "star": lambda v: "★" if bool(v) else "",
+    "text": str,
+}
+
+
+def _label(v) -> str:
+    """A row label for people: a policy's name, a count or speed without trailing zeros, yes/no words."""
+    if isinstance(v, (bool, np.bool_)):
+        return "shared links" if v else "free network"
+    if isinstance(v, str):
+        return POLICY_NAMES.get(v, v)
+    if isinstance(v, (float, np.floating)) and float(v).is_integer():
+        return f"{int(v):,}"
+    return f"{v:g}" if isinstance(v, (float, np.floating)) else str(v)
+
+
+def for_people(df: pd.DataFrame, columns: dict, index_name=None, index=None) -> pd.DataFrame:
+    """``df`` as a student reads it: the ``columns`` kept, in order, each ``{name: (label, kind)}``
+    with ``kind`` one of ``int`` (thousands separators), ``s1``/``s2``/``s3`` (decimals), ``ms`` (s → ms),
+    ``pct``/``pct1`` (fraction → %), ``ratio`` (∞ for inf), ``yes``, ``star``, ``text``; the row labels
+    written for people (policies by name, ``True``/``False`` of the contention level as "shared
+    links"/"free network", 100.0 as 100), or by ``index`` (a function of the label), named
+    ``index_name``. The cells are text: what is shown is what was meant, nothing rounded by pandas."""
+    out = pd.DataFrame({label: [_FORMATS[kind](v) for v in df[c]] for c, (label, kind) in columns.items()})
+    lab = index or _label
+    if isinstance(df.index, pd.MultiIndex):
+        out.index = pd.MultiIndex.from_tuples([tuple(lab(x) for x in t) for t in df.index])
+    else:
+        out.index = [lab(x) for x in df.index]
+    if index_name is not None:
+        if isinstance(out.index, pd.MultiIndex):
+            out.index.names = list(index_name)
+        else:
+            out.index.name = index_name
+    return out
+
+
+def _block_ranges(blocks) -> str:
+    """Block ids as ranges: [0, 1, 2, 3, 60, 61] → "0–3, 60–61"."""
+    b = [int(x) for x in blocks]
+    parts, start = [], 0
+    for k in range(1, len(b) + 1):
+        if k == len(b) or b[k] != b[k - 1] + 1:
+            parts.append(f"{b[start]}" if k - 1 == start else f"{b[start]}–{b[k - 1]}")
+            start = k
+    return ", ".join(parts)
+
+
+#: The worked example's requests by the names the lecture gives them.
+EXAMPLE_NAMES = ("A", "B", "C", "E")
+
+
+def example_requests(example_blocks: int = 20) -> pd.DataFrame:
+    """The worked example's requests for people: arrival (s), prompt (tokens) and block ids as ranges,
+    one row per request A, B, C, E (the document is blocks 0–15)."""
+    ex = worked_example_trace(example_blocks)
+    df = pd.DataFrame({"arrives at (s)": [f"{a:g}" for a in ex.arrival_s],
+                       "prompt (tokens)": [f"{int(n):,}" for n in ex.input_len],
+                       "blocks": [len(ex.blocks_of(i)) for i in range(len(ex))],
+                       "block ids (0–15: the document)": [_block_ranges(ex.blocks_of(i)) for i in range(len(ex))]},
+                      index=pd.Index(EXAMPLE_NAMES, name="request"))
+    return df
+
+
+def estimate_view(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`estimate_table` for people (times in s)."""
+    return for_people(table, {"queue_s": ("queued (s)", "s2"), "local_blocks": ("blocks held", "int"),
+                              "ratio": ("best/local", "ratio"), "remote": ("may fetch", "yes"),
+                              "transfer_s": ("fetch (s)", "s3"), "prefill_s": ("KVCache-centric prefill (s)", "s2"),
+                              "cache_aware_s": ("cache-aware estimate (s)", "s2"),
+                              "kvcentric_s": ("KVCache-centric estimate (s)", "s2"),
+                              "chosen": ("KVCache-centric picks", "star")}, index_name="instance")
+
+
+def worked_view(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`worked_example` for people: what the simulator did with request E under each policy."""
+    return for_people(table, {"prefill_instance": ("instance", "int"), "queue_wait_s": ("queue (s)", "s2"),
+                              "fetch_s": ("fetch (s)", "s3"), "prefill_s": ("prefill (s)", "s2"),
+                              "fetched_tokens": ("fetched tokens", "int"),
+                              "computed_tokens": ("computed tokens", "int"), "ttft_s": ("TTFT (s)", "s3")},
+                      index_name="policy")
+
+
+def slow_network_view(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`slow_network` for people."""
+    return for_people(table, {"fetched_blocks": ("blocks fetched", "int"), "fetched_GB": ("fetched (GB)", "s2"),
+                              "transfer_s": ("fetch (s)", "s2"), "kvcentric_s": ("estimate with the fetch (s)", "s2"),
+                              "cache_aware_s": ("estimate without it (s)", "s2"),
+                              "fetch_pays": ("the fetch pays", "yes")}, index_name="instance")
+
+
+def preset_view(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`preset_check` for people: mean TTFT (s) and hit ratio under each preset, beside the paper's."""
+    cols = {}
+    for c in table.columns:
+        if "×" in c:
+            cols[c] = (f"{c}: mean TTFT (s)", "s2")
+        elif c.endswith("hit ratio"):
+            cols[c] = (c, "pct")
+    cols["paper (Fig. 8)"] = ("paper (Fig. 8): mean TTFT (s)", "s2")
+    return for_people(table, cols, index_name="policy")
+
+
+def comparison_view(comp: pd.DataFrame) -> pd.DataFrame:
+    """:func:`policy_comparison` for people (the columns the lecture discusses)."""
+    return for_people(comp, {"ttft_mean_s": ("mean TTFT (s)", "s1"), "ttft_p50_s": ("median (s)", "s1"),
+                             "ttft_p90_s": ("p90 (s)", "s1"), "ttft_p99_s": ("p99 (s)", "s1"),
+                             "ttft_slo_attainment": ("TTFT ≤ 30 s", "pct"), "hit_ratio": ("hit ratio", "pct"),
+                             "fetched_ratio": ("fetched", "pct"), "prefill_busy": ("prefill pool busy", "pct"),
+                             "paper_ttft_mean_s": ("paper's mean TTFT (s)", "s2")}, index_name="policy")
+
+
+def queueing_view(q: pd.DataFrame) -> pd.DataFrame:
+    """:func:`queueing_check` for people."""
+    return for_people(q, {"mean_service_s": ("mean prefill E[S] (s)", "s2"), "service_scv": ("C²", "s1"),
+                          "utilisation": ("busy ρ", "pct1"), "mg1_wait_s": ("P-K wait, one queue (s)", "s1"),
+                          "simulated_wait_s": ("simulated wait (s)", "s1")}, index_name="policy")
+
+
+def contention_view(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`contention_comparison` (or :func:`contention_bite`) for people."""
+    return for_people(table, {"ttft_mean_s": ("mean TTFT (s)", "s2"), "ttft_p90_s": ("p90 TTFT (s)", "s2"),
+                              "hit_ratio": ("hit ratio", "pct"), "fetched_ratio": ("fetched", "pct"),
+                              "fetches": ("requests that fetched", "int"),
+                              "fetch_wait_mean_s": ("mean fetch wait (ms)", "ms"),
+                              "stream_wait_mean_s": ("mean KV-stream wait (ms)", "ms")},
+                      index_name=("NIC (Gbps)", "network", "policy"))
+
+
+def fetch_delays_view(d: pd.DataFrame) -> pd.DataFrame:
+    """:func:`fetch_delays` for people."""
+    return for_people(d, {"fetches_free": ("fetches, free network", "int"),
+                          "fetches_shared": ("fetches, shared links", "int"), "given_up": ("given up", "int"),
+                          "waited": ("waited for a link", "int"), "wait_mean_s": ("mean wait (ms)", "ms"),
+                          "wait_max_s": ("longest wait (s)", "s2"),
+                          "stream_wait_mean_s": ("mean KV-stream wait (ms)", "ms")}, index_name="NIC (Gbps)")
+
+
+def jam_view(jam: pd.DataFrame) -> pd.DataFrame:
+    """:func:`holder_jam` for people."""
+    return for_people(jam, {"ttft_mean_s": ("mean TTFT (s)", "s2"),
+                            "ttft_mean_free_s": ("mean TTFT, free network (s)", "s2"),
+                            "fetches": ("requests that fetched", "int"),
+                            "busiest_share": ("busiest instance's share", "pct"),
+                            "busiest_queue_s": ("its queue wait (s)", "s1"),
+                            "busiest_stream_wait_s": ("its KV-stream wait (s)", "s1"),
+                            "busiest_prefill_s": ("its mean prefill (s)", "s2"),
+                            "busiest_stream_s": ("its mean KV stream (s)", "s2")}, index_name="policy")
+
+
+def _moved(a: float, b: float, fmt: str = ".2f", unit: str = " s") -> str:
+    """"goes from a s to b s", or "does not change (a s)" when both print the same."""
+    x, y = f"{a:{fmt}}", f"{b:{fmt}}"
+    return f"does not change ({x}{unit})" if x == y else f"goes from {x}{unit} to {y}{unit}"
+
+
+def paper_vs_ours(trace: Trace | str, comp: pd.DataFrame, net: pd.DataFrame, bite: pd.DataFrame) -> str:
+    """The lecture's closing table (markdown): what the paper says, what we get, and why they differ,
+    computed from :func:`policy_comparison` (``comp``, at :data:`DEFAULT_REPLAY_SPEED`),
+    :func:`contention_comparison` (``net``) and :func:`contention_bite` (``bite``)."""
+    tr = _trace(trace)
+    P = PAPER_FIG8_TTFT_S
+    m = comp["ttft_mean_s"]
+    why = {"random": f"8 independent queues at ≈ {comp.loc['random', 'prefill_busy']:.0%} busy: the wait grows like "
+                     "ρ/(1−ρ) (P-K, §5)",
+           "load": (f"the same stress ({DEFAULT_REPLAY_SPEED:g}× chosen so that ρ₀ ≈ 1): ours "
+                    f"{abs(m['load'] / P['load'] - 1):.0%} {'lower' if m['load'] < P['load'] else 'higher'}"),
+           "cache_aware": "the paper does not say how its cache-aware policy weighs queue against prefix; our "
+                          "Conductor's estimates are exact",
+           "kvcentric": "near the paper's by coincidence: under modern at its ρ₀ = 1 speed it is several times "
+                        "shorter (§3)"}
+    rows = [(f"Fig. 8 mean TTFT, {POLICY_NAMES[p]}", f"{P[p]:g} s", f"{m[p]:.3g} s", why[p]) for p in comp.index]
+    rows.append(("random ÷ KVCache-centric", f"{P['random'] / P['kvcentric']:.1f}×",
+                 f"{m['random'] / m['kvcentric']:.0f}×", "random's tail; the order of the four holds"))
+    rows.append(("workload", "23k real requests (arXiv trace), real A800 cluster",
+                 f"{tr.name} trace ({len(tr):,} requests) at {DEFAULT_REPLAY_SPEED:g}×, simulated, calibrated",
+                 f"the arXiv trace is not shipped; the replay speed sets the stress "
+                 f"(ρ₀ ≈ {offered_prefill_load(tr, speed=DEFAULT_REPLAY_SPEED):.2f})"))
+    g0, gb = CONTENTION_GBPS[0], BITE_GBPS
+    kv_free, kv_shared = net.loc[(g0, False, "kvcentric"), "ttft_mean_s"], net.loc[(g0, True, "kvcentric"), "ttft_mean_s"]
+    b_free, b_shared = bite.loc[(gb, False, "kvcentric"), "ttft_mean_s"], bite.loc[(gb, True, "kvcentric"), "ttft_mean_s"]
+    rows.append(("shared network (arXiv v3 §4; FAST'25 §5.4.2)",
+                 "replicating hot blocks \"is essential to avoid transfer congestion\"; at least 100 Gbps",
+                 f"KVCache-centric with shared links at {g0:g} Gbps: mean TTFT {_moved(kv_free, kv_shared)}; "
+                 f"under {CHECK_PRESET} at {gb:g} Gbps it {_moved(b_free, b_shared)}",
+                 f"the Conductor sees the links' backlog and makes {fetch_delays(net).loc[g0, 'given_up']:,.0f} fewer "
+                 "fetches; contention bites only when KV streams fill the links"))
+    return ("| | paper says | we get | why they differ |\n|---|---|---|---|\n"
+            + "\n".join(f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows))

@@ -9,15 +9,35 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from matplotlib.colors import to_rgb
+from matplotlib.patches import Patch
+from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator, NullLocator
 
 from . import PALETTE, SLO_COLOR, figure_style, new_figure, styled
 
 __all__ = ["ttft_by_policy", "speed_sweep", "policy_metrics", "instance_queues_grid", "replica_bars",
            "PolicyView", "policy_view", "EstimateBars", "estimate_bars", "contention_ttft", "replicas_over_time",
-           "POLICY_COLORS", "POLICY_LABELS"]
+           "POLICY_COLORS", "POLICY_LABELS", "NEUTRAL", "shades"]
 
+#: One colour per policy, the same in every figure of the lecture (and its dashboards). Series that are
+#: not policies (queue / fetch / prefill parts, computed / reused tokens, runs of one policy) use
+#: :data:`NEUTRAL` colours, never a policy's.
 POLICY_COLORS = {"random": PALETTE[4], "load": PALETTE[1], "cache_aware": PALETTE[0], "kvcentric": PALETTE[2]}
+#: Colours of series that are not policies: light grey, dark grey, yellow, sky blue.
+NEUTRAL = {"light": "#BBBBBB", "dark": "#555555", "yellow": PALETTE[6], "sky": PALETTE[5]}
+
+
+def shades(color, n: int) -> list:
+    """``n`` distinguishable shades of ``color`` (dark to light): one policy's instances in one panel."""
+    r, g, b = to_rgb(color)
+    if n <= 1:
+        return [(r, g, b)]
+    out = []
+    for k in range(n):
+        t = -0.45 + 0.9 * k / (n - 1)          # −0.45 (towards black) … +0.45 (towards white)
+        out.append(tuple(c * (1 + t) if t < 0 else c + (1 - c) * t for c in (r, g, b)))
+    return out
 POLICY_LABELS = {"random": "random", "load": "load balancing", "cache_aware": "cache-aware",
                  "kvcentric": "KVCache-centric"}
 _SHORT = {"random": "random", "load": "load\nbalancing", "cache_aware": "cache-\naware",
@@ -58,24 +78,29 @@ def ttft_by_policy(samples: dict, paper: dict | None = None, slo_s: float = _SLO
     for ax, (name, df) in zip(axes, samples.items()):
         pols = list(dict.fromkeys(df["policy"]))
         data = [df.loc[df["policy"] == p, "ttft_s"].to_numpy() for p in pols]
-        bp = ax.boxplot(data, whis=BOX_WHISKERS, showfliers=False, patch_artist=True, widths=0.55)
+        bp = ax.boxplot(data, whis=BOX_WHISKERS, showfliers=False, patch_artist=True, widths=0.55,
+                        medianprops={"color": "black", "lw": 1.2})
         for patch, p in zip(bp["boxes"], pols):
             patch.set_facecolor(POLICY_COLORS.get(p, PALETTE[0]))
             patch.set_alpha(0.45)
         for k, (p, v) in enumerate(zip(pols, data), start=1):
             m = float(np.mean(v))
-            ax.plot(k, m, "D", color=POLICY_COLORS.get(p, PALETTE[0]), mec="black", ms=8,
-                    label="our mean" if k == 1 else None)
+            ax.plot(k, m, "D", color=POLICY_COLORS.get(p, PALETTE[0]), mec="black", ms=8)
             ax.annotate(f"{m:.3g} s", (k, m), xytext=(8, 4), textcoords="offset points")
             if paper and p in paper:
-                ax.plot(k, paper[p], "x", color="black", ms=9, mew=2, label="paper's mean (Fig. 8)" if k == 1 else None)
-        ax.axhline(slo_s, color=SLO_COLOR, ls="--", lw=1.2, label=f"TTFT SLO {slo_s:g} s")
+                ax.plot(k, paper[p], "x", color="black", ms=9, mew=2)
+        ax.axhline(slo_s, color=SLO_COLOR, ls="--", lw=1.2)
         ax.set_xticks(range(1, len(pols) + 1), [POLICY_LABELS.get(p, p) for p in pols])
         _log_ticks(ax, np.percentile(allv, 1), np.max(allv))
         ax.set_title(f"TTFT per policy — {name}", y=1.0)
         ax.set_xlabel("Conductor policy (8 prefill + 8 decode)")
     axes[0].set_ylabel("TTFT (s, log scale)")
-    axes[0].legend(loc="upper right")
+    # the legend's marks are drawn in no policy's colour: each box and diamond has its policy's
+    handles = [Line2D([], [], marker="D", ls="", color="white", mec="black", ms=8, label="our mean (box colour)"),
+               Line2D([], [], marker="x", ls="", color="black", ms=9, mew=2, label="paper's mean (Fig. 8)"),
+               Line2D([], [], color="black", lw=1.2, label="our median"),
+               Line2D([], [], color=SLO_COLOR, ls="--", lw=1.2, label=f"TTFT SLO {slo_s:g} s")]
+    axes[0].legend(handles=handles, loc="upper right")
     return fig
 
 
@@ -109,7 +134,7 @@ def speed_sweep(sweep: pd.DataFrame, paper: dict | None = None, chosen_speed: fl
 @styled
 def policy_metrics(table: pd.DataFrame):
     """Three panels per policy: TTFT-SLO attainment, hit ratio (local + fetched), and prompt tokens
-    computed vs reused (billions). ``table``: :func:`~...l04_scheduling.policy_comparison`."""
+    computed vs reused (millions). ``table``: :func:`~...l04_scheduling.policy_comparison`."""
     fig, (a1, a2, a3) = new_figure(1, 3, width=12.0, height=4.0)
     pols = list(table.index)
     x = np.arange(len(pols))
@@ -122,21 +147,26 @@ def policy_metrics(table: pd.DataFrame):
     a1.set_ylabel("share of requests with TTFT ≤ 30 s")
     a1.set_title("TTFT SLO attainment", y=1.0)
     local = table["hit_ratio"] - table["fetched_ratio"]
-    a2.bar(x, local, color=colors, label="local prefix")
-    a2.bar(x, table["fetched_ratio"], bottom=local, color=colors, alpha=0.45, hatch="//", label="fetched (RDMA)")
+    a2.bar(x, local, color=colors)
+    a2.bar(x, table["fetched_ratio"], bottom=local, color=colors, alpha=0.45, hatch="//")
+    a2.set_ylim(0, max(float(table["hit_ratio"].max()), 1e-3) * 1.3)   # headroom: the legend above the bars
     a2.set_ylabel("reused prompt tokens (fraction)")
     a2.set_title("Prefix-cache hit ratio", y=1.0)
-    a2.legend()
-    g = 1e9
+    # the bars wear their policy's colour; the legend says only solid vs hatched, in no policy's colour
+    a2.legend(handles=[Patch(facecolor=NEUTRAL["dark"], label="local prefix (solid)"),
+                       Patch(facecolor=NEUTRAL["light"], hatch="//", label="fetched over RDMA (hatched)")],
+              loc="upper left")
+    g = 1e6
     comp, hit, fet = (table[k].to_numpy(dtype=float) / g for k in ("computed_tokens", "local_hit_tokens",
                                                                     "fetched_tokens"))
-    a3.bar(x, comp, color=PALETTE[3], label="computed")
-    a3.bar(x, hit, bottom=comp, color=PALETTE[5], label="local hit")
-    a3.bar(x, fet, bottom=comp + hit, color=PALETTE[2], label="fetched")
+    a3.bar(x, comp, color=NEUTRAL["light"], label="computed")
+    a3.bar(x, hit, bottom=comp, color=NEUTRAL["dark"], label="local hit")
+    a3.bar(x, fet, bottom=comp + hit, color=NEUTRAL["yellow"], hatch="//", edgecolor=NEUTRAL["dark"], lw=0.5,
+           label="fetched")
     # every policy sees the same prompts, so the stacks are equally tall: the legend goes in a row
     # above them (headroom of one legend row), not on them
     a3.set_ylim(0, float((comp + hit + fet).max()) * 1.25)
-    a3.set_ylabel("prompt tokens (billions)")
+    a3.set_ylabel("prompt tokens (millions)")
     a3.set_title("Computed vs reused tokens", y=1.0)
     a3.legend(loc="upper center", ncol=3, columnspacing=1.0, handlelength=1.5, borderaxespad=0.3)
     for ax in (a1, a2, a3):
@@ -156,8 +186,8 @@ def instance_queues_grid(queues: dict):
     axes = np.atleast_1d(axes).ravel()
     for ax, (p, q) in zip(axes, queues.items()):
         t_min = q.index.to_numpy() / 60.0
-        for k, col in enumerate(q.columns):
-            ax.plot(t_min, q[col].to_numpy(), lw=0.7, color=PALETTE[k % len(PALETTE)], alpha=0.7)
+        for col, c in zip(q.columns, shades(POLICY_COLORS.get(p, PALETTE[0]), q.shape[1])):
+            ax.plot(t_min, q[col].to_numpy(), lw=0.7, color=c, alpha=0.8)
         ax.axhline(_SLO_S, color=SLO_COLOR, ls="--", lw=1)
         ax.set_title(f"{POLICY_LABELS.get(p, p)}: max {q.to_numpy().max():,.0f} s", y=1.0)
         ax.set_ylim(0, None)
@@ -166,7 +196,8 @@ def instance_queues_grid(queues: dict):
         ax.set_xlabel("time (min)")
     for ax in axes[n:]:
         ax.set_visible(False)
-    fig.suptitle("Per-instance prefill queue over time (one line per instance; dashed: 30 s; note each panel's scale)")
+    fig.suptitle("Per-instance prefill queue over time (one line per instance, in shades of the policy's colour; "
+                 "dashed: 30 s; note each panel's scale)")
     return fig
 
 
@@ -227,10 +258,12 @@ def replicas_over_time(frames: dict, n_instances: int | None = None, speed: floa
     for k, (label, f) in enumerate(frames.items()):
         t = f.index.to_numpy() / 60.0
         rest = f.iloc[:, 1:].to_numpy(dtype=float) if f.shape[1] > 1 else f.to_numpy(dtype=float)
-        c = PALETTE[2 * k]
-        ax.plot(t, rest.mean(axis=1), "-", color=c, lw=2,
+        # both runs are KVCache-centric's: its colour, the second (and any further) darker and dashed
+        c = POLICY_COLORS["kvcentric"] if k == 0 else shades(POLICY_COLORS["kvcentric"], 2 + k)[0]
+        ax.plot(t, rest.mean(axis=1), "-" if k == 0 else "--", color=c, lw=2,
                 label=f"{label}: ranks 2–{f.shape[1]}" if f.shape[1] > 1 else label)
-        ax.fill_between(t, rest.min(axis=1), rest.max(axis=1), color=c, alpha=0.2, lw=0)
+        ax.fill_between(t, rest.min(axis=1), rest.max(axis=1), color=c, alpha=0.2, lw=0,
+                        hatch=None if k == 0 else "//")
         if k == 0 and f.shape[1] > 1:
             ax.plot(t, f.iloc[:, 0].to_numpy(dtype=float), ":", color="black", lw=1.2, label="rank 1 (both runs)")
     hi = n_instances or max(int(f.to_numpy().max()) for f in frames.values())
@@ -310,9 +343,10 @@ class PolicyView:
         while len(self.queues) < queues.shape[1]:
             with figure_style(self.figure):
                 k = len(self.queues)
-                self.queues.append(self.a2.plot([], [], lw=0.8, color=PALETTE[k % len(PALETTE)], alpha=0.8,
-                                                animated=self.live)[0])
+                self.queues.append(self.a2.plot([], [], lw=0.8, alpha=0.8, animated=self.live)[0])
         values = queues.to_numpy()
+        for line, sh in zip(self.queues, shades(c, len(self.queues))):   # shades of the policy's colour
+            line.set_color(sh)
         for k, line in enumerate(self.queues):
             line.set_visible(k < values.shape[1])
             if k < values.shape[1]:
@@ -344,9 +378,10 @@ class EstimateBars:
         y, zero = np.arange(k), np.zeros(k)
         self.bars, self.notes = {}, {}
         for pol, ax in self.axes.items():
-            self.bars[pol] = (ax.barh(y, zero, color=PALETTE[7], alpha=0.35, label="queue"),
-                              ax.barh(y, zero, color=PALETTE[2], label="transfer (RDMA)"),
-                              ax.barh(y, zero, color=PALETTE[0], label="prefill"))
+            self.bars[pol] = (ax.barh(y, zero, color=NEUTRAL["light"], label="queue"),
+                              ax.barh(y, zero, color=NEUTRAL["yellow"], edgecolor=NEUTRAL["dark"], lw=0.5,
+                                      label="transfer (RDMA)"),
+                              ax.barh(y, zero, color=NEUTRAL["dark"], label="prefill"))
             self.notes[pol] = [ax.annotate("", (0, yi), xytext=(4, 0), textcoords="offset points", va="center")
                                for yi in y]
             ax.set_yticks(y, [f"instance {i}" for i in instances])
