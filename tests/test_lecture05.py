@@ -158,3 +158,46 @@ def test_chunk_sweep_says_which_chunk_wins():
     assert best == 1024                                          # not 512: the overhead starts to win below 1k
     assert sw.loc[512, "ttft_s"] < sw.loc[4096, "ttft_s"] < sw.loc[16384, "ttft_s"]
     assert "1,024-token chunks" in l05.chunk_note(32768, x=4)
+
+
+# ---- issue 25: tables and notes for people ------------------------------------------------------
+def _cells(df):
+    return [str(v) for v in df.index] + [str(c) for c in df.columns] + [str(v) for v in df.to_numpy().ravel()]
+
+
+def test_tables_for_people_print_no_scientific_notation_and_label_their_index():
+    curves = l05.schemes_vs_length(l05.LONG_LENGTHS, x=4)
+    tables = {"gantt": l05.gantt_summary(l05.gantt(32768, chunk=4096, x=4)), "x": l05.cpp_vs_x_table(131072),
+              "chunks": l05.chunk_sweep_table(32768, x=4), "ttft": l05.ttft_table(curves),
+              "schemes": l05.schemes_table(l05.schemes_vs_length([131072], x=4)),
+              "interleave": l05.interleave_table(l05.interleave_demo()), "store": l05.store_table(l05.layerwise_store()),
+              "vram": l05.vram_table(), "metrics": l05.metrics_table()}
+    for name, t in tables.items():
+        cells = _cells(t)
+        assert not any("e+" in c or "e-0" in c for c in cells), (name, cells)       # "1.638e+04" → 16,384
+        assert t.index.name and "_" not in t.index.name, name                       # a label, not a column name
+        assert not any("_" in str(c) for c in t.columns), (name, list(t.columns))    # no raw column names
+        assert "…" not in " ".join(cells), name
+    ttft = tables["ttft"]
+    assert list(ttft.index) == [f"{n:,}" for n in l05.LONG_LENGTHS] and "16,384" in ttft.index and "131,072" in ttft.index
+    assert "X = 4" in ttft.index.name and all(c.endswith("(s)") for c in ttft.columns)
+    # the numbers are the experiment's, rounded for people
+    assert ttft.loc["131,072", "CPP (s)"] == f"{cpp.cpp_ttft(n_tokens=131072, x=4):.2f}"
+    s = tables["schemes"]
+    assert list(s.index) == [l05.SCHEME_LABELS[k] for k in cpp.SCHEMES] and s.loc["one node", "sent over RDMA (GB)"] == "0"
+    assert tables["gantt"].loc["chunks", "value"] == "8" and tables["chunks"].loc["1,024", "chunks"] == "32"
+    assert tables["interleave"].index[0] == "long: 131,072 tokens"
+
+
+def test_interleave_figure_names_the_long_prompt_as_the_lecture_does():
+    fig = plots.interleave(l05.interleave_demo())
+    labels = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert labels[0].startswith("128k") and labels[1].startswith("2k")      # not "131k": the prose says 128k
+
+
+def test_generated_notes_are_short_with_the_details_in_a_box():
+    from mooncake_lab.prose_load import load_of_text
+    for note in (l05.fig7_note(), l05.chunk_note(32768, x=4)):
+        load = load_of_text(note, "note")
+        assert len(load.sentences) <= 2 and not load.long, note
+    assert "<details>" in l05.fig7_note() and "52 GB/s" in l05.fig7_note()    # the numbers kept, one click away

@@ -135,8 +135,9 @@ def test_fig1_curve_plots_the_ratio_against_the_tbt_threshold_with_the_papers_re
     ax = fig.axes[0]
     lines = {ln.get_label(): ln for ln in ax.lines}
     for name, row in t.iterrows():
-        assert list(lines[name].get_xdata()) == list(g.FIG1_THRESHOLDS_MS)
-        assert list(lines[name].get_ydata()) == list(row)
+        line = lines[gp.CLUSTER_NAMES[name]]                        # labelled for people: "vLLM-like", not "vllm"
+        assert list(line.get_xdata()) == list(g.FIG1_THRESHOLDS_MS)
+        assert list(line.get_ydata()) == list(row)
     marks = [ln for ln in ax.lines if ln.get_label().startswith("paper")]
     assert sorted(float(m.get_ydata()[0]) for m in marks) == sorted(pts.values())
     assert all(float(m.get_xdata()[0]) == 100 for m in marks)
@@ -326,3 +327,46 @@ def test_describe_pd_assumptions_names_what_decides_the_split():
 
 # On the released trace "answers 4× longer" alone brings the best split to 1:1: the claim 06.pd_decides
 # (tests/test_claims.py, with the released traces) checks exactly that, so it is not computed twice here.
+
+
+# ---- issue 25: tables and notes for people ------------------------------------------------------
+def test_tables_for_people_label_systems_and_mark_lower_bounds():
+    tr = g._trace("conversation").head(1500)
+    pdr = g.pd_sweep(trace=tr, progress=False)
+    shown = g.pd_display(pdr)
+    assert list(shown.index) == [f"{p}P:{16 - p}D" for p in g.SPLITS] and shown.index.name == "P:D split"
+    for (_, row), cell in zip(pdr.iterrows(), shown["90 % capacity (req/s)"]):
+        assert cell == ("≥ " if row.lower_bound else "") + f"{row.effective_capacity_rps:.2f}"
+    cap = g.capacity_table(g.attainment_curve(trace=tr, progress=False))
+    c = g.capacity_display(cap, trace=tr)
+    assert list(c.index) == [g.SYSTEM_LABELS[s] for s in g.SYSTEMS] and list(c.columns) == ["TBT ≤ 100 ms", "TBT ≤ 200 ms", "TBT ≤ 300 ms"]
+    top = g.trace_rate(tr) * max(g.SPEEDS)
+    for s, label in g.SYSTEM_LABELS.items():
+        v = cap.loc[s, 100]
+        assert c.loc[label, "TBT ≤ 100 ms"] == ("≥ " if np.isclose(v, top) else "") + f"{v:.2f}"
+    runs = {s: g.run(s, 2.0, tr) for s in g.SYSTEMS}
+    a = g.attainment_table(runs, 100)
+    assert list(a.index) == list(g.SYSTEM_LABELS.values())
+    assert a.iloc[1, 0] == f"{100 * g.attainment(runs['coupled'], 100):.1f}"
+    r = g.ratio_display({1.0: g.request_capacity_ratio(1.0, trace=tr)})
+    assert r.index.names == ["replay speed", "cluster"] and ("1×", "vLLM-like") in r.index
+    for t in (shown, c, a, r, g.chunk_cost_display(), g.semantics_display(g.semantics_control(1.0, trace=tr))):
+        text = " ".join(map(str, [*t.index, *t.columns, *t.to_numpy().ravel()]))
+        assert "_" not in text and "e+" not in text, text            # no raw names (coupled_chunked), no 1e+03
+
+
+def test_generated_notes_are_one_or_two_sentences_with_the_rest_in_a_box():
+    from mooncake_lab.prose_load import load_of_text
+
+    tr = g._trace("conversation").head(1500)
+    ratio = g.request_capacity_ratio(1.0, trace=tr)
+    cap = g.capacity_table(g.attainment_curve(trace=tr, progress=False))
+    pdr = g.pd_sweep(trace=tr, progress=False)
+    notes = [g.describe_ratio(ratio, "x"), g.describe_semantics(g.semantics_control(1.0, trace=tr)),
+             g.describe_capacity(cap, "x"), g.describe_pd_sweep(pdr, "x"),
+             g.paper_box(ratio, cap, pdr, g.run("coupled", 2.0, tr), "x")]
+    for note in notes:
+        load = load_of_text(note, "note")
+        assert len(load.sentences) <= 2 and not load.long, note
+    assert all(n.count("<details>") == n.count("</details>") for n in notes)
+    assert "200 ms: " in notes[0].split("<details>")[1]                # every threshold kept, in the box

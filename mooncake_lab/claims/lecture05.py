@@ -161,6 +161,11 @@ _NEXT = "an index of the schedule (stage s − 1, chunk j ± 1, layer i + 1), no
 _SHARE = "1/X, 1/L: a share of the layers or width (a formula's constant), not a quantity"
 
 
+def _cluster_default(field: str):
+    from .. import sim
+    return getattr(sim.ClusterConfig(), field)
+
+
 def _slo() -> float:
     return paper.SLO_TTFT_S
 
@@ -174,19 +179,25 @@ not_a_claim("05.goal_fill", "((chunks + X − 1) × stage time)", _FILL)
 claim("05.cost_mfu", "(MFU 0.65, BLIS", _modern_mfu)
 claim("05.cost_fit", "fitted on prompts ≤ 8k tokens", lambda: _fit_max_tokens() / K)
 claim("05.cost_attn", "term corresponds to 4–7% of peak", _attn_eff_pct, rel_tol=0.1)
-claim("05.cost_220", "extrapolated to 128k it predicts 220 s instead of 25 s", lambda: [
+claim("05.cost_220", "to 128k it predicts 220 s instead of 25 s", lambda: [
     N / K, _one(preset="calibrated"), _one()], rel_tol=0.01)
+# ---- the assumptions table (introduction) -------------------------------------------------------
+claim("05.as_x", "X = 4 unless stated; chunks of 4,096 tokens", lambda: [
+    default_of(_l().schemes_vs_length, "x"), _l().DEFAULT_CHUNK])
+claim("05.as_cpp1", "no CPP: `cpp_group_size` = 1", lambda: _cluster_default("cpp_group_size"))
+claim("05.as_rdma", "each node's RDMA at 87 GB/s", _bw)
+claim("05.as_h2d", "at 128 GB/s host-to-device", lambda: _node().h2d_bw / 1e9)
 # ---- section 1 --------------------------------------------------------------------------------
-claim("05.chunk_typ", "(Mooncake's `prefill_chunk`, \"typically > 1,000\")", lambda: paper.PREFILL_CHUNK_TYPICAL_MIN,
+claim("05.chunk_typ", "Mooncake's `prefill_chunk` is \"typically > 1,000\"", lambda: paper.PREFILL_CHUNK_TYPICAL_MIN,
       source="arXiv v3 §3")
 not_a_claim("05.layers", "… (*s*+1)·L/X − 1", "layer indices of stage s (a formula), not a quantity")
 not_a_claim("05.rule1", "leave stage *s* − 1", _NEXT)
 not_a_claim("05.rule2", "waits for chunk *j* − 1 on stage", _NEXT)
 not_a_claim("05.stage", "on 1/X of the layers", _SHARE)
-claim("05.keys", "a token of the last 4k-chunk of a 128k\nprompt attends to 126k keys on average, one of the first chunk to 2k",
+claim("05.keys", "A token of the last 4k-chunk of a 128k\nprompt attends to 126k keys on average, one of the first chunk to 2k",
       lambda: [4096 / K, N / K, (N - 4096 / 2) / K, 4096 / 2 / K])
 claim("05.act", "*k* × d_model × 2 B = *k* × 16 KiB", lambda: [_m().bytes_per_param, _act() / 1024])
-claim("05.act20", "— 20× less", lambda: _kv() / _act())
+claim("05.act20", "20× less than the", lambda: _kv() / _act())
 not_a_claim("05.overlap", "compute chunk\n*j* + 1", _NEXT)
 not_a_claim("05.fill", "**(C + X − 1) × τ**: X − 1 slots", _FILL)
 claim("05.gantt_node3", "node 3 starts only after the\nfirst chunk",   # the last of the Gantt cell's X nodes
@@ -198,7 +209,7 @@ claim("05.try16k", "a **16k chunk** on a 32k prompt", lambda: [_in_range(16384, 
 claim("05.try512", "a **512-token chunk**", lambda: _in_range(512, *_chunk_slider()))
 claim("05.try2gb", "**2 GB/s** without overlap", lambda: _in_range(2, *_bw_slider()))
 claim("05.try_cal", "**calibrated** preset at 128k", lambda: N / K)
-not_a_claim("05.x1", "(X − 1 slots of a shorter stage time)", _FILL)
+not_a_claim("05.x1", "bubble: X − 1 slots of a shorter stage time", _FILL)
 claim("05.chunk_typ2", "`prefill_chunk` \"typically > 1,000\") not go", lambda: paper.PREFILL_CHUNK_TYPICAL_MIN,
       source="arXiv v3 §3")
 # ---- section 2 --------------------------------------------------------------------------------
@@ -211,17 +222,18 @@ claim("05.tp_x4", "**TP across 4 nodes** only halves the TTFT",   # at X = 4 (mo
       lambda: 4 if 1.9 < _one() / _sch().loc["tp", "ttft_s"] < 2.1 else float("nan"))
 claim("05.tp_read", "≈ 5.9 s of all-reduce on top of 6.25 s of compute at 128k", lambda: [
     _tp_comm_s(), _one() / 4, N / K])
-claim("05.tp_read2", "it sends ≈ **2 TB** through the NICs", lambda: _sch().loc["tp", "net_gb"] / 1000)
+claim("05.tp_read2", "sends ≈ **2 TB** through the NICs", lambda: _sch().loc["tp", "net_gb"] / 1000)
 claim("05.tp_mfu", "MFU falls to 33%", lambda: 100 * _sch().loc["tp", "mfu"])
 claim("05.sp", "it moves ≈ **129 GB** — 20× CPP's 6.4 GB", lambda: [
     _sch().loc["sp", "net_gb"], _sch().loc["sp", "net_gb"] / _sch().loc["cpp", "net_gb"], _sch().loc["cpp", "net_gb"]])
 claim("05.cpp_mfu", "(56% MFU at X = 4)", lambda: [100 * _sch().loc["cpp", "mfu"], 4])
-claim("05.1m", "The **1M-token thought experiment**: on one node a 1M-token prefill takes ≈ 16 minutes (attention is 91% of\nit)",
+claim("05.1m", "**The 1M-token thought experiment.** On one node a 1M-token prefill takes ≈ 16 minutes, and attention is 91% of it",
       lambda: [M1 / 2 ** 20, M1 / 2 ** 20, _one(M1) / 60, 100 * _attn_share(M1)])
 claim("05.1m_cpp", "CPP over 8 nodes brings it to ≈ 2 minutes — still 4× the SLO", lambda: [
     8, _cppt(M1, 8) / 60, _cppt(M1, 8) / _slo()], rel_tol=0.1)
-claim("05.1m_kv", "the KV of 1M tokens is 344 GB", lambda: [M1 / 2 ** 20, M1 * _kv() / 1e9])
-claim("05.1m_hbm", "it fits in one node's 687 GB of HBM beside the 138 GB of weights, but only one\n"
+claim("05.1m_box", "Where the KV of 1M tokens fits", lambda: M1 / 2 ** 20)
+claim("05.1m_kv", "KV of 1M tokens is 344 GB", lambda: [M1 / 2 ** 20, M1 * _kv() / 1e9])
+claim("05.1m_hbm", "It fits in one node's 687 GB of HBM beside the 138 GB of weights, but only one\n"
       "such request at a time; CPP spreads it by layers (86 GB per node at X = 4)", lambda: [
     _hbm_one_request() / 1e9, _m().weight_bytes() / 1e9, M1 * _kv() / 4 / 1e9, 4])
 claim("05.try1gb", "At **1 GB/s** TP collapses", lambda: _in_range(1, *_bw_slider()))
@@ -235,8 +247,8 @@ claim("05.inter", "The short requests drop from ≈ 6 s to ≈ 0.6 s; the long o
       lambda: [_short("fifo"), _short("interleave"), _long_extra(), 100 * _long_extra() / _inter().loc[0, "ttft_s"]],
       rel_tol=0.15)
 # ---- section 4 --------------------------------------------------------------------------------
-claim("05.ser", "131,072 × 320 KiB / 128 GB/s ≈ 0.34 s added", lambda: [
-    N, _kv() / 1024, _node().h2d_bw / 1e9, _store()["exposed_serialized_s"]])
+claim("05.ser", "At 128k that adds 131,072 × 320 KiB / 128 GB/s ≈ 0.34 s", lambda: [
+    N / K, N, _kv() / 1024, _node().h2d_bw / 1e9, _store()["exposed_serialized_s"]])
 not_a_claim("05.lw_next", "while layer *i* + 1 computes", _NEXT)
 claim("05.f7_80", "not 1/80 of the serialized store", lambda: [1, _m().n_layers])
 claim("05.f7_128", "more slowly than 128 GB/s", lambda: (paper.H2D_BW / 1e9), source="FAST'25 Table 1")
@@ -275,7 +287,7 @@ claim("05.q5", "to DRAM (128 GB/s)", lambda: _node().h2d_bw / 1e9)
 claim("05.q5b", "does a\n131,072-token", lambda: N)
 # ---- summary ----------------------------------------------------------------------------------
 not_a_claim("05.sum_fill", "TTFT ≈ (chunks + X − 1) stage times", _FILL)
-claim("05.sum_128k", "At 128k tokens, CPP on 4 nodes cuts 25 s to 7.2 s and sends only 6.4 GB; TP across nodes sends 2 TB and\n  reaches 12 s",
+claim("05.sum_128k", "At 128k tokens, CPP on 4 nodes cuts 25 s to 7.2 s and sends only 6.4 GB. TP across nodes sends 2 TB and reaches 12 s",
       lambda: [N / K, 4, _one(), _cppt(), _sch().loc["cpp", "net_gb"], _sch().loc["tp", "net_gb"] / 1000,
                _sch().loc["tp", "ttft_s"]])
 claim("05.sum_sp", "sends 20× more than CPP", lambda: _sch().loc["sp", "net_gb"] / _sch().loc["cpp", "net_gb"])
@@ -287,7 +299,7 @@ claim("05.sum_st", "S·T drops ~3,000×", lambda: _vram()["ratio"], rel_tol=0.05
 # ---- exercise strings -------------------------------------------------------------------------
 E1, E2, E3, E4, E5 = "05.boundary_gb", "05.pipeline_fill", "05.tp_comm", "05.min_x_256k", "05.store_exposed_ms"
 claim("05.e1_q", "boundary for a 131,072-token", lambda: N, where=E1)
-claim("05.e1_hint", "tokens × d_model × 2 B", lambda: _m().bytes_per_param, where=E1)
+claim("05.e1_hint", "Tokens × d_model × 2 B", lambda: _m().bytes_per_param, where=E1)
 claim("05.e1_why", "131,072 × 8,192 × 2 B ≈ 2.15 GB — 20× less than the 43 GB of KV those tokens produce, and "
       "≈ 25 ms at 87 GB/s", lambda: [N, _m().d_model, _m().bytes_per_param, N * _act() / 1e9, _kv() / _act(),
                                      N * _kv() / 1e9, N * _act() / (_bw() * 1e9) * 1e3, _bw()], where=E1)
@@ -296,7 +308,7 @@ claim("05.e2_why", "(16 + 4 − 1) × 0.5 = 9.5 s against 16 × 4 × 0.5 / 4 = 8
     _q2()[0], _q2()[1], 1, _q2()[2], (_q2()[0] + _q2()[1] - 1) * _q2()[2], _q2()[0], _q2()[1], _q2()[2], _q2()[1],
     _q2()[0] * _q2()[2], 1], where=E2)
 claim("05.e3_q", "TP across 4 nodes on a 131,072-token", lambda: [_tp_x(), N], where=E3)
-claim("05.e3_q2", "prefill, at 87 GB/s per node", _bw, where=E3)
+claim("05.e3_q2", "prefill need at 87 GB/s per node", _bw, where=E3)
 claim("05.e3_hint", "2 all-reduces × 80 layers × 2(X−1)/X × 8,192 × 2 B", lambda: [
     2, _m().n_layers, 2, -1, _m().d_model, _m().bytes_per_param], where=E3)
 claim("05.e3_why", "3.93 MB per token × 131,072 / 87 GB/s ≈ 5.9 s", lambda: [_tp_bytes() / 1e6, N, _bw(), _tp_comm_s()],
@@ -309,13 +321,13 @@ claim("05.e4_q2", "within the 30 s TTFT SLO ('modern' preset, chunk 4,096)", lam
 claim("05.e4_why", "One node needs ≈ 78 s, two ≈ 40 s, four ≈ 21 s", lambda: [
     _cppt(2 * N, 1), _cppt(2 * N, 2), _cppt(2 * N, 4)], where=E4)
 claim("05.e4_why2", "from 128k (≈ 25 s on one node)", lambda: [N / K, _one()], where=E4)
-claim("05.e5_q", "(to 128 GB/s DRAM) a 131,072-token", lambda: [_node().h2d_bw / 1e9, N], where=E5)
+claim("05.e5_q", "(to 128 GB/s DRAM) does a 131,072-token", lambda: [_node().h2d_bw / 1e9, N], where=E5)
 claim("05.e5_hint", "(n × 320 KiB / 128 GB/s) / 80", lambda: [_kv() / 1024, _node().h2d_bw / 1e9, _m().n_layers], where=E5)
 claim("05.e5_why", "43 GB / 128 GB/s = 0.336 s serialized, / 80 layers ≈ 4.2 ms", lambda: [
     N * _kv() / 1e9, _node().h2d_bw / 1e9, _store()["exposed_serialized_s"], _m().n_layers,
     _store()["exposed_layerwise_s"] * 1e3], where=E5)
 claim("05.e5_why2", "bars are ≈ 0.1 s at every length", lambda: _fit()["layerwise_mean_s"], where=E5, source=_F7S)
-claim("05.e5_why3", "its serialized ones ≈ 0.87 s at 128k: see the comparison in section 4", lambda: [
+claim("05.e5_why3", "Its serialized ones are ≈ 0.87 s at 128k: see the comparison in section 4", lambda: [
     _F7["serialized"][N], N / K], where=E5, source=_F7S)
 
 

@@ -68,6 +68,11 @@ def _mooncake():
     return c.n_prefill, c.n_decode
 
 
+def _cluster_default(field: str):
+    from .. import sim
+    return getattr(sim.ClusterConfig(), field)
+
+
 def _chunk() -> int:
     from .. import sim
     return sim.ClusterConfig().prefill_chunk
@@ -95,9 +100,22 @@ claim("06.target_q4", "≥ 90%", lambda: 100 * _g().TARGET, where="06.capacity_g
 claim("06.speed", "2×", lambda: _g().DEMO_SPEED)
 
 # ---- notebook ---------------------------------------------------------------------------------
+claim("06.pd_explained", "8 prefill and 8 decode nodes", _mooncake)
+claim("06.slo_ttft", "must be at most 30 s", lambda: _g().TTFT_SLO_S, source="FAST'25 §5.1")
+claim("06.slo_tbt", "must be at most a threshold: 100, 200 or 300 ms", lambda: _g().TBT_SLOS_MS, source="FAST'25 §5.1")
+# the assumptions table
+claim("06.as_nodes", "16 nodes; Mooncake as 8P+8D", lambda: (_g().N_NODES, *_mooncake()))
+claim("06.as_default_pd", "| 8P+8D |", lambda: (_cluster_default("n_prefill"), _cluster_default("n_decode")))
+claim("06.as_speeds", "replayed at 1× and 2×", lambda: (_paper_speed(), _g().DEMO_SPEED))
+claim("06.as_slos", "TTFT ≤ 30 s; TBT ≤ 100 / 200 / 300 ms, a request's mean of its longest 10 % intervals",
+      lambda: (_g().TTFT_SLO_S, *_g().TBT_SLOS_MS, tail_pct()), source="FAST'25 §5.1")
+claim("06.as_kv", "at most 90% of HBM (vLLM's default)", lambda: 100 * _frac())
+# section 2: the 90% cap (lecture 01 refers to it)
+claim("06.cap_hbm", "at most **90% of the HBM**", lambda: 100 * _frac())
+claim("06.cap_name", "the same **90% cap**", lambda: 100 * _frac())
 claim("06.goal_kv", "(8 × 80 GiB minus the weights, 320 KiB per token)",
       lambda: (_n().n_gpus, _n().gpu.hbm_bytes / 2**30, _m().kv_bytes_per_token() / 1024))
-claim("06.nodes", "on the same 16 nodes by each", lambda: _g().N_NODES)
+claim("06.nodes", "16 nodes by each", lambda: _g().N_NODES)
 claim("06.calibrated_range", "at most 8k tokens", _calibrated_max_prompt_k, source="data/measured_latency_splitwise.csv")
 claim("06.conv_lengths", "prompts average 12k tokens with a p99 of 85k",
       lambda: (_conv().input_len.mean() / 1e3, __import__("numpy").percentile(_conv().input_len, 99) / 1e3),
@@ -113,14 +131,14 @@ claim("06.chunk", "≤ 512 prompt tokens", _chunk)
 claim("06.fused", "saving ≤ ≈ 14 ms", lambda: 1e3 * _step(1, 0))
 claim("06.tail", "longest 10 %", tail_pct, source="FAST'25 §5.1: TBT = mean of the longest 10% intervals")
 claim("06.ttft", "(TTFT ≤ 30 s, TBT ≤ a threshold)", lambda: _g().TTFT_SLO_S, source="FAST'25 §5.1")
-claim("06.five", "Our five clusters (16 nodes each", lambda: _g().N_NODES)
+claim("06.five", "five clusters (16 nodes each", lambda: _g().N_NODES)
 claim("06.speeds", "at 1× (the paper's setting) and at 2×", lambda: (_paper_speed(), _g().DEMO_SPEED))
-claim("06.fig1_curve", "and at 1× against the TBT\nthreshold as Fig. 1 plots it", _paper_speed)
+claim("06.fig1_curve", "at 1× against the TBT\nthreshold as Fig. 1 plots it", _paper_speed)
 claim("06.control_speed", "(`g.semantics_control`, at 1×)",
       lambda: __import__("inspect").signature(_g().semantics_control).parameters["speed"].default)
 claim("06.paper_range", "beside the paper's +59 % … +498 %",
       lambda: (100 * paper.FIG1_GAIN[300], 100 * paper.FIG1_GAIN[100]), source=_FAST)
-claim("06.prefill_nodes", "because the 8 prefill nodes", lambda: _mooncake()[0])
+claim("06.prefill_nodes", "the 8 prefill nodes saturate", lambda: _mooncake()[0])
 claim("06.best_pd", "near 1:1", lambda: paper.BEST_PD_RATIO, source="FAST'25 §5")
 
 
@@ -148,7 +166,7 @@ claim("06.q3_budget", "(multiple of 128, nothing cached) keeping it ≤ 100 ms",
 # ---- exercises --------------------------------------------------------------------------------
 claim("06.x1_q", "sequences of 12,000 tokens of context fit at once in the KV memory of one 8×A800",
       lambda: (_ex()._CTX, _n().n_gpus), where="06.max_batch")
-claim("06.x1_q2", "(90% of 640 GiB minus the weights, 320 KiB per token)",
+claim("06.x1_q2", "Count 90% of 640 GiB minus the weights, and 320 KiB per token",
       lambda: (100 * _frac(), _n().hbm_bytes / 2**30, _m().kv_bytes_per_token() / 1024), where="06.max_batch")
 claim("06.x1_why", "(576 GiB − 138 GB) / 327,680 B ≈ 1.47 M tokens → ≈ 122 sequences of 12k",
       lambda: (_frac() * _n().hbm_bytes / 2**30, _m().weight_bytes() / 1e9, _m().kv_bytes_per_token(),
@@ -158,7 +176,7 @@ claim("06.x2_q", "decodes 101 tokens (100 intervals) at 20 ms per step",
 claim("06.x2_prompt", "a 32,768-token prompt", lambda: _ex()._PROMPT, where="06.stall_tail")
 claim("06.x2_tail", "the longest 10% of intervals", tail_pct, where="06.stall_tail",
       source="FAST'25 §5.1")
-claim("06.x2_why", "one prefill of ≈ 3.6 s lifts the tail mean to ≈ 380 ms: a single stall breaks even a 300 ms SLO",
+claim("06.x2_why", "One prefill of ≈ 3.6 s lifts the tail mean to ≈ 380 ms: a single stall breaks even a 300 ms SLO",
       lambda: (_pt(_ex()._PROMPT), _ex()._stalled_tail_ms(), _g().TBT_SLOS_MS[-1]), where="06.stall_tail",
       rel_tol=0.02)
 claim("06.x3_q", "16 sequences × 12,000 tokens", lambda: (_ex()._BATCH, _ex()._CTX), where="06.largest_chunk")
@@ -167,7 +185,7 @@ claim("06.x3_budget", "(a multiple of 128, no cached prefix) that keeps the iter
 claim("06.x3_hint", "Loop k over 128, 256, … and test prefill_time(k) + decode_step_time(16, 16 × 12,000) ≤ 0.1 s.",
       lambda: (_ex()._K_STEP, 2 * _ex()._K_STEP, _ex()._BATCH, _ex()._BATCH, _ex()._CTX, _ex()._BUDGET_S),
       where="06.largest_chunk")
-claim("06.x3_why", "the decode step costs ≈ 19 ms, leaving ≈ 81 ms for the chunk: ≈ 900 tokens — vLLM's 512",
+claim("06.x3_why", "The decode step costs ≈ 19 ms, leaving ≈ 81 ms for the chunk: ≈ 900 tokens. vLLM's 512",
       lambda: (1e3 * _step(_ex()._BATCH, _ex()._BATCH * _ex()._CTX),
                1e3 * (_ex()._BUDGET_S - _step(_ex()._BATCH, _ex()._BATCH * _ex()._CTX)),
                _ex()._largest_chunk(), _chunk()), where="06.largest_chunk", rel_tol=0.02)
@@ -175,7 +193,7 @@ claim("06.x4_paper", "+59% … +498% are gains", lambda: (100 * paper.FIG1_GAIN[
       where="06.capacity_gain", source=_FAST)
 
 # ---- solutions notebook (its introduction repeats the lecture's; its code comments) ---------------
-restate("solutions", "06.goal_kv", "06.nodes", "06.target")
+restate("solutions", "06.goal_kv", "06.nodes", "06.slo_ttft", "06.slo_tbt", "06.tail")
 claim("06.sol_kv", "(0.9 × 640 × 2**30 − 138e9 B) / 327,680 B per token ≈ 1.47 M tokens; // 12,000 → 122 sequences",
       lambda: (_frac(), _n().hbm_bytes / 2**30, 2, 30, _m().weight_bytes(), _m().kv_bytes_per_token(),
                _cap_tokens() / 1e6, _ex()._CTX, _ex()._max_batch()), where="solutions")

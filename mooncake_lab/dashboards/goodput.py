@@ -67,9 +67,10 @@ class GoodputDashboard(Dashboard):
         caps = {s: ("≥ " if (c.attainment >= g.TARGET).all() else "") + f"{g.effective_capacity(c):.2f}"
                 for s, c in cur.groupby("system", sort=False)}  # "≥": still ≥ 90% at the top of the sweep
         at = cur[cur.speed == self.value("speed")].set_index("system").attainment
-        self.readout.value = (f"at {rate:.2f} req/s: Mooncake {at['mooncake']:.0%}, {coupled} {at[coupled]:.0%} "
+        name = g.SYSTEM_LABELS.get(coupled, coupled)
+        self.readout.value = (f"At {rate:.2f} req/s: Mooncake {at['mooncake']:.0%}, {name} {at[coupled]:.0%} "
                               f"meet both SLOs · 90 % capacity: Mooncake {caps['mooncake']} req/s, "
-                              f"{coupled} {caps[coupled]} req/s")
+                              f"{name} {caps[coupled]} req/s")
 
 
 class PDAssumptionsDashboard(Dashboard):

@@ -73,8 +73,10 @@ class GanttDashboard(Dashboard):
         one = cpp.one_node_ttft(n_tokens=n, preset=preset)
         ttft = float(r.ttft[0])
         busy = float((r.end - r.start).sum())
-        self.readout.value = (f"TTFT <b>{ttft:.2f} s</b> ({cpp.n_chunks(n, chunk)} chunks on {x} node(s)); one node "
-                              f"unchunked: {one:.2f} s → speedup <b>{one / ttft:.2f}×</b> on {x} nodes. "
+        c = cpp.n_chunks(n, chunk)
+        nodes = f"{x} node" + ("s" if x > 1 else "")
+        self.readout.value = (f"TTFT <b>{ttft:.2f} s</b>: {c:,} chunk{'s' if c > 1 else ''} on {nodes}. One node, "
+                              f"unchunked: {one:.2f} s, so the speedup is <b>{one / ttft:.2f}×</b>. "
                               f"GPUs busy {busy / (x * ttft):.0%} of the time (the rest: pipeline bubbles "
                               f"and waiting for the network).")
         self._xmax = sticky_limit(self._xmax, float(r.end.max()), headroom=1.02)

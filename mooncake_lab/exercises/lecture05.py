@@ -17,9 +17,10 @@ def _boundary_gb() -> float:
 
 
 exercise(Exercise(
-    "05.boundary_gb", "GB of activations that cross ONE CPP stage boundary for a 131,072-token LLaMA2-70B prompt.",
+    "05.boundary_gb", "How many GB of activations cross ONE CPP stage boundary for a 131,072-token LLaMA2-70B "
+                      "prompt?",
     answer=_boundary_gb, unit="GB", rel_tol=0.03,
-    hint="tokens × d_model × 2 B (BF16 hidden states): `131072 * cpp.activation_bytes_per_token('llama2-70b') / 1e9`.",
+    hint="Tokens × d_model × 2 B (BF16 hidden states): `131072 * cpp.activation_bytes_per_token('llama2-70b') / 1e9`.",
     why="131,072 × 8,192 × 2 B ≈ 2.15 GB — 20× less than the 43 GB of KV those tokens produce, and "
         "≈ 25 ms at 87 GB/s, hidden behind seconds of compute."))
 
@@ -32,9 +33,9 @@ def _equal_stages() -> float:
 
 
 exercise(Exercise(
-    "05.pipeline_fill", "TTFT (s) of 16 equal chunks through 4 stages of 0.5 s each, network free.",
+    "05.pipeline_fill", "What is the TTFT (s) of 16 equal chunks through 4 stages of 0.5 s each, with a free network?",
     answer=_equal_stages, unit="s", rel_tol=0.01,
-    hint="the first chunk needs X stage times to come out; each later chunk one more stage time.",
+    hint="The first chunk needs X stage times to come out; each later chunk needs one more stage time.",
     why="(16 + 4 − 1) × 0.5 = 9.5 s against 16 × 4 × 0.5 / 4 = 8 s of work per node: the X − 1 "
         "'bubble' slots are why chunks must be small compared with the prompt."))
 
@@ -45,11 +46,12 @@ def _tp_comm_s() -> float:
 
 
 exercise(Exercise(
-    "05.tp_comm", "Seconds of inter-node all-reduce for TP across 4 nodes on a 131,072-token LLaMA2-70B "
-                  "prefill, at 87 GB/s per node.",
+    "05.tp_comm", "How many seconds of inter-node all-reduce does TP across 4 nodes on a 131,072-token "
+                  "LLaMA2-70B prefill need at 87 GB/s per node?",
     answer=_tp_comm_s, unit="s", rel_tol=0.03,
-    hint="per token per node: 2 all-reduces × 80 layers × 2(X−1)/X × 8,192 × 2 B "
-         "(`cpp.tp_allreduce_bytes_per_token(cpp.get_model('llama2-70b'), 4)`); times tokens, over the bandwidth.",
+    hint="Per token and node: 2 all-reduces × 80 layers × 2(X−1)/X × 8,192 × 2 B "
+         "(`cpp.tp_allreduce_bytes_per_token(cpp.get_model('llama2-70b'), 4)`). Multiply by the tokens, "
+         "divide by the bandwidth.",
     why="3.93 MB per token × 131,072 / 87 GB/s ≈ 5.9 s of communication on the critical path — "
         "almost as long as the 6.25 s of compute it was meant to shorten. CPP sends 320× fewer bytes in all."))
 
@@ -66,8 +68,8 @@ exercise(Exercise(
                      "within the 30 s TTFT SLO ('modern' preset, chunk 4,096)?",
     answer=_min_x_256k, unit="nodes", rel_tol=0.0,
     hint="`[cpp.cpp_ttft('llama2-70b', 'a800x8', 262144, x) for x in (1, 2, 4, 8, 16)]`",
-    why="One node needs ≈ 78 s, two ≈ 40 s, four ≈ 21 s: attention is quadratic, so doubling the prompt "
-        "from 128k (≈ 25 s on one node) roughly triples the work, and the group needed grows from one node "
+    why="One node needs ≈ 78 s, two ≈ 40 s, four ≈ 21 s. Attention is quadratic, so doubling the prompt "
+        "from 128k (≈ 25 s on one node) roughly triples the work. The group needed grows from one node "
         "to four."))
 
 
@@ -77,10 +79,10 @@ def _store_hidden_ms() -> float:
 
 
 exercise(Exercise(
-    "05.store_exposed_ms", "Milliseconds of KV store (to 128 GB/s DRAM) a 131,072-token LLaMA2-70B prefill still "
-                           "waits for with layer-wise store.",
+    "05.store_exposed_ms", "With layer-wise store, how many milliseconds of KV store (to 128 GB/s DRAM) does a "
+                           "131,072-token LLaMA2-70B prefill still wait for?",
     answer=_store_hidden_ms, unit="ms", rel_tol=0.03,
-    hint="only the last layer's store is exposed: (n × 320 KiB / 128 GB/s) / 80.",
+    hint="Only the last layer's store is exposed: (n × 320 KiB / 128 GB/s) / 80.",
     why="43 GB / 128 GB/s = 0.336 s serialized, / 80 layers ≈ 4.2 ms layer-wise in our model. The paper's "
-        "Fig. 7 layer-wise bars are ≈ 0.1 s at every length (a fixed cost per prefill that we do not model), "
-        "its serialized ones ≈ 0.87 s at 128k: see the comparison in section 4."))
+        "Fig. 7 layer-wise bars are ≈ 0.1 s at every length: a fixed cost per prefill that we do not model. "
+        "Its serialized ones are ≈ 0.87 s at 128k: see the comparison in section 4."))

@@ -54,34 +54,35 @@ def _capacity_gain() -> float:
 exercise(Exercise(
     "06.max_batch",
     f"Question 1 [KV limit]: how many sequences of {_CTX:,} tokens of context fit at once in the KV memory of "
-    "one 8×A800 decode node serving LLaMA2-70B (90% of 640 GiB minus the weights, 320 KiB per token)?",
+    "one 8×A800 decode node serving LLaMA2-70B? Count 90% of 640 GiB minus the weights, and 320 KiB per token.",
     answer=_max_batch, unit="sequences", rel_tol=0.0,
-    hint="decode_kv_capacity_tokens('llama2-70b', 'a800x8') // tokens per sequence.",
-    why="(576 GiB − 138 GB) / 327,680 B ≈ 1.47 M tokens → ≈ 122 sequences of 12k: memory, not compute, caps the batch."))
+    hint="Divide decode_kv_capacity_tokens('llama2-70b', 'a800x8') by the tokens per sequence, rounding down.",
+    why="(576 GiB − 138 GB) / 327,680 B ≈ 1.47 M tokens → ≈ 122 sequences of 12k. Memory, not compute, caps the batch."))
 
 exercise(Exercise(
     "06.stall_tail",
     f"Question 2 [stall]: a request decodes {_INTERVALS + 1} tokens ({_INTERVALS} intervals) at {_STEP_S * 1e3:g} ms per step on a "
     f"coupled node without chunking. Once, a {_PROMPT:,}-token prompt is prefilled in between (preset 'modern'). "
-    "What is its TBT as FAST'25 measures it (mean of the longest 10% of intervals), in ms?",
+    "What is its TBT in ms, as FAST'25 measures it: the mean of the longest 10% of intervals?",
     answer=_stalled_tail_ms, unit="ms", rel_tol=0.02,
     hint="The stalled interval is the prefill plus one step; the other nine longest are plain steps.",
-    why="one prefill of ≈ 3.6 s lifts the tail mean to ≈ 380 ms: a single stall breaks even a 300 ms SLO."))
+    why="One prefill of ≈ 3.6 s lifts the tail mean to ≈ 380 ms: a single stall breaks even a 300 ms SLO."))
 
 exercise(Exercise(
     "06.largest_chunk",
-    f"Question 3 [chunk budget]: with chunked prefill, an iteration = a chunk of k prompt tokens + a decode step of "
-    f"{_BATCH} sequences × {_CTX:,} tokens (preset 'modern'). What is the largest k (a multiple of {_K_STEP}, no "
+    f"Question 3 [chunk budget]: with chunked prefill, an iteration is a chunk of k prompt tokens plus a decode step "
+    f"of {_BATCH} sequences × {_CTX:,} tokens (preset 'modern'). What is the largest k (a multiple of {_K_STEP}, no "
     f"cached prefix) that keeps the iteration ≤ {_BUDGET_S * 1e3:g} ms?",
     answer=_largest_chunk, unit="tokens", rel_tol=0.0,
     hint="Loop k over 128, 256, … and test prefill_time(k) + decode_step_time(16, 16 × 12,000) ≤ 0.1 s.",
-    why="the decode step costs ≈ 19 ms, leaving ≈ 81 ms for the chunk: ≈ 900 tokens — vLLM's 512 default is on the safe side."))
+    why="The decode step costs ≈ 19 ms, leaving ≈ 81 ms for the chunk: ≈ 900 tokens. vLLM's 512 default is on the safe side."))
 
 exercise(Exercise(
     "06.capacity_gain",
-    "Question 4 [90 % capacity]: in our sweep, how many times the coupled engine's (no chunking) 90 % capacity "
-    "(the highest request rate at which ≥ 90% of requests meet both SLOs) does Mooncake 8P+8D reach at TBT ≤ 100 ms?",
+    "Question 4 [90 % capacity]: the 90 % capacity is the highest request rate at which ≥ 90% of requests meet "
+    "both SLOs. In our sweep at TBT ≤ 100 ms, how many times the coupled engine's (no chunking) 90 % capacity does "
+    "Mooncake 8P+8D reach?",
     answer=_capacity_gain, unit="×", rel_tol=0.03,
-    hint="capacity_table(attainment_curve()) has one row per system; divide mooncake's by coupled's.",
-    why="a ratio of rates, our own metric: FAST'25's +59% … +498% are gains in a different one (the share of "
-        "requests meeting the SLOs at the trace's own load, request_capacity_ratio) — do not compare the two."))
+    hint="capacity_table(attainment_curve()) has one row per system: divide mooncake's by coupled's.",
+    why="A ratio of rates, in our own metric. FAST'25's +59% … +498% are gains in a different one: the share of "
+        "requests meeting the SLOs at the trace's own load (request_capacity_ratio). Do not compare the two."))

@@ -21,7 +21,9 @@ from ..validate import int_array, integer, items, real
 from . import l02_storage as l02
 
 __all__ = ["DEFAULT_PRESET", "LENGTHS", "LONG_LENGTHS", "TTFT_SLO_S", "gantt", "schemes_vs_length",
-           "cpp_vs_x", "interleave_demo", "layerwise_store", "vram_occupation", "metrics", "figures"]
+           "cpp_vs_x", "interleave_demo", "layerwise_store", "vram_occupation", "metrics", "figures",
+           "SCHEME_LABELS", "gantt_summary", "cpp_vs_x_table", "chunk_sweep_table", "ttft_table", "schemes_table",
+           "interleave_table", "store_table", "vram_table", "metrics_table"]
 
 #: Preset of the lecture (see the module docstring).
 DEFAULT_PRESET = "modern"
@@ -197,26 +199,147 @@ def chunk_sweep(n_tokens: int = 32768, x: int = 4, chunks: Iterable[int] = (512,
 
 
 def fig7_note() -> str:
-    """Markdown: the paper's Fig. 7 against ours, computed (:func:`fig7_comparison`, :func:`fig7_fit`)."""
+    """Markdown: the paper's Fig. 7 against ours, computed (:func:`fig7_comparison`, :func:`fig7_fit`): two short
+    sentences, the details in a collapsible box."""
     df = fig7_comparison().set_index("n_tokens")
     fit = fig7_fit()
     lo, hi = df.index.min(), df.index.max()
-    return (f"Paper: serialized {df.loc[lo, 'paper_serialized_s']:.2f} s at {lo // 1024}k → "
+    ours = 1.0 - df["ours_layerwise_s"] / df["ours_serialized_s"]
+    return (f"In the paper, layer-wise store hides {df.loc[lo, 'paper_hidden']:.0%} of the store at {lo // 1024}k "
+            f"and {df.loc[hi, 'paper_hidden']:.0%} at {hi // 1024}k. In ours it hides {ours.min():.0%} at every length."
+            "\n\n<details><summary>The bars in numbers</summary>\n\n"
+            f"Paper: serialized {df.loc[lo, 'paper_serialized_s']:.2f} s at {lo // 1024}k → "
             f"{df.loc[hi, 'paper_serialized_s']:.2f} s at {hi // 1024}k; layer-wise ≈ {fit['layerwise_mean_s']:.1f} s "
-            f"at every length, so it hides {df.loc[lo, 'paper_hidden']:.0%} of the store at {lo // 1024}k and "
-            f"{df.loc[hi, 'paper_hidden']:.0%} at {hi // 1024}k. A straight line through the serialized bars: "
-            f"≈ {fit['fixed_s']:.2f} s + KV bytes at {fit['gbs']:.0f} GB/s. Ours: serialized "
+            f"at every length. A straight line through the serialized bars: "
+            f"≈ {fit['fixed_s']:.2f} s + the KV bytes at {fit['gbs']:.0f} GB/s. Ours: serialized "
             f"{df.loc[lo, 'ours_serialized_s'] * 1e3:.0f} ms → {df.loc[hi, 'ours_serialized_s']:.3f} s "
             f"(the KV at 128 GB/s), layer-wise {df.loc[lo, 'ours_layerwise_s'] * 1e3:.2f} → "
-            f"{df.loc[hi, 'ours_layerwise_s'] * 1e3:.1f} ms (one layer's store).")
+            f"{df.loc[hi, 'ours_layerwise_s'] * 1e3:.1f} ms (one layer's store).\n\n</details>")
 
 
 def chunk_note(n_tokens: int = 32768, x: int = 4) -> str:
     """Markdown: which chunk size gives the shortest TTFT in :func:`chunk_sweep`, computed."""
     df = chunk_sweep(n_tokens, x).set_index("chunk")
     best = int(df["ttft_s"].idxmin())
-    small = int(df.index.min())
     return (f"{n_tokens:,} tokens on {x} nodes: the TTFT is shortest at {best:,}-token chunks "
-            f"({df.loc[best, 'ttft_s']:.2f} s); {small:,}-token chunks give {df.loc[small, 'ttft_s']:.2f} s, "
-            f"{DEFAULT_CHUNK:,} (the lecture's default) {df.loc[DEFAULT_CHUNK, 'ttft_s']:.2f} s, "
-            f"{int(df.index.max()):,} {df['ttft_s'].iloc[-1]:.2f} s.")
+            f"({df.loc[best, 'ttft_s']:.2f} s). The lecture's default, {DEFAULT_CHUNK:,}, gives "
+            f"{df.loc[DEFAULT_CHUNK, 'ttft_s']:.2f} s.")
+
+
+# ------------------------------------------------------------------ tables for people (the notebook's outputs)
+#: How the lecture names each scheme in its tables (:data:`mooncake_lab.plots.prefill.SCHEME_STYLE`'s labels).
+SCHEME_LABELS = {"one_node": "one node", "tp": "TP across nodes", "sp": "SP (ring attention)", "cpp": "CPP (Mooncake)"}
+#: The same, short, for column headers.
+SCHEME_SHORT = {"one_node": "one node", "tp": "TP", "sp": "SP", "cpp": "CPP"}
+
+
+def _s(v: float) -> str:
+    """A time or size for people: 2 decimals below 10, 1 below 100, none above (never scientific)."""
+    v = float(v)
+    if not np.isfinite(v):
+        return "—"
+    if v == 0:
+        return "0"
+    return f"{v:,.2f}" if abs(v) < 10 else f"{v:,.1f}" if abs(v) < 100 else f"{v:,.0f}"
+
+
+def _ms(v: float) -> str:
+    """Seconds shown as milliseconds for people."""
+    return _s(1e3 * float(v))
+
+
+def _tokens_index(values, name: str = "prompt (tokens)") -> pd.Index:
+    return pd.Index([f"{int(n):,}" for n in values], name=name)
+
+
+def gantt_summary(result: cpp.PipelineResult, preset=DEFAULT_PRESET, model="llama2-70b", node="a800x8") -> pd.DataFrame:
+    """One request's CPP run (:func:`gantt`) for people: its prompt, chunks, nodes, TTFT, one node's TTFT
+    and the speedup, one row each (text)."""
+    n, x = int(result.n_new[0]), int(result.start.shape[1])
+    ttft = float(result.ttft[0])
+    one = cpp.one_node_ttft(model, node, n, preset=preset)
+    rows = {"prompt (tokens)": f"{n:,}", "chunk (tokens)": f"{int(result.chunk_tokens.max()):,}",
+            "chunks": f"{int(result.chunk_tokens.size):,}", "nodes X": f"{x}", "TTFT on X nodes (s)": _s(ttft),
+            "TTFT on one node, unchunked (s)": _s(one), "speedup (×)": f"{one / ttft:.1f}"}
+    return pd.DataFrame({"value": list(rows.values())}, index=pd.Index(list(rows), name="one request, idle nodes"))
+
+
+def cpp_vs_x_table(n_tokens: int = 131072, **kw) -> pd.DataFrame:
+    """:func:`cpp_vs_x` for people: one row per group size X."""
+    df = cpp_vs_x(n_tokens, **kw)
+    return pd.DataFrame({"TTFT (s)": [_s(v) for v in df["ttft_s"]],
+                         "speedup (×)": [f"{v:.2f}" for v in df["speedup"]],
+                         "speedup ÷ X (%)": [f"{100 * v:.0f}" for v in df["efficiency"]]},
+                        index=pd.Index([f"{int(v)}" for v in df["x"]], name=f"nodes X ({int(n_tokens):,} tokens)"))
+
+
+def chunk_sweep_table(n_tokens: int = 32768, x: int = 4, **kw) -> pd.DataFrame:
+    """:func:`chunk_sweep` for people: one row per chunk size."""
+    df = chunk_sweep(n_tokens, x, **kw)
+    return pd.DataFrame({"chunks": [f"{int(v):,}" for v in df["chunks"]], "TTFT (s)": [_s(v) for v in df["ttft_s"]]},
+                        index=_tokens_index(df["chunk"], "chunk (tokens)"))
+
+
+def ttft_table(curves: pd.DataFrame) -> pd.DataFrame:
+    """A :func:`schemes_vs_length` frame as TTFT (s) per prompt length (rows) and scheme (columns)."""
+    t = curves.pivot(index="n_tokens", columns="scheme", values="ttft_s")
+    t = t[[s for s in cpp.SCHEMES if s in t.columns]]
+    multi = curves["scheme"] != "one_node"
+    x = int(curves.loc[multi, "x"].max()) if multi.any() else 1
+    return pd.DataFrame({f"{SCHEME_SHORT[s]} (s)": [_s(v) for v in t[s]] for s in t.columns},
+                        index=_tokens_index(t.index, f"prompt (tokens) · TTFT on X = {x} nodes"))
+
+
+def schemes_table(df: pd.DataFrame) -> pd.DataFrame:
+    """A :func:`schemes_vs_length` frame of one prompt length for people: one row per scheme."""
+    n = int(df["n_tokens"].iloc[0])
+    return pd.DataFrame({"nodes": [f"{int(v)}" for v in df["x"]], "TTFT (s)": [_s(v) for v in df["ttft_s"]],
+                         "MFU (%)": [f"{100 * v:.0f}" for v in df["mfu"]],
+                         "sent over RDMA (GB)": [_s(v) for v in df["net_gb"]]},
+                        index=pd.Index([SCHEME_LABELS[s] for s in df["scheme"]], name=f"scheme ({n:,} tokens)"))
+
+
+def interleave_table(inter: pd.DataFrame) -> pd.DataFrame:
+    """An :func:`interleave_demo` frame for people: one row per request, its TTFT under each order."""
+    t = inter.pivot(index="request", columns="order", values="ttft_s")
+    first = inter[inter["order"] == inter["order"].iloc[0]].set_index("request")
+    label = [f"{k}: {int(n):,} tokens" for k, n in zip(first["kind"], first["n_new"])]
+    return pd.DataFrame({"arrives (s)": [f"{v:g}" for v in first["arrival_s"]],
+                         "TTFT, FIFO (s)": [_s(v) for v in t.loc[first.index, "fifo"]],
+                         "TTFT, interleaved (s)": [_s(v) for v in t.loc[first.index, "interleave"]]},
+                        index=pd.Index(label, name="request"))
+
+
+def store_table(store: pd.DataFrame) -> pd.DataFrame:
+    """A :func:`layerwise_store` frame for people: what the KV store adds to each prefill, both ways."""
+    return pd.DataFrame({"prefill (s)": [_s(v) for v in store["prefill_s"]],
+                         "store (ms)": [_ms(v) for v in store["store_s"]],
+                         "serialized adds (ms)": [_ms(v) for v in store["exposed_serialized_s"]],
+                         "layer-wise adds (ms)": [_ms(v) for v in store["exposed_layerwise_s"]],
+                         "layer-wise hides (%)": [f"{100 * v:.1f}" for v in store["hidden_fraction"]]},
+                        index=_tokens_index(store["n_tokens"]))
+
+
+def vram_table(lengths: Iterable[int] = LENGTHS, **kw) -> pd.DataFrame:
+    """:func:`vram_occupation` for people: S, S·T both ways and their ratio per prompt length."""
+    df = vram_occupation(lengths, **kw)
+    return pd.DataFrame({"S = KV (GB)": [_s(v) for v in df["kv_gb"]],
+                         "S·T serialized (GB·s)": [_s(v) for v in df["serialized_gb_s"]],
+                         "S·T layer-wise (GB·s)": [f"{v:.2g}" if v < 0.1 else _s(v) for v in df["layerwise_gb_s"]],
+                         "ratio (×)": [f"{v:,.0f}" for v in df["ratio"]]},
+                        index=_tokens_index(df["n_tokens"]))
+
+
+def metrics_table() -> pd.DataFrame:
+    """The lecture's reproduce metrics (:func:`metrics`) for people: what each measures and our value."""
+    rows = {}
+    for m in metrics():
+        kind, _, rest = m.name.partition(".")
+        x = rest.rsplit(".x", 1)[-1] if ".x" in rest else ""
+        what = {"cpp": f"CPP on {x} node{'s' if x != '1' else ''}, TTFT",
+                "tp": f"TP across {x} nodes, TTFT", "sp": f"SP on {x} nodes, TTFT"}.get(kind)
+        if what is None:
+            what = "KV store added, " + ("serialized" if m.name.endswith("serialized") else "layer-wise")
+        rows[what] = f"{m.ours * 1e3:.1f} ms" if m.unit == "s" and m.ours < 1 else f"{m.ours:.2f} {m.unit}"
+    return pd.DataFrame({"ours": list(rows.values())},
+                        index=pd.Index(list(rows), name="LLaMA2-70B, 131,072 tokens, 'modern'"))

@@ -46,7 +46,9 @@ __all__ = ["DEMO_SPEED", "N_NODES", "PRESET", "SYSTEMS", "TBT_SLOS_MS", "FIG1_TH
            "BASELINES", "request_capacity_ratio", "describe_ratio", "chunk_cost_table", "chunked_by_preset",
            "describe_capacity", "describe_pd_sweep", "paper_box", "FIG1_CLUSTERS", "fig1_paper_points", "best_split",
            "SEMANTICS_CONTROLS", "semantics_control", "describe_semantics", "scaled_answers", "MAX_OUTPUT_SCALE",
-           "PD_ASSUMPTIONS", "pd_assumptions", "describe_pd_assumptions"]
+           "PD_ASSUMPTIONS", "pd_assumptions", "describe_pd_assumptions", "SYSTEM_LABELS", "CLUSTER_LABELS",
+           "attainment_table", "chunk_cost_display", "chunked_by_preset_display", "ratio_display", "semantics_display",
+           "capacity_display", "pd_display"]
 
 N_NODES = 16          # FAST'25 compares clusters of equal node count; arXiv: 10P+10D vs 20 vLLM
 PRESET = "modern"     # see the module docstring
@@ -204,21 +206,25 @@ def request_capacity_ratio(speed: float = 1.0, tbt_slos_ms=TBT_SLOS_MS, trace="c
 
 def describe_ratio(ratio: pd.DataFrame, name: str) -> str:
     """Markdown: Mooncake's gain in request capacity ratio over vLLM-like plain per TBT threshold, beside
-    FAST'25's (computed)."""
+    FAST'25's (computed): two short sentences at 100 ms, the other thresholds in a collapsible box."""
     ours = ", ".join(f"{x:g} ms: {ratio.loc['mooncake', x]:.1f}% vs {ratio.loc['vllm', x]:.1f}% "
                      f"({_gain(ratio.loc['mooncake', x], ratio.loc['vllm', x])})" for x in ratio.columns)
     paper = ", ".join(f"{x:g} ms: +{100 * g:.0f}%" for x, g in _paper.FIG1_GAIN.items())
     worst = ratio[100].drop("mooncake").idxmin() if 100 in ratio.columns else None
-    out = (f"On `{name}` at its own load, Mooncake vs vLLM-like (no prefix cache, no chunking) — {ours}. "
-           f"FAST'25 (vLLM v0.5.1): {paper}; at 100 ms ≈ {_paper.FIG1_AT_100MS_PERCENT['mooncake']:.0f}% vs "
-           f"≈ {_paper.FIG1_AT_100MS_PERCENT['vllm']:.0f}%, chunked prefill the worst (≈ "
-           f"{_paper.FIG1_AT_100MS_PERCENT['vllm_chunked']:.0f}%).")
+    x0 = 100 if 100 in ratio.columns else ratio.columns[0]
+    m, v = ratio.loc["mooncake", x0], ratio.loc["vllm", x0]
+    out = (f"On `{name}` at its own load, with TBT ≤ {x0:g} ms: Mooncake {m:.1f}%, vLLM-like {v:.1f}% ({_gain(m, v)}). "
+           f"FAST'25 reports +{100 * _paper.FIG1_GAIN[100]:.0f}% "
+           f"(≈ {_paper.FIG1_AT_100MS_PERCENT['mooncake']:.0f}% vs ≈ {_paper.FIG1_AT_100MS_PERCENT['vllm']:.0f}%)."
+           "\n\n<details><summary>Every threshold, and the worst baseline</summary>\n\n"
+           f"Ours, Mooncake vs vLLM-like (no prefix cache, no chunking): {ours}. FAST'25 (vLLM v0.5.1): {paper}; "
+           f"chunked prefill was its worst variant at 100 ms (≈ {_paper.FIG1_AT_100MS_PERCENT['vllm_chunked']:.0f}%).")
     if worst is not None:
-        out += f" Here the worst baseline at 100 ms is **{worst}**."
-    return out
+        out += f" Here the worst baseline at 100 ms is **{CLUSTER_LABELS.get(worst, worst)}**."
+    return out + "\n\n</details>"
 
 def _gain(a: float, b: float) -> str:
-    return "unbounded" if b <= 0 else f"{100 * (a / b - 1):+.0f}%"
+    return "unbounded" if b <= 0 else f"{100 * (a / b - 1):+.0f}%".replace("-", "−")
 
 def chunk_cost_table(depths=(0, 12_000, 30_000, 85_000), chunk: int | None = None,
                      presets=("modern", "calibrated")) -> pd.DataFrame:
@@ -246,16 +252,16 @@ def chunked_by_preset(speed: float = 1.0, trace="conversation", presets=("modern
 def describe_capacity(cap: pd.DataFrame, name: str, tbt_slo_ms: float = 100) -> str:
     """Markdown: the 90 % capacities of the three systems at ``tbt_slo_ms`` and their ratios (computed)."""
     m, c, cc = (cap.loc[s, tbt_slo_ms] for s in SYSTEMS)
-    return (f"On `{name}` at TBT ≤ {tbt_slo_ms:g} ms, 90 % capacity: Mooncake 8P+8D {m:.2f} req/s, coupled "
-            f"{c:.2f} ({_gain(m, c)} for Mooncake), coupled + chunked {cc:.2f} ({_gain(m, cc)} for Mooncake).")
+    return (f"On `{name}` at TBT ≤ {tbt_slo_ms:g} ms, Mooncake 8P+8D reaches {m:.2f} req/s: {_gain(m, c)} over "
+            f"coupled ({c:.2f} req/s) and {_gain(m, cc)} against coupled + chunked ({cc:.2f} req/s).")
 
 def describe_pd_sweep(pdr: pd.DataFrame, name: str) -> str:
     """Markdown: the best P:D split of a :func:`pd_sweep`, with "≥" when it sits at the top of the sweep."""
     best = best_split(pdr)
     lb = bool(best.lower_bound)
-    return (f"On `{name}` the best split is **{int(best.n_prefill)}P:{int(best.n_decode)}D** with a 90 % capacity of "
-            f"{'≥ ' if lb else ''}{best.effective_capacity_rps:.2f} req/s"
-            + (" — the top of the replay-speed sweep, so only a lower bound." if lb else "."))
+    return (f"On `{name}` the best split is **{int(best.n_prefill)}P:{int(best.n_decode)}D**: a 90 % capacity of "
+            f"{'≥ ' if lb else ''}{best.effective_capacity_rps:.2f} req/s."
+            + (" That is the top of the replay-speed sweep, so only a lower bound." if lb else ""))
 
 #: Largest ``output_scale`` of :func:`pd_sweep` / :func:`scaled_answers`: 16 × the conversation trace's longest
 #: answer (2,000 tokens) = 32k tokens, 16 × its mean (343) = 5.5k — far past any answer in the released traces.
@@ -381,8 +387,8 @@ def _pd_decides(pds: dict) -> tuple[list, str]:
 
 
 def describe_pd_assumptions(pds: dict, name: str) -> str:
-    """Markdown: the best split under each assumption of :func:`pd_assumptions` and which one decides it
-    (every number computed)."""
+    """Markdown: which assumption of :func:`pd_assumptions` decides the best split, in one sentence, and the best
+    split under each in a collapsible box (every number computed)."""
     first = next(iter(pds))
     base = best_split(pds[first])
     parts = []
@@ -390,7 +396,19 @@ def describe_pd_assumptions(pds: dict, name: str) -> str:
         b = best_split(t)
         same = ", the same" if k != first and int(b.n_prefill) == int(base.n_prefill) else ""
         parts.append(f"{k}: **{_split(b)}**{same} ({'≥ ' if b.lower_bound else ''}{b.effective_capacity_rps:.2f} req/s)")
-    return f"On `{name}`, best split — " + "; ".join(parts) + ". Of these, " + _pd_decides(pds)[1] + "."
+    names, why = _pd_decides(pds)
+    paper = f"{_paper.BEST_PD_RATIO[0]}:{_paper.BEST_PD_RATIO[1]}"
+    if names:
+        near = best_split(pds[names[0]])
+        hit = bool(near.n_prefill * _paper.BEST_PD_RATIO[1] == near.n_decode * _paper.BEST_PD_RATIO[0])
+        plural = len(names) > 1
+        verb = ("reach" if plural else "reaches") if hit else ("come nearest to" if plural else "comes nearest to")
+        short = (f"On `{name}`, only " + " and ".join(f"**{k}**" for k in names)
+                 + f" {verb} the paper's {paper} ({_split(near)}).")
+    else:
+        short = f"On `{name}`, none of these assumptions moves the best split nearer the paper's {paper}."
+    return (short + "\n\n<details><summary>The best split under each assumption</summary>\n\n"
+            + "Best split — " + "; ".join(parts) + ". Of these, " + why + ".\n\n</details>")
 
 
 #: Controls of :func:`semantics_control`: Mooncake 8P+8D with one of the paper's semantics swapped for the
@@ -411,18 +429,24 @@ def semantics_control(speed: float = 1.0, trace="conversation", tbt_slo_ms: floa
                          for r in runs], index=pd.Index(list(SEMANTICS_CONTROLS), name="mooncake 8P+8D"))
 
 
-def describe_semantics(ctl: pd.DataFrame) -> str:
+def describe_semantics(ctl: pd.DataFrame, box: bool = True) -> str:
     """Markdown: whether giving Mooncake the coupled engine's semantics (:func:`semantics_control`) moves
-    its share meeting the SLOs (computed)."""
+    its share meeting the SLOs (computed). ``box``: one sentence, the rest in a collapsible box; else all of it
+    on one line (for a table cell)."""
     base, both = ctl.iloc[0], ctl.loc["both (the coupled engine's)"]
-    return (f"Our vLLM-like engine reserves each request's prompt + output at admission — it knows output "
-            f"lengths, which a real vLLM does not — and moves no KV between nodes; Mooncake's decode sees only the "
-            f"prompt (its KV grows, {base.preemptions:,.0f} preemptions here) and shares the links (mean KV-stream wait "
-            f"{base.stream_wait_ms:.1f} ms). Given both of the coupled engine's semantics, Mooncake meets the SLOs for "
-            + (f"the same {base.attainment_pct:.1f}%: " if f"{both.attainment_pct:.1f}" == f"{base.attainment_pct:.1f}"
-               else f"{both.attainment_pct:.1f}% instead of {base.attainment_pct:.1f}%: ")
-            + ("these choices do not decide the comparison." if abs(both.attainment_pct - base.attainment_pct) < 1
-               else "these choices move the comparison."))
+    same = f"{both.attainment_pct:.1f}" == f"{base.attainment_pct:.1f}"
+    result = ("Given both of the coupled engine's rules, Mooncake meets the SLOs for "
+              + (f"the same {base.attainment_pct:.1f}%: " if same else f"{both.attainment_pct:.1f}% instead of "
+                 f"{base.attainment_pct:.1f}%: ")
+              + ("these rules do not decide the comparison." if abs(both.attainment_pct - base.attainment_pct) < 1
+                 else "these rules move the comparison."))
+    detail = (f"Our vLLM-like engine reserves each request's prompt + output at admission — it knows output "
+              f"lengths, which a real vLLM does not — and moves no KV between nodes. Mooncake's decode sees only the "
+              f"prompt (its KV grows: {base.preemptions:,.0f} preemptions here) and shares the links (mean KV-stream "
+              f"wait {base.stream_wait_ms:.1f} ms).")
+    if not box:
+        return detail + " " + result
+    return result + "\n\n<details><summary>What the two rules are</summary>\n\n" + detail + "\n\n</details>"
 
 
 def paper_box(ratio: pd.DataFrame, cap: pd.DataFrame, pdr: pd.DataFrame, coupled_2x: sim.SimResult,
@@ -446,9 +470,10 @@ def paper_box(ratio: pd.DataFrame, cap: pd.DataFrame, pdr: pd.DataFrame, coupled
          f"at its own load the trace loads our 16 simulated nodes lightly: every cluster serves ≥ "
          f"{ratio[100].min():.0f}% within 100 ms; the paper's vLLM met 100 ms for only ≈ "
          f"{_paper.FIG1_AT_100MS_PERCENT['vllm']:.0f}% — its GPUs and engine were slower than our cost model"
-         + ("" if semantics is None else ". " + describe_semantics(semantics))),
+         + ("" if semantics is None else ". " + describe_semantics(semantics, box=False))),
         ("vLLM + chunked prefill at TBT ≤ 100 ms", f"the worst vLLM variant (≈ {_paper.FIG1_AT_100MS_PERCENT['vllm_chunked']:.0f}%)",
-         f"{ratio.loc['vllm + chunked prefill', 100]:.1f}%; baselines worst → best: " + ", ".join(order.index),
+         f"{ratio.loc['vllm + chunked prefill', 100]:.1f}%; baselines worst → best: "
+         + ", ".join(CLUSTER_LABELS.get(k, k) for k in order.index),
          "**contradicts the paper**: our chunk iteration is idealised (≤ 512 tokens + the decode step, no "
          "preemption or swapping: it knows each output length at admission) and `modern` makes a deep chunk cheap; under `calibrated` its TBT fails (§4)"),
         ("Mooncake vs coupled, **90 % capacity** (ours: highest rate with ≥ 90% meeting both SLOs)",
@@ -466,8 +491,9 @@ def paper_box(ratio: pd.DataFrame, cap: pd.DataFrame, pdr: pd.DataFrame, coupled
          f"{best.effective_capacity_rps:.2f} req/s)",
          pd_why),
     ]
-    head = f"On `{name}`:\n\n| | paper | ours | why they differ |\n|---|---|---|---|\n"
-    return head + "\n".join(f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows)
+    head = (f"<details><summary>The paper beside our numbers, on {name}</summary>\n\n"
+            "| | paper | ours | why they differ |\n|---|---|---|---|\n")
+    return head + "\n".join(f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows) + "\n\n</details>"
 
 def batching_timeseries(res: sim.SimResult, instance: int = 0, dt: float = 1.0, t0: float = 0.0,
                         t1: float | None = None) -> pd.DataFrame:
@@ -632,3 +658,76 @@ def _figures():
     return {"l06_capacity": plot_capacity(curve, tbt_slo_ms=100), "l06_pd_sweep": plot_pd_sweep(pd_sweep(progress=False)),
             "l06_capacity_ratio": plot_capacity_ratio(request_capacity_ratio(1.0, FIG1_THRESHOLDS_MS),
                                                       fig1_paper_points())}
+
+
+# ------------------------------------------------------------------ tables for people (the notebook's outputs)
+#: How the lecture names the systems of :data:`SYSTEMS` and the clusters of :data:`BASELINES` in its tables.
+SYSTEM_LABELS = {"mooncake": "Mooncake 8P+8D", "coupled": "coupled (vLLM-like)",
+                 "coupled_chunked": "coupled + chunked prefill"}
+CLUSTER_LABELS = {"mooncake": "Mooncake 8P+8D", "vllm": "vLLM-like", "vllm + prefix caching": "vLLM-like + prefix caching",
+                  "vllm + chunked prefill": "vLLM-like + chunked prefill",
+                  "vllm + chunked + prefix caching": "vLLM-like + chunked + prefix caching"}
+
+
+def _labels(names, table: dict) -> list:
+    return [table.get(n, n) for n in names]
+
+
+def attainment_table(runs: dict, tbt_slo_ms: float = 100, speed: float = DEMO_SPEED) -> pd.DataFrame:
+    """``{system: SimResult}`` for people: the share of requests meeting both SLOs, one row per system."""
+    return pd.DataFrame({f"meet both SLOs (TBT ≤ {tbt_slo_ms:g} ms) at {speed:g}× (%)":
+                         [f"{100 * attainment(r, tbt_slo_ms):.1f}" for r in runs.values()]},
+                        index=pd.Index(_labels(runs, SYSTEM_LABELS), name="system"))
+
+
+def chunk_cost_display(**kw) -> pd.DataFrame:
+    """:func:`chunk_cost_table` for people: ms of one chunk per depth (rows) and cost preset (columns)."""
+    t = chunk_cost_table(**kw)
+    k = kw.get("chunk") or sim.ClusterConfig().prefill_chunk
+    return pd.DataFrame({f"one {int(k)}-token chunk, {p} (ms)": [f"{v:,.1f}" for v in t[p]] for p in t.columns},
+                        index=pd.Index([f"{int(d):,}" for d in t.index], name="prompt tokens already in KV"))
+
+
+def chunked_by_preset_display(speed: float = 1.0, tbt_slo_ms: float = 100, **kw) -> pd.DataFrame:
+    """:func:`chunked_by_preset` for people: % meeting the TBT SLO per cluster (rows) and preset (columns)."""
+    t = chunked_by_preset(speed, tbt_slo_ms=tbt_slo_ms, **kw)
+    return pd.DataFrame({f"{p} (%)": [f"{v:.1f}" for v in t[p]] for p in t.columns},
+                        index=pd.Index(_labels(t.index, CLUSTER_LABELS),
+                                       name=f"meet TBT ≤ {tbt_slo_ms:g} ms at {speed:g}×"))
+
+
+def ratio_display(ratios: dict) -> pd.DataFrame:
+    """``{speed: request_capacity_ratio(speed)}`` for people: % meeting both SLOs per replay speed and cluster
+    (rows) and TBT threshold (columns)."""
+    rows, index = [], []
+    for v, t in ratios.items():
+        for c in t.index:
+            index.append((f"{v:g}×", CLUSTER_LABELS.get(c, c)))
+            rows.append([f"{t.loc[c, x]:.1f}" for x in t.columns])
+    cols = [f"TBT ≤ {x:g} ms (%)" for x in next(iter(ratios.values())).columns]
+    return pd.DataFrame(rows, columns=cols, index=pd.MultiIndex.from_tuples(index, names=["replay speed", "cluster"]))
+
+
+def semantics_display(ctl: pd.DataFrame, tbt_slo_ms: float = 100) -> pd.DataFrame:
+    """A :func:`semantics_control` table for people."""
+    return pd.DataFrame({f"meet both SLOs, TBT ≤ {tbt_slo_ms:g} ms (%)": [f"{v:.2f}" for v in ctl["attainment_pct"]],
+                         "preemptions": [f"{int(v):,}" for v in ctl["preemptions"]],
+                         "mean KV-stream wait (ms)": [f"{v:.1f}" for v in ctl["stream_wait_ms"]]},
+                        index=pd.Index(list(ctl.index), name="Mooncake 8P+8D with"))
+
+
+def capacity_display(cap: pd.DataFrame, trace="conversation", speeds=SPEEDS) -> pd.DataFrame:
+    """A :func:`capacity_table` for people: 90 % capacity (req/s) per system and TBT SLO; "≥" marks a capacity
+    at the top of the replay-speed sweep (a lower bound)."""
+    top = trace_rate(trace) * max(speeds)
+    return pd.DataFrame({f"TBT ≤ {x:g} ms": [("≥ " if np.isclose(v, top) else "") + f"{v:.2f}" for v in cap[x]]
+                         for x in cap.columns},
+                        index=pd.Index(_labels(cap.index, SYSTEM_LABELS), name="90 % capacity (req/s)"))
+
+
+def pd_display(pdr: pd.DataFrame) -> pd.DataFrame:
+    """A :func:`pd_sweep` table for people: one row per P:D split; "≥" marks a lower bound."""
+    return pd.DataFrame({"prefill ÷ decode nodes": [f"{v:.2f}" for v in pdr["ratio"]],
+                         "90 % capacity (req/s)": [("≥ " if lb else "") + f"{v:.2f}"
+                                                   for v, lb in zip(pdr["effective_capacity_rps"], pdr["lower_bound"])]},
+                        index=pd.Index([_split(r) for r in pdr.itertuples()], name="P:D split"))

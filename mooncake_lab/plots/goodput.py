@@ -12,6 +12,10 @@ __all__ = ["BatchingPanels", "CapacityPlot", "PDSweepPlot", "plot_batching", "pl
 
 _NAMES = {"mooncake": "Mooncake (P/D disaggregated)", "coupled": "coupled (vLLM-like)",
           "coupled_chunked": "coupled + chunked prefill"}
+#: Legend labels of FAST'25's clusters (:data:`mooncake_lab.experiments.l06_goodput.BASELINES`).
+CLUSTER_NAMES = {"mooncake": "Mooncake 8P+8D", "vllm": "vLLM-like", "vllm + prefix caching": "vLLM-like + prefix caching",
+                 "vllm + chunked prefill": "vLLM-like + chunked prefill",
+                 "vllm + chunked + prefix caching": "vLLM-like + chunked + prefix caching"}
 _COLORS = {"mooncake": PALETTE[0], "coupled": PALETTE[3], "coupled_chunked": PALETTE[1]}
 
 
@@ -215,10 +219,11 @@ def plot_capacity_ratio(ratio, paper: dict | None = None, speed: float = 1.0):
     fig, ax = new_figure(width=8.0, height=4.4)
     x = np.asarray(ratio.columns, dtype=float)
     for k, (name, row) in enumerate(ratio.iterrows()):
-        ax.plot(x, row.to_numpy(dtype=float), "o-", ms=4, color=PALETTE[k % len(PALETTE)], label=str(name))
+        ax.plot(x, row.to_numpy(dtype=float), "o-", ms=4, color=PALETTE[k % len(PALETTE)],
+                label=CLUSTER_NAMES.get(name, str(name)))
     for k, (name, pct) in enumerate((paper or {}).items()):
         ax.plot([100.0], [pct], marker="x^v"[k % 3], ms=9, mew=2, ls="none", color="black",
-                label=f"paper, {name} (read from its Fig. 1)")
+                label=f"paper, {name.replace('vllm', 'vLLM').replace('mooncake', 'Mooncake')} (read from its Fig. 1)")
     ax.set_ylim(0, 105)
     ax.set_xlabel("TBT threshold (ms)")
     ax.set_ylabel("requests meeting both SLOs (%)")

@@ -23,6 +23,12 @@ SCHEME_STYLE = {"one_node": ("one node", PALETTE[7]), "tp": ("TP across nodes", 
                 "sp": ("SP (ring attention)", PALETTE[2]), "cpp": ("CPP (Mooncake)", PALETTE[0])}
 
 
+def _k(n) -> str:
+    """A prompt length as the lecture says it: 131,072 → "128k" (a power-of-two multiple of 1,024), 2,000 → "2k"."""
+    n = int(n)
+    return f"{n // 1024}k" if n % 1024 == 0 else f"{n / 1000:g}k"
+
+
 def _tokens_axis(axis, lo: float, hi: float) -> None:
     ticks = [2.0 ** k for k in range(int(np.floor(np.log2(lo))), int(np.ceil(np.log2(hi))) + 1)]
     axis.set_major_locator(FixedLocator(ticks))
@@ -107,7 +113,7 @@ class Gantt:
                 t.set_text(str(int(result.chunk_index[i])))
         self.ax.set_xlim(0, xmax if xmax is not None else float(np.nanmax(result.end)) * 1.01)
         ttft = float(np.nanmax(result.finish - result.arrival))
-        self.ax.set_title(title or f"CPP over {x} node(s): {int(result.n_new.sum()):,} tokens in {nc} chunks, "
+        self.ax.set_title(title or f"CPP over {x} node{'s' if x > 1 else ''}: {int(result.n_new.sum()):,} tokens in {nc} chunks, "
                                    f"TTFT {ttft:.2f} s")
         return self
 
@@ -228,7 +234,7 @@ def interleave(df: pd.DataFrame, title: str | None = None):
         ax.bar(pos + (k - 0.5) * 0.38, d["ttft_s"], width=0.38, color=color,
                label="FIFO by request" if order == "fifo" else "chunks interleaved")
     base = df[df["order"] == "fifo"].set_index("request").loc[reqs]
-    ax.set_xticks(pos, [f"{int(n) // 1000}k\nat {a:g} s" for n, a in zip(base["n_new"], base["arrival_s"])])
+    ax.set_xticks(pos, [f"{_k(n)}\nat {a:g} s" for n, a in zip(base["n_new"], base["arrival_s"])])
     ax.set_yscale("log")
     lo, hi = float(df["ttft_s"].min()), float(df["ttft_s"].max())
     ax.set_ylim(lo / 1.5, hi * 4)          # headroom above the bars for the legend
