@@ -26,8 +26,10 @@ setup: $(STAMP)
 # Jupyter refuses to start as root unless told to (containers, cloud VMs); harmless otherwise.
 ROOTFLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
+# .jupyter/labconfig: the course's JupyterLab defaults (no news or update toasts over the lectures' outputs).
 lab: $(STAMP)
-	$(BIN)/jupyter lab notebooks/ $(ROOTFLAG) $(LABFLAGS)
+	JUPYTER_CONFIG_PATH="$(CURDIR)/.jupyter$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH}" \
+	    $(BIN)/jupyter lab notebooks/ $(ROOTFLAG) $(LABFLAGS)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

@@ -101,3 +101,25 @@ def test_readme_commands_and_ci_agree():
     assert "make test" in ci
     make = (ROOT / "Makefile").read_text()
     assert re.search(r"^lab:", make, re.M) and re.search(r"^test:", make, re.M)
+
+
+def test_make_lab_starts_jupyterlab_without_news_or_update_toasts():
+    """A first JupyterLab start asks 'Would you like to get notified about official Jupyter news?' in a
+    toast over the bottom right of a lecture's outputs. `make lab` gives JupyterLab the course's defaults
+    (.jupyter/labconfig), which turn both off; each setting is one JupyterLab's schema knows."""
+    import os
+    import subprocess
+    import sys
+
+    recipe = re.search(r"^lab:.*\n((?:\t.*\n)+)", (ROOT / "Makefile").read_text(), re.M).group(1)
+    assert 'JUPYTER_CONFIG_PATH="$(CURDIR)/.jupyter' in recipe and "jupyter lab notebooks/" in recipe
+    code = ("from jupyterlab_server.settings_utils import _get_overrides; import json; "
+            "print(json.dumps(_get_overrides('/nonexistent')[0]))")
+    env = {**os.environ, "JUPYTER_CONFIG_PATH": str(ROOT / ".jupyter")}
+    got = json.loads(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                                    check=True).stdout)
+    notification = got["@jupyterlab/apputils-extension:notification"]
+    assert notification == {"fetchNews": "false", "checkForUpdates": False}
+    schema = Path(sys.prefix) / "share/jupyter/lab/schemas/@jupyterlab/apputils-extension/notification.json"
+    props = json.loads(schema.read_text())["properties"]
+    assert set(notification) <= set(props) and "false" in [o["const"] for o in props["fetchNews"]["oneOf"]]

@@ -320,6 +320,8 @@ def _unit_scale(tail: str, unit: str, dollars: bool = False) -> Decimal | None:
         return Decimal(1)
     if dollars and u.upper().startswith("USD") and t.lower() in (u[3:].lower(), "$" + u[3:].lower()):
         return Decimal(1)
+    if t == "%" and (not u or u.startswith("(fraction")):   # "31%" for a fraction: 0.31
+        return Decimal("0.01")
     have, want = _split_unit(t), _split_unit(u)
     if have and want and have[1] == want[1]:
         return _UNIT_PREFIX[have[0]] / _UNIT_PREFIX[want[0]]
