@@ -136,7 +136,9 @@ def test_admission_control_says_which_check_rejects():
     assert tab.loc["predicted", "capacity_rps"] == pytest.approx(
         c.capacity_table(c.capacity_curve(("mooncake",), progress=False)).loc["mooncake", 100])
     text = c.describe_admission(tab)
-    assert "Every rejection is the TTFT check" in text and f"t_d = {c.config_of('mooncake').decode_time_s:g} s" in text
+    n = int(rej.rejected.iloc[0])
+    assert f"reject the same {n:,} requests, every one on the TTFT check they share" in text
+    assert f"t_d = {c.config_of('mooncake').decode_time_s:g} s" in text
     other = tab.copy()
     other.loc["early", "by_decode_load_only"] = 1
     assert "The policies differ here" in c.describe_admission(other)
@@ -307,7 +309,12 @@ def test_mechanism_dashboard_every_control_changes_the_figure():
         before, text = widths(), d.readout.value
         d.controls[name].value = value
         assert widths() != before or d.readout.value != text, name
-    assert "without cpp, kvcentric, layerwise, predicted" in d.readout.value
+    # the readout names the switched-off mechanisms in words, never by their keys
+    assert ("without CPP prefill groups, KVCache-centric scheduling, layer-wise KV transfer and "
+            "prediction-based early rejection") in d.readout.value
+    assert not any(k in d.readout.value for k in ("cpp,", "kvcentric", "layerwise", "predicted"))
+    assert d.describe_switches([]) == "with every mechanism on"
+    assert d.describe_switches(["layerwise"]) == "without layer-wise KV transfer"
     assert d.controls["speed"].continuous_update is False and d.n_full_draws >= 1 and d.background_is_current()
     assert d.png[:4] == b"\x89PNG"
 
@@ -334,3 +341,89 @@ def test_describe_rates_gives_the_analytic_bound_beside_the_simulated_capacity_a
     assert f"({100 * (bound / cap - 1):+.0f}%" in text
     assert ("busy all the time" in text) == (bound >= cap)
     assert 0 < bound / cap - 1 < 0.25
+
+
+# ------------------------------------------------------------------ outputs for people (issue 25)
+def test_generated_notes_are_short_and_render_as_written(conv):
+    """The notes the notebook displays: short sentences, trace names without "synthetic:", the parts of the
+    gain in words, and prices in USD with no "$" (JupyterLab typesets the text between two "$" as LaTeX)."""
+    from mooncake_lab.prose_load import load_of_text
+
+    _, cap, tok = conv
+    caps, tokcaps = {"conversation": cap}, {"conversation": tok}
+    costs = c.hetero_table(c.HETERO_RATE_RPS)
+    be = c.network_break_even_usd_per_gb(c.HETERO_RATE_RPS)
+    prof = c.rejection_profile("conversation", (2.0, 5.0))
+    notes = {"headline": c.describe_headline(caps), "rejection": c.describe_rejection(prof, caps, tokcaps),
+             "shares": c.describe_shares(caps), "rates": c.describe_rates(), "hetero": c.describe_hetero(costs, be),
+             "admission": c.describe_admission(c.admission_control("conversation"))}
+    for name, text in notes.items():
+        load = load_of_text(text)
+        assert load.mean_sentence <= 25 and not load.long, (name, text)
+        assert "$" not in text and "synthetic:" not in text, (name, text)
+    assert all(w in notes["shares"] for w in ("early rejection", "KVCache-centric scheduling", "P/D split"))
+    assert not any(k in notes["shares"] for k in ("predicted", "kvcentric", "disaggregation", "layerwise"))
+    one = costs[costs.network == costs.network.iloc[0]].set_index("fleet")
+    assert f"{one.loc['H800 P + H20 D', 'usd_per_hour']:,.1f} USD/h" in notes["hetero"]
+    assert f"{1e3 * be:.3f} USD per TB" in notes["hetero"]
+    x = 100
+    assert f"{cap.loc['mooncake', x]:.1f} req/s" in notes["headline"]
+    assert f"{100 * c.capacity_gain(cap, x):+.0f}% over the coupled cluster" in notes["headline"]
+    zero = cap.copy()
+    zero.loc["coupled", x] = 0.0
+    assert "never reaches 90 %" in c.describe_headline({"toolagent-like": zero})
+
+
+def test_tables_for_people(conv):
+    """Tables the notebook shows: words for labels, units in the headers, counts as integers."""
+    _, cap, tok = conv
+    sysv = c.systems_table()
+    assert list(sysv.index) == [c.LABELS[s] for s in c.SYSTEMS]
+    assert sysv.loc[c.LABELS["no_predicted"], "admission"] == "admit all"
+    assert sysv.loc[c.LABELS["mooncake"], "KV to decode"] == "layer by layer"
+    assert sysv.loc[c.LABELS["no_layerwise"], "KV to decode"] == "after the prefill"
+    capv = c.capacity_view({"conversation": cap})
+    assert list(capv.columns) == [f"TBT ≤ {x:g} ms (req/s)" for x in c.TBT_SLOS_MS]
+    name = c._name("conversation")    # "conversation", or "conversation-like" on the stand-in
+    assert capv.loc[(name, c.LABELS["mooncake"]), "TBT ≤ 100 ms (req/s)"] == round(cap.loc["mooncake", 100], 1)
+    sh = c.gain_shares(cap, 100)
+    shv = c.shares_view(sh)
+    assert list(shv.index) == [c.PART_NAMES[p] for p in sh.index]
+    assert shv["share of the gain (%)"].sum() == pytest.approx(100, abs=len(sh))     # rounded shares of the whole
+    assert shv["share of the gain (%)"].drop("interaction").idxmax() == "early rejection"
+    table = c.hetero_table(c.HETERO_RATE_RPS)
+    costs = c.costs_view(table)
+    assert pd.api.types.is_integer_dtype(costs["prefill nodes"]) and pd.api.types.is_integer_dtype(costs["decode nodes"])
+    usd = [int(round(x)) for x in table.usd_per_million_requests]
+    assert list(costs["USD per million requests"]) == [f"{x:,}" for x in usd]   # "2,222", never "2222.0"
+    raw = c.admission_control("conversation")
+    adm = c.admission_view(raw)
+    assert "none (admit all)" in adm.index
+    assert list(adm["rejected at 5×"]) == [f"{int(x):,}" for x in raw.rejected]
+    prof = c.rejection_view(c.rejection_profile("conversation", (1.0, 5.0)))
+    assert list(prof.index) == ["1×", "5×"] and prof.loc["1×", "mean prompt, rejected (tokens)"] == "none rejected"
+    comp = c.comparison_view(c.paper_comparison({"conversation": {"requests": cap, "tokens": tok}}))
+    assert comp.loc[(name, "requests", c.LABELS["coupled"]), "Mooncake's gain"] == \
+        f"{100 * c.capacity_gain(cap, 100):+.0f}%"
+    rates = c.rates_view([c.node_rates("conversation", n) for n in ("a800x8", "h20x8")])
+    assert list(rates.index) == ["8×A800", "8×H20"] and pd.api.types.is_integer_dtype(rates["decode batch (requests)"])
+
+
+def test_leaderboard_view_keeps_the_order_and_shows_percent():
+    from mooncake_lab.exercises.lecture08 import least_ttft
+
+    board = c.policy_leaderboard({"least_ttft": least_ttft}, speed=2.0, baselines="kvcentric")
+    view = c.leaderboard_view(board)
+    assert list(view.index) == list(board.index)
+    assert view.loc["least_ttft", "within both SLOs (%)"] == round(100 * board.loc["least_ttft", "slo_attainment"], 1)
+    assert list(view["completed"]) == [f"{int(x):,}" for x in board.completed] and "wall_s" not in view.columns
+
+
+def test_question_2_takes_the_parts_in_words_and_by_key():
+    from mooncake_lab import check
+
+    right = c.PART_NAMES[c.gain_shares(c.capacity_table(c.capacity_curve(progress=False)), 100)
+                         .share.drop("interaction").idxmax()]
+    key = {v: k for k, v in c.PART_NAMES.items()}[right]
+    assert check("08.largest_share", right) and check("08.largest_share", key)
+    assert not check("08.largest_share", "layer-wise transfer" if right != "layer-wise transfer" else "CPP groups")

@@ -72,9 +72,19 @@ class MechanismDashboard(Dashboard):
                   c.LABELS["coupled_chunked"]: c.outcome_breakdown(chunked, x)}
         rate = g.trace_rate(trace) * speed
         tok = g.attainment(mine, x, weight=mine.trace.input_len)
-        name = "all mechanisms on" if not off else "without " + ", ".join(off)
         self.view.update(shares, caption=f"{trace} at {speed:g}× ({rate:.1f} req/s), TBT ≤ {x} ms")
-        self.readout.value = (f"8P+8D {name}: {shares[_YOURS]['met both']:.0%} of requests "
-                              f"({tok:.0%} of prompt tokens) within both SLOs at {rate:.1f} req/s; coupled "
-                              f"{shares[c.LABELS['coupled']]['met both']:.0%}, chunked "
-                              f"{shares[c.LABELS['coupled_chunked']]['met both']:.0%}")
+        self.readout.value = (f"8P+8D {self.describe_switches(off)}: {shares[_YOURS]['met both']:.0%} of requests "
+                              f"({tok:.0%} of prompt tokens) within both SLOs at {rate:.1f} req/s. Coupled cluster: "
+                              f"{shares[c.LABELS['coupled']]['met both']:.0%}; with chunked prefill: "
+                              f"{shares[c.LABELS['coupled_chunked']]['met both']:.0%}.")
+
+    @staticmethod
+    def describe_switches(off) -> str:
+        """The mechanisms switched off (keys of ``MECHANISMS``), in words: "with every mechanism on",
+        "without CPP prefill groups and layer-wise KV transfer"."""
+        from ..experiments import l08_capstone as c
+
+        names = [c.MECHANISMS[m][0] for m in off]
+        if not names:
+            return "with every mechanism on"
+        return "without " + (names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1])

@@ -25,9 +25,9 @@ def _gain_percent() -> float:
 
 
 def _largest_share() -> str:
-    from ..experiments.l08_capstone import gain_shares
+    from ..experiments.l08_capstone import PART_NAMES, gain_shares
 
-    return str(gain_shares(_cap(), 100).share.idxmax())
+    return PART_NAMES[str(gain_shares(_cap(), 100).share.drop("interaction").idxmax())]
 
 
 def _rejected_tokens_percent() -> float:
@@ -60,51 +60,55 @@ def _same_as_least_ttft() -> str:
 
 exercise(Exercise(
     "08.capacity_gain",
-    "Question 1 [headline]: by how many percent does Mooncake's 90 % capacity exceed the coupled "
-    "cluster's (no chunked prefill) at TBT ≤ 100 ms on the conversation trace?",
+    "Question 1 [headline]: by how many percent does Mooncake's 90 % capacity exceed that of the coupled "
+    "cluster without chunked prefill? Take TBT ≤ 100 ms and the conversation trace.",
     answer=_gain_percent, unit="%", rel_tol=0.03,
-    hint="capacity_gain(cap, 100) gives the ratio − 1; multiply by 100.",
-    why="a ratio of 90 % capacities (rates), our own metric — not comparable with the paper's +59% … +498%, "
-        "which are gains in the share of requests meeting the SLOs at the trace's own load (lecture 06). Against "
-        "a chunked-prefill coupled cluster the gain is much smaller, and most of it comes from rejecting "
-        "requests (Question 2)."))
+    hint="`c.capacity_gain(caps['conversation'], 100)` gives the ratio of the capacities − 1; multiply it by 100.",
+    why="It is a ratio of 90 % capacities (rates), our own metric. Do not set it beside the paper's "
+        "+59% … +498%: those are gains in the share of requests meeting the SLOs at the trace's own load "
+        "(lecture 06). Against the chunked coupled cluster the gain is much smaller."))
 
 exercise(Exercise(
     "08.largest_share",
-    "Question 2 [ablation]: which part brings the largest share of Mooncake's gain over the coupled cluster "
-    "(conversation, TBT ≤ 100 ms): 'disaggregation', 'cpp', 'kvcentric', 'layerwise' or 'predicted'?",
-    answer=_largest_share, choices=("disaggregation", "cpp", "kvcentric", "layerwise", "predicted"),
-    hint="gain_shares(cap, 100).share — the index names the parts.",
-    why="prediction-based early rejection: capacity counts requests, and turning away a few long prompts "
-        "frees the prefill pool for many short ones. It is its TTFT check that rejects them: the decode pool never "
-        "binds here, so baseline and early rejection turn away the same requests (admission_control)."))
+    "Question 2 [ablation]: which part brings the largest share of that gain: the P/D split, CPP groups, "
+    "KVCache-centric scheduling, layer-wise transfer or early rejection?",
+    answer=_largest_share,
+    choices=("P/D split", "CPP groups", "KVCache-centric scheduling", "layer-wise transfer", "early rejection"),
+    synonyms={"disaggregation": "P/D split", "split": "P/D split", "PD split": "P/D split", "cpp": "CPP groups",
+              "kvcentric": "KVCache-centric scheduling", "KVCache-centric": "KVCache-centric scheduling",
+              "layerwise": "layer-wise transfer", "predicted": "early rejection",
+              "prediction-based early rejection": "early rejection", "rejection": "early rejection"},
+    hint="Read the column \"share of the gain (%)\" of the table under the waterfall.",
+    why="Capacity counts requests, and turning away a few long prompts frees the prefill pool for many "
+        "short ones. The TTFT check does the rejecting: the decode pool never binds here."))
 
 exercise(Exercise(
     "08.rejected_tokens",
     f"Question 3 [what rejection costs]: at {_REJECT_SPEED:g}× replay of the conversation trace, Mooncake rejects "
-    "some of the requests. What percentage of all prompt tokens do those requests carry?",
+    "some requests. What percentage of all prompt tokens do they carry?",
     answer=_rejected_tokens_percent, unit="%", rel_tol=0.03,
-    hint=f"rejection_profile('conversation', ({_REJECT_SPEED:g},)).rejected_tokens (a fraction).",
-    why="several times their share of requests: the rejected requests are the long ones (see the mean prompts "
-        "in rejection_profile). That is why counting tokens instead of requests cuts Mooncake's capacity."))
+    hint=f"Read the row {_REJECT_SPEED:g}× of the rejection table in section 3, or compute "
+         f"`c.rejection_profile('conversation', ({_REJECT_SPEED:g},)).rejected_tokens` (a fraction).",
+    why="Several times their share of the requests: the rejected requests are the long ones. That is why "
+        "counting tokens instead of requests cuts Mooncake's capacity."))
 
 exercise(Exercise(
     "08.network_break_even",
-    "Question 4 [level-3 cost]: at 20 req/s of the conversation trace, above what price of moving KV cache "
+    "Question 4 [level-3 cost]: take 20 req/s of the conversation trace. Above what price of moving KV "
     "between the pools (USD per TB) does 'H800 prefill + H20 decode' stop being cheaper than the cheaper "
     "homogeneous fleet?",
     answer=_break_even_usd_per_tb, unit="USD/TB", rel_tol=0.03,
-    hint="network_break_even_usd_per_gb() × 1000; it divides the hourly saving by the KV GB moved per hour.",
-    why="a few cents per TB: a prompt of 12k tokens carries ≈ 3.9 GB of KV, so only a network that is already "
-        "paid for (one RDMA fabric) keeps heterogeneity cheaper; cloud cross-zone traffic ($20/TB) costs "
+    hint="`c.network_break_even_usd_per_gb()` gives it in USD per GB; a TB is 1000 GB.",
+    why="A few cents per TB. A 12k-token prompt carries ≈ 3.9 GB of KV, so only a network that is already "
+        "paid for (one RDMA fabric) keeps heterogeneity cheaper. Cloud cross-zone traffic (20 USD/TB) costs "
         "hundreds of times the saving."))
 
 exercise(Exercise(
     "08.least_ttft",
-    "Question 5 [your Conductor]: the policy `def least_ttft(req, view): return int(np.argmin(view.ttft_s))` "
-    "ties exactly with one built-in policy on the leaderboard. Which: 'random', 'load', 'cache_aware' or "
+    "Question 5 [your Conductor]: the policy `least_ttft` above (`return int(np.argmin(view.ttft_s))`) ties "
+    "exactly with one built-in policy on the leaderboard. Which: 'random', 'load', 'cache_aware' or "
     "'kvcentric'?",
     answer=_same_as_least_ttft, choices=("random", "load", "cache_aware", "kvcentric"),
-    hint="view.ttft_s = wait + fetch + prefill, with the fetch Algorithm 1 would make; compare the rows.",
-    why="kvcentric: minimising wait + fetch + prefill over the instances, with Algorithm 1's fetch rule left "
-        "in view.fetch, is Algorithm 1."))
+    synonyms={"cache-aware": "cache_aware", "Algorithm 1": "kvcentric", "KVCache-centric": "kvcentric"},
+    hint="`view.ttft_s` = wait + fetch + prefill, with the fetch Algorithm 1 would make. Compare the rows.",
+    why="Taking the smallest wait + fetch + prefill, with Algorithm 1's fetch rule, is Algorithm 1 itself."))

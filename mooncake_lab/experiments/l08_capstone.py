@@ -44,7 +44,9 @@ __all__ = ["TRACES", "SPEEDS", "TBT_SLOS_MS", "CPP_GROUP_SIZE", "FULL", "MECHANI
            "node_rates", "fleet_cost", "hetero_table", "network_break_even_usd_per_gb", "HETERO_RATE_RPS",
            "SERVER_PRICE_M_YUAN", "describe_headline", "describe_rejection", "describe_shares", "describe_rates",
            "describe_hetero", "paper_box", "SEMANTICS_SPEEDS", "semantics_control", "ADMISSIONS",
-           "admission_control", "describe_admission"]
+           "admission_control", "describe_admission", "PART_NAMES", "ADMISSION_NAMES", "NODE_NAMES",
+           "systems_table", "capacity_view", "counting_view", "rejection_view", "shares_view", "admission_view",
+           "comparison_view", "rates_view", "costs_view", "leaderboard_view"]
 
 TRACES = ("conversation", "toolagent-like")
 #: Replay speeds (× the trace's own rate). Wider than lecture 06's: with early rejection Mooncake
@@ -241,14 +243,22 @@ def _pct(x: float) -> str:
     return "unbounded" if not math.isfinite(x) else f"{100 * x:+.0f}%"
 
 
+def _name(trace) -> str:
+    """A trace's name as the prose says it: "conversation", "toolagent-like" (no "synthetic:" prefix)."""
+    return _trace(trace).name.split(":")[-1]
+
+
 def describe_headline(caps: dict, tbt_slo_ms: float = 100) -> str:
-    """Markdown: Mooncake's 90 % capacity beside the two coupled baselines on each trace (computed)."""
+    """Markdown, one short sentence per trace: Mooncake's 90 % capacity and its gain over the two coupled
+    baselines (computed)."""
     parts = []
     for t, cap in caps.items():
-        parts.append(f"`{_trace(t).name}`: Mooncake {cap.loc['mooncake', tbt_slo_ms]:.2f} req/s, coupled "
-                     f"{cap.loc['coupled', tbt_slo_ms]:.2f} ({_pct(capacity_gain(cap, tbt_slo_ms))}), coupled + chunked "
-                     f"{cap.loc['coupled_chunked', tbt_slo_ms]:.2f} ({_pct(capacity_gain(cap, tbt_slo_ms, 'coupled_chunked'))})")
-    return f"90 % capacity at TBT ≤ {tbt_slo_ms:g} ms — " + "; ".join(parts) + "."
+        gain, chunked = capacity_gain(cap, tbt_slo_ms), _pct(capacity_gain(cap, tbt_slo_ms, "coupled_chunked"))
+        head = f"On {_name(t)} at TBT ≤ {tbt_slo_ms:g} ms, Mooncake's 90 % capacity is {cap.loc['mooncake', tbt_slo_ms]:.1f} req/s"
+        parts.append(f"{head}: {_pct(gain)} over the coupled cluster and {chunked} over coupled + chunked."
+                     if math.isfinite(gain) else
+                     f"{head}: {chunked} over coupled + chunked, while the coupled cluster never reaches 90 %.")
+    return " ".join(parts)
 
 
 def describe_rejection(profile: pd.DataFrame, caps: dict, tokcaps: dict, tbt_slo_ms: float = 100) -> str:
@@ -258,16 +268,21 @@ def describe_rejection(profile: pd.DataFrame, caps: dict, tokcaps: dict, tbt_slo
     out = []
     if len(p):
         r = p.iloc[len(p) // 2] if len(p) > 2 else p.iloc[-1]
-        out.append(f"At {r.name:g}× Mooncake rejects {100 * r.rejected_requests:.1f}% of the requests, carrying "
-                   f"{100 * r.rejected_tokens:.1f}% of the prompt tokens (mean prompt {r.mean_prompt_rejected:,.0f} "
-                   f"tokens vs {r.mean_prompt_all:,.0f} overall: {r.mean_prompt_rejected / r.mean_prompt_all:.1f}×).")
+        out.append(f"At {r.name:g}×, Mooncake rejects {100 * r.rejected_requests:.1f}% of the requests but "
+                   f"{100 * r.rejected_tokens:.1f}% of the prompt tokens: the rejected prompts are "
+                   f"{r.mean_prompt_rejected / r.mean_prompt_all:.1f}× as long as the average one.")
     for t in caps:
         drop = 1 - tokcaps[t][tbt_slo_ms] / caps[t][tbt_slo_ms]
         plain = [s for s in drop.index if config_of(s).admission == "none"]  # the systems without rejection
         others = drop[plain].replace([np.inf, -np.inf], np.nan).dropna()
-        out.append(f"`{_trace(t).name}`: counting prompt tokens, Mooncake's 90 % capacity falls by {100 * drop['mooncake']:.0f}%, "
-                   f"that of the systems without rejection by at most {100 * others.max():.0f}%.")
+        out.append(f"Counting tokens on {_name(t)}, Mooncake's 90 % capacity falls by {100 * drop['mooncake']:.0f}%, "
+                   f"the others' by at most {100 * others.max():.0f}%.")
     return " ".join(out)
+
+
+#: The parts of the gain as the prose names them (:func:`gain_shares`' index → words).
+PART_NAMES = {"disaggregation": "P/D split", "cpp": "CPP groups", "kvcentric": "KVCache-centric scheduling",
+              "layerwise": "layer-wise transfer", "predicted": "early rejection", "interaction": "interaction"}
 
 
 def describe_shares(caps: dict) -> str:
@@ -279,37 +294,40 @@ def describe_shares(caps: dict) -> str:
             continue
         x = ok[0] if ok[0] == cap.columns[0] else ok[-1]  # 100 ms, else the loosest SLO (as the waterfalls)
         sh = gain_shares(cap, x).share.drop("interaction").sort_values(ascending=False)
-        out.append(f"`{_trace(t).name}` (TBT ≤ {x:g} ms): " + ", ".join(f"{k} {100 * v:+.0f}%" for k, v in sh.items()))
-    return "Shares of the gain, largest first — " + "; ".join(out) + "."
+        out.append(f"On {_name(t)} (TBT ≤ {x:g} ms): " + ", ".join(f"{PART_NAMES[k]} {100 * v:+.0f}%" for k, v in sh.items())
+                   + ".")
+    return "Shares of the gain, largest first. " + " ".join(out)
 
 
 def describe_rates(trace: Trace | str = "conversation", node: str = "a800x8") -> str:
     """Markdown: the analytic prefill bound of 8 prefill nodes beside the simulated capacity without
-    rejection (computed)."""
+    rejection, and why they differ (computed)."""
     r = node_rates(trace, node)
     n = config_of("mooncake").n_prefill
     cap = capacity_table(capacity_curve(("no_predicted",), trace=trace, progress=False)).loc["no_predicted", 100]
     bound = n * r["prefill_rps"]
-    why = ("the analytic rate keeps the prefill pool busy all the time, which a queue within the TTFT SLO cannot"
-           if bound >= cap else "the simulated pool did better than the analytic rate")
-    return (f"On `{_trace(trace).name}`: {n} prefill nodes × {r['prefill_rps']:.2f} req/s ≈ {bound:.1f} "
-            f"req/s, against the {cap:.1f} req/s Mooncake reached without rejection in section 2 "
-            f"({100 * (bound / cap - 1):+.0f}%: {why}).")
+    why = ("The analytic rate keeps the prefill pool busy all the time, which a queue within the TTFT SLO cannot."
+           if bound >= cap else "The simulated pool did better than the analytic rate.")
+    return (f"Check against the simulator: {n} A800 prefill nodes × {r['prefill_rps']:.2f} req/s ≈ {bound:.1f} req/s, "
+            f"against the {cap:.1f} req/s Mooncake reached without rejection in section 2 "
+            f"({100 * (bound / cap - 1):+.0f}%). {why}")
 
 
 def describe_hetero(costs: pd.DataFrame, break_even_usd_per_gb: float, rate_rps: float | None = None) -> str:
     """Markdown: the heterogeneous fleet's saving on one fabric, and what the network costs across zones
-    (``rate_rps``: the rate the fleets were sized for, default :data:`HETERO_RATE_RPS`)."""
+    (``rate_rps``: the rate the fleets were sized for, default :data:`HETERO_RATE_RPS`). Prices are written
+    "145.6 USD/h", never with "$": JupyterLab typesets the text between two "$" as LaTeX."""
     rate_rps = HETERO_RATE_RPS if rate_rps is None else rate_rps
     one = costs[costs.network == costs.network.iloc[0]].set_index("fleet")
     het, homo = one.loc["H800 P + H20 D", "usd_per_hour"], one.loc[["H800 + H800", "H20 + H20"], "usd_per_hour"].min()
     far = costs[costs.network != costs.network.iloc[0]].set_index("fleet")
-    out = (f"At {rate_rps:g} req/s: H800 prefill + H20 decode costs ${het:,.1f}/h against ${homo:,.1f}/h for the "
-           f"cheaper homogeneous fleet on one RDMA fabric ({100 * (1 - het / homo):.0f}% less); it stays cheaper "
-           f"while moving KV costs < ${1e3 * break_even_usd_per_gb:.3f} per TB.")
+    out = (f"At {rate_rps:g} req/s on one RDMA fabric, H800 prefill + H20 decode costs {het:,.1f} USD/h, against "
+           f"{homo:,.1f} USD/h for the cheaper homogeneous fleet ({100 * (1 - het / homo):.0f}% less). It stays "
+           f"cheaper while moving KV costs less than {1e3 * break_even_usd_per_gb:.3f} USD per TB.")
     if len(far):
         net = far.loc["H800 P + H20 D", "network_usd_per_hour"]
-        out += (f" {far.network.iloc[0].capitalize()}, the KV transfers alone cost ${net:,.0f}/h — {net / het:.0f}× the GPUs.")
+        out += (f" {far.network.iloc[0].capitalize()}, the KV transfers alone cost {net:,.0f} USD/h: "
+                f"{net / het:.0f}× the GPUs.")
     return out
 
 
@@ -365,24 +383,16 @@ def admission_control(trace: Trace | str = "conversation", speed: float = 5.0, t
 
 def describe_admission(tab: pd.DataFrame) -> str:
     """Markdown: which check of an :func:`admission_control` table rejects, and so what the ablation's
-    share called ``predicted`` measures (computed)."""
+    share called "early rejection" (``predicted``) measures (computed)."""
     at, rej = tab.attrs, tab.drop("none")
-    caps = " / ".join(f"{tab.loc[k, 'capacity_rps']:.2f}" for k in tab.index)
-    out = (f"On `{at['trace']}`, full Mooncake's 90 % capacity (TBT ≤ {at['tbt_slo_ms']:g} ms) with admission "
-           f"{' / '.join(tab.index)}: {caps} req/s.")
-    col = lambda k: " / ".join(f"{int(n):,}" for n in rej[k])  # noqa: E731
-    out += (f" At {at['speed']:g}× {' / '.join(rej.index)} reject {col('rejected')} requests: {col('by_prefill_load')} "
-            f"on the prefill load (predicted TTFT above the SLO), {col('by_decode_load_only')} on the decode load alone, "
-            f"{col('after_prefill')} after prefill.")
     if rej.capacity_rps.nunique() == 1 and rej.rejected.nunique() == 1 and \
             int(rej.by_decode_load_only.sum() + rej.after_prefill.sum()) == 0:
-        out += (" Every rejection is the TTFT check that all three make: the decode pool (real KV memory, TBT-based "
-                f"load) never nears its SLO, so predicting its load (uniform t_d = {at['decode_time_s']:g} s) changes "
-                "nothing here. The ablation's `predicted` share is the share of **rejecting at arrival on the "
-                "predicted TTFT**; lecture 07 shows where the decode-side prediction matters (a decode-bound overload).")
-    else:
-        out += " The policies differ here: the decode-side checks reject some requests."
-    return out
+        n = int(rej.rejected.iloc[0])
+        return (f"At {at['speed']:g}×, baseline, early and predicted admission reject the same {n:,} requests, "
+                f"every one on the TTFT check they share. The decode pool never nears its SLO, so predicting its "
+                f"load (uniform t_d = {at['decode_time_s']:g} s) changes nothing here. The ablation's early-rejection "
+                "share is the share of rejecting on the predicted TTFT.")
+    return "The policies differ here: the decode-side checks reject some requests (the table above)."
 
 
 def _semantics_row(ctl: pd.DataFrame) -> tuple:
@@ -403,7 +413,7 @@ def paper_box(comp: pd.DataFrame, caps: dict, tbt_slo_ms: float = 100, semantics
     released traces or their stand-ins) or quoted from :mod:`mooncake_lab.paper`."""
     def gains(baseline, counting="requests", col="gain"):
         d = comp[(comp.baseline == baseline) & (comp.counting == counting)]
-        return ", ".join(f"{_pct(v)} ({t})" for t, v in zip(d.trace, d[col]))
+        return ", ".join(f"{_pct(v)} ({_name(t)})" for t, v in zip(d.trace, d[col]))
     g100 = _paper.FIG1_GAIN
     ratio = g.request_capacity_ratio(1.0, baselines={k: g.BASELINES[k] for k in ("mooncake", "vllm")})
     rows = [
@@ -591,6 +601,142 @@ def network_break_even_usd_per_gb(rate_rps: float = 20.0, trace: Trace | str = "
     saving = homo - het["usd_per_hour"]
     gb_per_hour = rate_rps * 3600.0 * node_rates(trace, pn)["kv_gb_per_request"]
     return max(0.0, saving / gb_per_hour)
+
+
+# ------------------------------------------------------------------------------ tables for people
+#: Admission policies as the tables name them.
+ADMISSION_NAMES = {"none": "none (admit all)", "baseline": "baseline", "early": "early", "predicted": "predicted"}
+#: Node types as the tables name them.
+NODE_NAMES = {"a800x8": "8×A800", "h800x8": "8×H800", "h20x8": "8×H20"}
+
+
+def _percent(x: float) -> str:
+    """A relative gain as a table cell: "+469%", "unbounded" where the baseline never reaches 90 %."""
+    return _pct(x)
+
+
+def _counts(values) -> list[str]:
+    """Whole numbers as a table shows them to people: "1,015", "11,613" (never "1015.0")."""
+    return [f"{int(round(float(v))):,}" for v in values]
+
+
+def systems_table() -> pd.DataFrame:
+    """The systems of the lecture, one row each, in words: cluster, how prefill is routed, how KV reaches
+    decode, what admission does. Coupled nodes have no global pool (their "kvcentric" routes like
+    cache-aware) and move no KV."""
+    rows = {}
+    for s in SYSTEMS:
+        cfg = config_of(s)
+        coupled = s.startswith("coupled")
+        rows[LABELS[s]] = {
+            "nodes": cfg.label,
+            "prefill routing": ("own cache, no global pool" if coupled else
+                                "KVCache-centric" if cfg.prefill_policy == "kvcentric" else "least queued work"),
+            "KV to decode": ("stays on the node" if coupled else
+                             "layer by layer" if cfg.layerwise_kv_transfer else "after the prefill"),
+            "admission": "early rejection" if cfg.admission == "predicted" else "admit all"}
+    out = pd.DataFrame.from_dict(rows, orient="index")
+    out.index.name = "system"
+    return out
+
+
+def capacity_view(caps: dict) -> pd.DataFrame:
+    """90 % capacity (req/s, one decimal) per trace and system, one column per TBT SLO."""
+    out = pd.concat({_name(t): cap.rename(index=LABELS) for t, cap in caps.items()}, names=["trace", "system"])
+    out.columns = [f"TBT ≤ {x:g} ms (req/s)" for x in out.columns]
+    return out.round(1)
+
+
+def counting_view(caps: dict, tokcaps: dict, tbt_slo_ms: float = 100) -> pd.DataFrame:
+    """90 % capacity (req/s) counting requests and counting prompt tokens, per trace and system."""
+    out = pd.concat({_name(t): pd.DataFrame({"counting requests (req/s)": caps[t][tbt_slo_ms],
+                                             "counting prompt tokens (req/s)": tokcaps[t][tbt_slo_ms]}).rename(index=LABELS)
+                     for t in caps}, names=["trace", "system"])
+    return out.round(1)
+
+
+def rejection_view(profile: pd.DataFrame) -> pd.DataFrame:
+    """A :func:`rejection_profile` for people: one row per replay speed, percentages and whole tokens."""
+    rows = {}
+    for v, r in profile.iterrows():
+        rows[f"{v:g}×"] = {"rate (req/s)": round(float(r.rate_rps), 1),
+                           "requests rejected (%)": round(100 * float(r.rejected_requests), 1),
+                           "prompt tokens rejected (%)": round(100 * float(r.rejected_tokens), 1),
+                           "mean prompt, rejected (tokens)": ("none rejected" if not np.isfinite(r.mean_prompt_rejected)
+                                                              else f"{r.mean_prompt_rejected:,.0f}"),
+                           "mean prompt, all (tokens)": f"{r.mean_prompt_all:,.0f}"}
+    out = pd.DataFrame.from_dict(rows, orient="index")
+    out.index.name = "replay speed"
+    return out
+
+
+def shares_view(shares: pd.DataFrame) -> pd.DataFrame:
+    """A :func:`gain_shares` table for people: one row per part, named in words."""
+    how = {"disaggregation": "plain 8P+8D − coupled", "interaction": "the rest of the whole gain"}
+    out = pd.DataFrame({"measured as": [how.get(p, "Mooncake − Mooncake without it") for p in shares.index],
+                        "gain (req/s)": shares.gain_rps.round(1).to_numpy(),
+                        "share of the gain (%)": (100 * shares.share).round(0).astype("Int64").to_numpy()},
+                       index=pd.Index([PART_NAMES[p] for p in shares.index], name="part"))
+    return out
+
+
+def admission_view(tab: pd.DataFrame) -> pd.DataFrame:
+    """An :func:`admission_control` table for people: capacity (req/s) and the rejections at its speed, by check."""
+    v = tab.attrs.get("speed", 5.0)
+    out = pd.DataFrame({"90 % capacity (req/s)": tab.capacity_rps.round(1),
+                        f"rejected at {v:g}×": _counts(tab.rejected),
+                        "of which on the prefill load": _counts(tab.by_prefill_load),
+                        "on the decode load only": _counts(tab.by_decode_load_only),
+                        "after prefill": _counts(tab.after_prefill),
+                        "too large": _counts(tab.too_large)}, index=tab.index)
+    out.index = [ADMISSION_NAMES[k] for k in tab.index]
+    out.index.name = "admission"
+    return out
+
+
+def comparison_view(comp: pd.DataFrame) -> pd.DataFrame:
+    """A :func:`paper_comparison` table for people: Mooncake's gain (and its gain without rejection) in %."""
+    out = comp.assign(baseline=comp.baseline.map(LABELS), trace=comp.trace.map(_name),
+                      counting=comp.counting.map({"requests": "requests", "tokens": "prompt tokens"}))
+    out = out.set_index(["trace", "counting", "baseline"])
+    return pd.DataFrame({"Mooncake's gain": out.gain.map(_percent),
+                         "gain without early rejection": out.gain_without_rejection.map(_percent)})
+
+
+def rates_view(rates) -> pd.DataFrame:
+    """:func:`node_rates` of several nodes for people (``rates``: a list of their dicts)."""
+    rows = {}
+    for r in rates:
+        rows[NODE_NAMES.get(r["node"], r["node"])] = {
+            "prefill (req/s per node)": round(r["prefill_rps"], 2),
+            "prefills over 30 s (%)": round(100 * r["too_slow"], 1), "decode batch (requests)": int(r["decode_batch"]),
+            "decode step (ms)": round(1e3 * r["decode_step_s"], 1), "decode (req/s per node)": round(r["decode_rps"], 1),
+            "KV per request (GB)": round(r["kv_gb_per_request"], 1)}
+    out = pd.DataFrame.from_dict(rows, orient="index")
+    out.index.name = "node"
+    return out
+
+
+def costs_view(costs: pd.DataFrame) -> pd.DataFrame:
+    """A :func:`hetero_table` for people: nodes as integers, USD per hour and per million requests in whole
+    dollars ("2,222", never "2222.0"), one row per network price × fleet."""
+    out = costs.set_index(["network", "fleet"])
+    return pd.DataFrame({"prefill nodes": out.n_prefill.astype(int), "decode nodes": out.n_decode.astype(int),
+                         "USD per hour": _counts(out.usd_per_hour),
+                         "USD per million requests": _counts(out.usd_per_million_requests)}, index=out.index)
+
+
+def leaderboard_view(board: pd.DataFrame) -> pd.DataFrame:
+    """A :func:`policy_leaderboard` for people: rank, kind, the share within both SLOs and the cache
+    ratios in %, TTFT in s, completed requests as integers (``board`` itself keeps every column)."""
+    out = pd.DataFrame({"rank": board["rank"].astype(int), "kind": board.kind,
+                        "within both SLOs (%)": (100 * board.slo_attainment).round(1),
+                        "mean TTFT (s)": board.ttft_mean_s.round(2), "p99 TTFT (s)": board.ttft_p99_s.round(2),
+                        "prefix hit ratio (%)": (100 * board.hit_ratio).round(1),
+                        "fetched (%)": (100 * board.fetched_ratio).round(1),
+                        "completed": _counts(board.completed)}, index=board.index)
+    out.index.name = "policy"
+    return out
 
 
 # ----------------------------------------------------------------------------------- reproduce
