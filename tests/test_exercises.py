@@ -259,6 +259,7 @@ def unit_demos():
     ("99.ratio", "2x"), ("99.ratio", "2X"), ("99.ratio", "2.2 ×"), ("99.ratio", "2 times"), ("99.ratio", 2),
     ("99.size", "2 MiB"), ("99.size", "2,097,152 B"), ("99.size", "2048 KiB"), ("99.size", "0.001953125 GiB"),
     ("99.price", "$0.05"), ("99.price", "US$0.05/TB"), ("99.price", "0.05 USD/TB"), ("99.price", "$0.05/TB"),
+    ("99.price", "$0.05 per TB"), ("99.price", "0.05 $/TB"), ("99.price", "0.05 USD"),
     ("99.time", "1 ms"), ("99.time", "0.001 s"), ("99.time", "1000 µs"), ("99.slo", "1.5x SLO"), ("99.slo", "1.5×"),
     ("99.count", "1 token"), ("99.count", "1 tokens"), ("99.lease", "1 ms"), ("99.lease", "1-ms"),
     ("09.changed_sglang", "instance 1"), ("99.share", "31%"), ("99.share", "0.31"),

@@ -115,7 +115,7 @@ def _with_unit(s: str, unit: str, x: Any = None) -> str:
         return f"instance {s}"
     if unit in _COUNTED and isinstance(x, numbers.Real) and not isinstance(x, bool) and x == 1:
         unit = _COUNTED[unit]
-    if unit.startswith("×"):          # 2.18×, 1.5× SLO
+    if unit.startswith("×") or unit == "%":          # 2.18×, 1.5× SLO, 468.5%
         return f"{s}{unit}"
     return f"{s} {unit}".strip()
 
@@ -318,8 +318,10 @@ def _unit_scale(tail: str, unit: str, dollars: bool = False) -> Decimal | None:
         return Decimal(1)
     if t.lower() == _COUNTED.get(u, "\0") or (u == "instance" and t.lower() == "instances"):
         return Decimal(1)
-    if dollars and u.upper().startswith("USD") and t.lower() in (u[3:].lower(), "$" + u[3:].lower()):
-        return Decimal(1)
+    if u.upper().startswith("USD"):   # USD/TB: "$0.05", "$0.05/TB", "0.05 $/TB", "0.05 USD", "$0.05 per TB"
+        t = re.sub(r"^\$", "USD", re.sub(r"(?i)per", "/", t))
+        if t.upper() in (u.upper(), "USD") or (dollars and t.lower() == u[3:].lower()):
+            return Decimal(1)
     if t == "%" and (not u or u.startswith("(fraction")):   # "31%" for a fraction: 0.31
         return Decimal("0.01")
     have, want = _split_unit(t), _split_unit(u)
