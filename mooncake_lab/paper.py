@@ -3,7 +3,7 @@
 Sources: **arXiv** 2407.00079 ("Mooncake: A KVCache-centric Disaggregated Architecture for LLM Serving";
 figure and table numbers of v3 unless noted) and **FAST'25** ("Mooncake: Trading More Storage for Less
 Computation — A KVCache-centric Architecture for Serving LLM Chatbot"). Values "read from the rendered
-figure" are approximate (stated so). ``../shared/reference/mooncake_paper.md`` lists the same facts in prose.
+figure" are approximate (stated so).
 
 Lectures, plots, exercises and claims import these constants; none retypes a paper number, so a quote
 and its plot cannot disagree. Sections follow the lectures that first use a number.
@@ -25,15 +25,11 @@ ARXIV_RDMA_GBPS = 800
 
 # ---- 01 roofline -----------------------------------------------------------------------------
 #: KV cache per LLaMA2-70B/LLaMA3-70B token as FAST'25 writes it: "320 KB" (= 320 KiB, 327,680 B).
-KV_PER_TOKEN_KB = 320.0                      # FAST'25 §2.2 (and the seed lecture)
+KV_PER_TOKEN_KB = 320.0                      # FAST'25 §2.2
 #: FAST'25 Eq. 1: prefill FLOPs l·(a·n²·d + b·n·d²) with these coefficients (LLaMA3-70B shapes).
 EQ1_A, EQ1_B = 4.0, 22.0                     # FAST'25 §2.3, Eq. 1
-#: Compute per LLaMA2-70B token the seed lecture quotes ("≈ 140 GFLOP").
-SEED_GFLOP_PER_TOKEN = 140.0                 # seed lecture demo 1 (../shared/reference/seed_lecture.md)
-#: Not the papers, quoted beside them in lecture 01: the TP8 HBM-streaming floor of a LLaMA2-70B decode
-#: step (../shared/reference/measured_latency.md, "8.5 ms at TP8"), and the share of A100 peak that
-#: FlashAttention-2 reaches in the forward pass (Dao 2023, "FlashAttention-2", §4.1: 50–73%; "50–70%").
-HBM_FLOOR_TP8_MS = 8.5
+#: Not the papers, quoted beside them in lecture 01: the share of A100 peak that FlashAttention-2 reaches
+#: in the forward pass (Dao 2023, "FlashAttention-2", §4.1: 50–73%; "50–70%").
 FLASH_ATTENTION_PEAK_SHARE = (0.50, 0.70)
 
 # ---- 02 storage for computation --------------------------------------------------------------
@@ -101,12 +97,9 @@ FIG1_AT_100MS_PERCENT = {"mooncake": 95.0, "vllm": 16.0, "vllm_chunked": 10.0}
 #: FAST'25 TBT thresholds of Fig. 1's headline gains (ms) and its TTFT SLO (s).
 TBT_THRESHOLDS_MS = (100, 200, 300)
 TTFT_SLO_S = 30.0
-#: FAST'25: the best prefill:decode node ratio on its workload ≈ 1:1 (P, D). Issue 14 names it Fig. 15's
-#: anchor; ../shared/reference/mooncake_paper.md states only "best P:D ratio ≈ 1:1" (FAST'25), without a
-#: figure number, axes or node counts, so the figure number is not checked against the paper here.
+#: FAST'25 §5.5, Fig. 15: on 16 nodes, P:D from 5P11D to 11P5D, the best prefill:decode ratio is near 1:1.
 BEST_PD_RATIO = (1, 1)
-BEST_PD_SOURCE = (f"{FAST25} (../shared/reference/mooncake_paper.md: \"best P:D ratio ≈ 1:1\"; "
-                  "issue 14: Fig. 15; the reference gives no figure number or node count)")
+BEST_PD_SOURCE = f"{FAST25} §5.5, Fig. 15 (16 nodes, P:D from 5P11D to 11P5D: the best is near 1:1)"
 #: The FAST'25 Fig. 1 source line the reproduce metrics quote.
 FIG1_SOURCE = (f"{FAST25} §5.1 and Fig. 1 (request capacity ratio; the 100 ms values read from the rendered "
                "figure, the gains from the text)")
