@@ -1,4 +1,4 @@
-"""Named metrics of the course: ours beside the paper's (or seed lecture's, or measured) value.
+"""Named metrics of the course: ours beside the paper's (or a measured) value.
 
 Each lecture's module registers a *metric group*: a function returning a list of :class:`Metric`.
 ``python -m mooncake_lab reproduce`` collects them all; notebooks and tests call :func:`collect`.
