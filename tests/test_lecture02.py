@@ -150,7 +150,7 @@ def test_ssd_crossover_plot_shades_the_window():
     ys = sorted({round(float(l.get_ydata()[0]), 6) for l in ax.get_lines() if len(set(l.get_ydata())) == 1
                  and len(l.get_ydata()) == 2 and l.get_xdata()[0] == 0})
     assert 1.0 in ys and 10.0 in ys                                     # horizontal lines at 1× and 10×
-    spans = [p for p in ax.patches if p.get_label().startswith("both seed SSD claims")]
+    spans = [p for p in ax.patches if p.get_label().startswith("both SSD statements (A and B) hold")]
     assert len(spans) == 1
     x0, x1 = spans[0].get_x(), spans[0].get_x() + spans[0].get_width()
     assert (x0, x1) == pytest.approx((window["lo_gbs"], window["hi_gbs"]))
@@ -270,3 +270,64 @@ def test_fig7_paper_bars_beside_ours():
     slope, fixed = np.polyfit(np.array(df["n_tokens"]) * 327_680.0, df["paper_serialized_s"], 1)
     assert imp["bandwidth_gbs"] == pytest.approx(1 / slope / 1e9) and imp["fixed_s"] == pytest.approx(fixed)
     assert 40 < imp["bandwidth_gbs"] < 60 and imp["per_layer_ms"] == pytest.approx(0.104 / 80 * 1e3)
+
+
+# --- the tables the lecture shows -----------------------------------------------------------------
+_COUNT_COLUMNS = {"layers", "KV heads", "KV per token (B)", "KV bytes per GFLOP saved", "cached (tokens)"}
+
+
+def test_reading_tables_label_their_columns_and_round_their_numbers():
+    """Issue 25: counts as integers with thousands grouped, no "e+05", no raw column names, units in
+    the headers, index labels that mean something."""
+    node = A800_NODE
+    store, fig7 = l02.layerwise_store("llama2-70b", node), l02.fig7_comparison("llama2-70b", node)
+    frames = [l02.footprint_table(l02.kv_footprint()), l02.tier_table(node),
+              l02.speedup_table(l02.reload_vs_recompute(l02.FOOTPRINT_MODELS, node)), l02.crossover_view(node),
+              l02.ssd_table(node), l02.request_table(l02.request_breakdown("llama2-70b", node)),
+              l02.fig7_table(store, fig7), l02.overlap_table(l02.layerwise_overlap(preset="ideal")),
+              l02.eq2_view(l02.eq2_table(nodes=("a800x8", "h800x8"), prefix_lens=(2048, 131072))),
+              l02.eq2_vs_ours()]
+    for df in frames:
+        cells = [str(v) for v in df.to_numpy().ravel()] + [str(i) for i in df.index]
+        assert not any(re.search(r"\d[eE][+-]?\d", c) for c in cells), cells
+        counts = [str(i) for i in df.index] + [str(v) for col in df.columns if str(col) in _COUNT_COLUMNS for v in df[col]]
+        assert not any(re.fullmatch(r"\d[\d,]*\.0+", c) for c in counts), counts       # no "819,200.0"
+        names = [str(c) for c in df.columns.get_level_values(-1)]
+        assert not any("_" in n for n in names), names
+    fp = frames[0]
+    assert fp.loc["OPT-13B", "KV per token (B)"] == "819,200" and fp.loc["DeepSeek-V3", "KV heads"] == "— (latent)"
+    assert frames[1]["bandwidth into HBM (GB/s)"].tolist() == ["128", "100", "56", "7"]
+    sp = l02.reload_vs_recompute(["llama2-70b"], node, ["dram"])["speedup"].iloc[0]
+    assert frames[2].loc["LLaMA2-70B", "from DRAM (×)"] == f"{sp:.2f}"        # ≈ 37×; the column's decimals
+    ssd = frames[4]
+    assert ssd.iloc[0].tolist()[2:] == ["fails", "holds"] and ssd.iloc[1].tolist()[2:] == ["holds", "fails"]
+    assert frames[6].index.tolist() == ["8,192", "16,384", "32,768", "65,536", "131,072"]
+    assert frames[8].index.tolist() == ["2,048", "131,072"] and list(frames[8].columns) == ["8 × A800", "8 × H800"]
+    assert "52 GB/s" in l02.fig7_implied_note() and "1.3 ms per layer" in l02.fig7_implied_note()
+
+
+def test_one_drive_is_a_true_false_question():
+    """02 Q5 is true/false: False and "no" are right, True wrong, and 0 (or 1) is refused as a number,
+    not read as False (issue 25)."""
+    from mooncake_lab import check
+    assert check("02.one_drive", False) and check("02.one_drive", "no")
+    assert not check("02.one_drive", True)
+    for n in (0, 1, 0.0):
+        v = check("02.one_drive", n)
+        assert not v and "true/false" in v.message
+
+
+def test_the_lecture_names_no_seed_lecture():
+    """Issue 25: lecture 02 argued with a "seed lecture" a student never meets; the course says it in
+    its own words (notebook, solutions, exercises, plots, dashboards)."""
+    import nbformat
+    from pathlib import Path
+    root = Path(__file__).parent.parent
+    texts = [c.source for nb in (root / "notebooks").glob("**/02_*.ipynb")
+             for c in nbformat.read(str(nb), as_version=4).cells]
+    texts += [e.question + e.hint + e.why for e in list_exercises("02")]
+    window, _ = l02.ssd_claims()
+    fig = plots.ssd_crossover(l02.speedup_vs_bandwidth(bandwidths_gbs=l02.SSD_SWEEP_GBS), window)
+    texts += [t.get_text() for ax in fig.axes for t in ax.texts + [ax.title]]
+    texts += [h.get_label() for ax in fig.axes for h in ax.get_legend_handles_labels()[0]]
+    assert not [t for t in texts if "seed" in t.lower()]

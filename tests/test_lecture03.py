@@ -264,11 +264,40 @@ def test_this_run_notes_follow_the_trace_in_use():
 
 
 def test_paper_box_selects_the_routing_by_name():
+    # the Fig. 10 row once read iloc[1] (round-robin) as "random": the routings are picked by name
+    tr = cached_trace("conversation")
+    lvg = C.local_vs_global(tr, routings=C.ROUTINGS).set_index("routing")["global_over_this"]
+    row = next(line for line in C.paper_comparison(tr).splitlines() if "FAST'25 Fig. 10" in line)
+    assert f"×{lvg['random']:.2f} random, ×{lvg['session']:.2f} session" in row
+    if f"{lvg['round_robin']:.2f}" != f"{lvg['random']:.2f}":
+        assert f"×{lvg['round_robin']:.2f} random" not in row
     import nbformat
     from pathlib import Path
     nb = nbformat.read(str(next(Path(__file__).parent.parent.glob("notebooks/03_*.ipynb"))), as_version=4)
-    box = next(c.source for c in nb.cells if c.cell_type == "code" and "FAST'25 Fig. 10" in c.source)
-    assert "iloc[1]" not in box and "loc['random'" in box
+    assert any("cache.paper_comparison(trace)" in c.source for c in nb.cells if c.cell_type == "code")
+
+
+def test_reading_tables_label_their_columns_and_print_no_floats_as_counts():
+    """The tables lecture 03 shows: counts as integers with thousands grouped, no "e+06", no raw column
+    names, ∞ for the unbounded cache, index labels that mean something."""
+    import re
+    tr = cached_trace("conversation")
+    frames = [T.summary_table(["conversation"]), T.gap_table(T.timestamp_gaps(tr)), C.popularity_view(tr),
+              C.capacity_table(tr), C.pool_table(C.local_vs_global(tr, routings=C.ROUTINGS)),
+              C.table1_view(C.table1_comparison(tr))]
+    for df in frames:
+        cells = [str(v) for v in df.to_numpy().ravel()] + [str(i) for i in df.index]
+        assert not any(re.search(r"\d[eE][+-]\d", c) for c in cells), cells
+        counts = [str(v) for col in df.columns if "%" not in str(col) for v in df[col]]   # a share may be 100.0
+        assert not any(re.fullmatch(r"\d[\d,]*\.0", c) for c in counts), counts      # no "12,031.0"
+        names = [str(c) for c in df.columns.get_level_values(-1)]
+        assert not any("_" in n for n in names), names                                # no raw column names
+    summary = frames[0]
+    assert summary.loc[tr.name, "requests"] == f"{len(tr):,}"
+    cap = frames[3]
+    assert cap.index[-1] == "∞" and cap.index[0] == "1,000"
+    pool = frames[4]
+    assert pool.index[0] == "one global pool" and "session (sticky) routing" in pool.index[-1]
 
 
 def test_tokens_per_tb_counts_kib_not_kb():

@@ -27,8 +27,8 @@ def _v() -> dict:
     cross = l02.crossover_table(node=nd).set_index("model")
     window, ssd = l02.ssd_claims(nd)
     ssd = ssd.set_index("bandwidth_gbs")
-    half = l02.request_breakdown("llama2-70b", nd, n_tokens=l02.SEED_REQUEST_TOKENS, hit_fraction=0.5)
-    opt7 = l02.request_breakdown("opt-13b", nd, n_tokens=l02.SEED_REQUEST_TOKENS, hit_fraction=0.5, bandwidth_gbs=7.0)
+    half = l02.request_breakdown("llama2-70b", nd, n_tokens=l02.REQUEST_TOKENS, hit_fraction=0.5)
+    opt7 = l02.request_breakdown("opt-13b", nd, n_tokens=l02.REQUEST_TOKENS, hit_fraction=0.5, bandwidth_gbs=7.0)
     store = l02.layerwise_store("llama2-70b", nd)
     f7, f7i = l02.fig7_comparison("llama2-70b", nd), l02.fig7_implied_store("llama2-70b")
     eq2 = {n: st.eq2_min_bandwidth("llama3-70b", n, 8192) / 1e9 for n in ("a800x8", "h800x8")}
@@ -74,13 +74,13 @@ def _h800_one_drive_prefix() -> float:
 
 
 def _claim_x(model: str, key: str) -> float:
-    """The speedup at which ``l02.ssd_claims`` puts a seed claim's threshold (``lo_gbs``: claim A, "> 10×";
+    """The speedup at which ``l02.ssd_claims`` puts a statement's threshold (``lo_gbs``: claim A, "> 10×";
     ``hi_gbs``: claim B, "< 1×"): the threshold over the break-even bandwidth (reload time ∝ 1 / bandwidth)."""
     return _x("window")[key] / (_x("st").breakeven_bandwidth(model, _x("nd")) / 1e9)
 
 
 def _seed_x() -> float:
-    """The seed lecture's SSD speedup for LLaMA2-70B (10)."""
+    """The speedup of statement A ("more than 10× from SSD", §3) for LLaMA2-70B: 10."""
     return _claim_x("llama2-70b", "lo_gbs")
 
 
@@ -106,6 +106,13 @@ def _f7_k(pick) -> float:
     return pick(_x("paper").FIG7_STORE_LATENCY_S["serialized"]) / 1024
 
 
+def _ideal_efficiency() -> float:
+    """The share of peak the ``ideal`` preset's prefill reaches (1: 100%)."""
+    from ..calibration import IDEAL
+    effs = {e for _, e in IDEAL.linear_efficiency} | {e for _, e in IDEAL.attn_efficiency}
+    return effs.pop() if len(effs) == 1 else math.nan
+
+
 _FORMULA = "a constant of a formula, not a quantity"
 _LAYER = "a layer's index (i + 1: the next layer), not a quantity"
 
@@ -117,14 +124,35 @@ def _eq2_hand(node) -> float:
     return node.peak_flops * per_layer / (_x("paper").EQ1_A * p * m.d_model + _x("paper").EQ1_B * m.d_model ** 2) / 1e9
 
 
-# --- introduction ----------------------------------------------------------------------------------
+# --- introduction and the assumptions table ------------------------------------------------------
+claim("02.intro_node", "Every run uses one node of 8 × A800", lambda: _x("nd").n_gpus)
 claim("02.intro_mfu", "**60% of peak**", lambda: 100 * _x("mfu"))
-claim("02.intro_node", "on one node of 8 × A800", lambda: _x("nd").n_gpus)
+claim("02.as_node", "| 8 × A800 GPUs and 4 × 200 Gbps RDMA NICs (FAST'25 §5.1) | the same: 2.496 PFLOP/s",
+      lambda: [_x("nd").n_gpus, _x("nd").nic_count, _x("nd").nic_gbps, _x("nd").peak_flops / 1e15],
+      source="FAST'25 §5.1")
+claim("02.as_mfu", "| 60% of peak for every recompute time", lambda: 100 * _x("mfu"))
+claim("02.as_ideal", "preset, 100% of peak |", lambda: 100 * _ideal_efficiency())
+claim("02.as_prefix", "| 8,192 tokens in the Eq. 2 example | 4,096 tokens in per-token comparisons",
+      lambda: [_x("paper").EQ2_MIN_GBS["a800x8"][0], _x("p")], source="FAST'25 §2.3")
+claim("02.as_request", "8,700 in §4's request", lambda: _x("l02").REQUEST_TOKENS)
+claim("02.as_h2d", "| 128 GB/s per node (FAST'25 Table 1) | 128 GB/s |",
+      lambda: [_x("paper").H2D_BW / 1e9, _x("nd").tier("dram").bandwidth / 1e9], source="FAST'25 Table 1")
+claim("02.as_store", "Fig. 7's bars imply ≈ 52 GB/s | 128 GB/s, the host-to-device",
+      lambda: [_x("f7i")["bandwidth_gbs"], _x("nd").h2d_bw / 1e9])
+claim("02.as_rdma", "| 87 GB/s measured over the 4 NICs (FAST'25 §5.4.1) | 100 GB/s, the NICs' line rate",
+      lambda: [_rdma_measured() / 1e9, _x("nd").nic_count, _x("nd").tier("remote_dram").bandwidth / 1e9],
+      source="FAST'25 §5.4.1")
+claim("02.as_rdma_sim", "RDMA efficiency: 87 GB/s with `calibrated`", lambda: _rdma_measured() / 1e9)
+claim("02.as_ssd", "| 8 NVMe drives × 7 GB/s = 56 GB/s (drive count",
+      lambda: [_x("nd").ssd_drives, _x("drive"), _x("nd").ssd_bw / 1e9])
+claim("02.as_layers", "a two-stage pipeline over the 80 layers", lambda: _x("m2").n_layers)
+claim("02.as_eq1", "| Eq. 1: *a* = 4, *b* = 22 (§6)", lambda: [_x("paper").EQ1_A, _x("paper").EQ1_B],
+      source="FAST'25 Eq. 1")
 
 # --- 1 · KV bytes ----------------------------------------------------------------------------------
 not_a_claim("02.kv_formula", r"2 \times L \times H_{kv} \times d_{head} \times s", _FORMULA + " (K and V)")
 claim("02.kv_s", "*s* = 2 bytes", lambda: _x("m2").kv_bytes_per_elem)
-claim("02.mha_heads", "every one of the 40 query heads", lambda: _x("opt").n_heads)
+claim("02.mha_heads", "each of the 40 query heads", lambda: _x("opt").n_heads)
 claim("02.mha_kv", "2 × 40 × 40 × 128 × 2 B = **819,200 B = 800",
       lambda: [2, _x("opt").n_layers, _x("opt").n_kv_heads, _x("opt").d_head, _x("opt").kv_bytes_per_elem,
                _kv("opt"), _kv("opt") / 1024])
@@ -132,7 +160,7 @@ claim("02.gqa_heads", "64 query heads share 8", lambda: [_x("m2").n_heads, _x("m
 claim("02.gqa_kv", "2 × 80 × 8 × 128 × 2 B = **327,680 B = 320 KiB** per token — a model five times larger stores 2.5×",
       lambda: [2, _x("m2").n_layers, _x("m2").n_kv_heads, _x("m2").d_head, _x("m2").kv_bytes_per_elem, _kv("m2"),
                _kv("m2") / 1024, _kv("opt") / _kv("m2")])
-claim("02.mla_latent", "512 values plus a 64-value", lambda: [_x("ds").kv_lora_rank, _x("ds").d_rope])
+claim("02.mla_latent", "512 values plus a\n  64-value", lambda: [_x("ds").kv_lora_rank, _x("ds").d_rope])
 claim("02.mla_kv", "61 × (512 + 64) × 2 B = **70,272 B ≈ 69",
       lambda: [_x("ds").n_layers, _x("ds").kv_lora_rank, _x("ds").d_rope, _x("ds").kv_bytes_per_elem, _kv("ds"),
                _kv("ds") / 1024], rel_tol=0.01)
@@ -155,11 +183,10 @@ claim("02.h2d", "(128 GB/s host-to-device per node", lambda: _x("paper").H2D_BW 
 claim("02.reload", "4,096 × 327,680 B / 128 GB/s ≈ **10.5",
       lambda: [_x("p"), _kv("m2"), _x("nd").tier("dram").bandwidth / 1e9,
                _x("st").reload_time("llama2-70b", _x("nd"), "dram") * 1e3])
-claim("02.seed_dram", "**DRAM ≈ 37×**", lambda: _x("sp").loc["LLaMA2-70B", "dram"])
-claim("02.seed_rdma", '29×** faster than it recomputes — "more than 10×"',
-      lambda: [_x("sp").loc["LLaMA2-70B", "remote_dram"], _seed_x()])
-claim("02.rdma_line_rate", "at the 4 × 200 Gbps line rate, 100 GB/s; at the 87 GB/s FAST'25 measured for its\n"
-      "Transfer Engine over those NICs — the figure lecture 05 uses — it is ≈ 25×.)",
+claim("02.tier_dram", "**DRAM ≈ 37×**", lambda: _x("sp").loc["LLaMA2-70B", "dram"])
+claim("02.tier_rdma", "**remote DRAM over RDMA ≈ 29×**", lambda: _x("sp").loc["LLaMA2-70B", "remote_dram"])
+claim("02.rdma_line_rate", "at the 4 × 200 Gbps line rate, 100 GB/s. FAST'25 measured 87 GB/s for its\n"
+      "Transfer Engine over those NICs (the figure lecture 05 uses); there LLaMA2-70B reloads ≈ 25×",
       lambda: [_x("nd").nic_count, _x("nd").nic_gbps, _x("nd").tier("remote_dram").bandwidth / 1e9, _rdma_measured() / 1e9,
                _x("st").reload_speedup("llama2-70b", _x("nd"), "remote_dram", bandwidth=_rdma_measured())],
       source="FAST'25 §5.1 (NICs), §5.4.1 (87 GB/s over 4×200 Gbps)")
@@ -169,60 +196,58 @@ claim("02.opt_gain", "2.5× the bytes and a fifth of the FLOPs, gains only ≈ 2
 claim("02.hbm_league", "(16 TB/s across 8", lambda: [_x("nd").peak_hbm_bw / 1e12, _x("nd").n_gpus])
 
 # --- 3 · SSD ------------------------------------------------------------------------------------------
-claim("02.seed_ssd", "still reloads > 10× faster", _seed_x)
-claim("02.threshold_a", '10×" needs bandwidth ≥ 10', lambda: [_seed_x(), _seed_x()])
-claim("02.threshold_b", '"OPT-13B < 1×"', lambda: _claim_x("opt-13b", "hi_gbs"))
+claim("02.stmt_a", "still reloads more than 10× faster from SSD", _seed_x)
+claim("02.threshold_a", "A needs bandwidth ≥ 10 ×", _seed_x)
 claim("02.window", "between **≈ 34 and ≈ 45", lambda: [_x("window")["lo_gbs"], _x("window")["hi_gbs"]])
 claim("02.default_ssd", "**8 NVMe drives × 7 GB/s = 56",
       lambda: [_x("nd").ssd_drives, _x("drive"), _x("nd").ssd_bw / 1e9])
-claim("02.default_verdict", "16× faster — claim A holds — but OPT-13B reloads ≈ 1.25×",
+claim("02.default_verdict", "LLaMA2-70B reloads ≈ 16× faster, so A\n  holds. But OPT-13B reloads ≈ 1.25×",
       lambda: [_x("ssd").loc[56.0, "llama2_70b_speedup"], _x("ssd").loc[56.0, "opt_13b_speedup"]])
-claim("02.one_drive", "(7 GB/s), OPT-13B is indeed ≈ 6×",
+claim("02.one_drive", "(7 GB/s): OPT-13B is indeed ≈ 6×",
       lambda: [_x("drive"), 1 / _x("ssd").loc[7.0, "opt_13b_speedup"]])
-claim("02.one_drive_a", "gains only ≈ 2×:", lambda: _x("ssd").loc[7.0, "llama2_70b_speedup"])
-claim("02.quote_10x", 'but "> 10× from SSD"', _seed_x)
-claim("02.crossover", "3.4 GB/s to break even, OPT-13B ≈ 45",
+claim("02.one_drive_a", "gains only ≈ 2×, so A fails", lambda: _x("ssd").loc[7.0, "llama2_70b_speedup"])
+claim("02.crossover", "≈ 3.4 GB/s for LLaMA2-70B, ≈ 45",
       lambda: [_x("cross").loc["LLaMA2-70B", "breakeven_gbs"], _x("cross").loc["OPT-13B", "breakeven_gbs"]])
 
 # --- 4 · one request --------------------------------------------------------------------------------
-claim("02.seed_request", "an 8.7k-token", lambda: _x("l02").SEED_REQUEST_TOKENS / 1000)
-claim("02.half_tokens", "4,350 new tokens — each attending to the 4,350",
-      lambda: [_x("l02").SEED_REQUEST_TOKENS - _x("half")["n_cached"].max(), _x("half")["n_cached"].max()])
-claim("02.recompute_all", "**recompute all** 8,700", lambda: _x("l02").SEED_REQUEST_TOKENS)
+claim("02.seed_request", "an 8.7k-token", lambda: _x("l02").REQUEST_TOKENS / 1000)
+claim("02.half_tokens", "4,350 new tokens, each attending to the 4,350",
+      lambda: [_x("l02").REQUEST_TOKENS - _x("half")["n_cached"].max(), _x("half")["n_cached"].max()])
+claim("02.recompute_all", "**recompute all** 8,700", lambda: _x("l02").REQUEST_TOKENS)
 not_a_claim("02.layerwise_def", "load layer *i*+1's KV", _LAYER)
-claim("02.half_times", "0.86 s; reusing the cached half cuts TTFT to ≈ 0.45",
+claim("02.half_times", "0.86 s. Reusing the cached half cuts TTFT to ≈ 0.45",
       lambda: [_x("half")["total_s"].iloc[0], _x("half")["total_s"].iloc[1:].mean()], rel_tol=0.02)
-claim("02.half_exposed", "11–25 ms; layer-wise loading hides all but 1/80",
+claim("02.half_exposed", "11–25 ms;\nlayer-wise loading hides all but 1/80",
       lambda: [_x("half")["exposed_load_s"][_x("half")["mode"] == "serialized"].min() * 1e3,
                _x("half")["exposed_load_s"][_x("half")["mode"] == "serialized"].max() * 1e3, 1, _x("m2").n_layers])
 claim("02.dash1_bw", "1 GB/s is a slow disk, 128 GB/s host DRAM, 2,000",
       lambda: [10 ** _bw_range()[0], _x("nd").h2d_bw / 1e9, 10 ** _bw_range()[1]])
-claim("02.dash1_opt", "Try\nOPT-13B at 7 GB/s", lambda: _x("drive"))
+claim("02.dash1_opt", "Try OPT-13B at 7 GB/s", lambda: _x("drive"))
 claim("02.dash1_loses", "(≈ 0.3×).", lambda: _x("opt7")["speedup"].iloc[-1], rel_tol=0.15)
 
 # --- 5 · layer-wise store (Fig. 7) --------------------------------------------------------------------
 claim("02.store_formula", "*n* × 320 KiB / 128", lambda: [_kv("m2") / 1024, _x("nd").h2d_bw / 1e9])
 not_a_claim("02.store_layer", "while layer *i*+1 computes", _LAYER)
-claim("02.fig7_serialized", "0.11 s at 8k tokens to ≈ 0.87 s at 128k,",
+claim("02.fig7_serialized", "0.11 s at 8k tokens to ≈ 0.87 s at 128k.",
       lambda: [_x("paper").FIG7_STORE_LATENCY_S["serialized"][8192], 8,
                _x("paper").FIG7_STORE_LATENCY_S["serialized"][131072], 128], source="arXiv 2407.00079 v3, Fig. 7")
-claim("02.fig7_layerwise", "0.1 s at every length — so layer-wise hides little at 8k and ≈ 89% at 128k.",
+claim("02.fig7_layerwise", "0.1 s at every length,\nso it hides little at 8k and ≈ 89% at 128k.",
       lambda: [_x("f7i")["layerwise_mean_s"], 8,
                100 * (1 - _x("f7")["paper_layerwise_s"].iloc[-1] / _x("f7")["paper_serialized_s"].iloc[-1]), 128],
       rel_tol=0.06, source="arXiv 2407.00079 v3, Fig. 7")
-claim("02.fig7_ours_h2d", "the\n128 GB/s host-to-device of", lambda: _x("nd").h2d_bw / 1e9)
-claim("02.fig7_ours", "Our serialized store costs 21 ms at\n8k tokens and 0.34 s at 128k (40 GiB of KV at 128 GB/s); the paper's costs 5× as much at 8k and 2.6×",
+claim("02.fig7_ours", "Our serialized store costs 21 ms at 8k tokens and 0.34 s at 128k (40 GiB of KV at 128 GB/s); the\n"
+      "paper's costs 5× as much at 8k and 2.6× at 128k.",
       lambda: [_x("store")["exposed_serialized_s"].iloc[0] * 1e3, 8, _x("store")["exposed_serialized_s"].iloc[-1], 128,
                131072 * _kv("m2") / 2**30, _x("nd").h2d_bw / 1e9,
                _x("f7")["paper_serialized_s"].iloc[0] / _x("f7")["ours_serialized_s"].iloc[0], 8,
-               _x("f7")["paper_serialized_s"].iloc[-1] / _x("f7")["ours_serialized_s"].iloc[-1]])
-claim("02.fig7_ours_128k", "at 128k. A straight line", lambda: _f7_k(max))
-claim("02.fig7_implied", "52 GB/s plus ≈ 0.03", lambda: [_x("f7i")["bandwidth_gbs"], _x("f7i")["fixed_s"]])
-claim("02.fig7_table1", "the 128 GB/s host-to-device figure of FAST'25 Table 1",
+               _x("f7")["paper_serialized_s"].iloc[-1] / _x("f7")["ours_serialized_s"].iloc[-1], _f7_k(max)])
+claim("02.fig7_implied", "52 GB/s plus\n≈ 0.03", lambda: [_x("f7i")["bandwidth_gbs"], _x("f7i")["fixed_s"]])
+claim("02.fig7_table1", "the 128 GB/s host-to-device\nfigure of FAST'25 Table 1",
       lambda: _x("nd").h2d_bw / 1e9)
 claim("02.fig7_lw_ours", "1/80 of the serialized one (0.26 ms at 8k), where the paper's costs ≈ 0.1",
       lambda: [1, _x("m2").n_layers, _x("store")["exposed_layerwise_s"].iloc[0] * 1e3, 8, _x("f7i")["layerwise_mean_s"]])
-claim("02.fig7_per_layer", "1.3 ms for each of\nthe 80", lambda: [_x("f7i")["per_layer_ms"], _x("m2").n_layers])
+claim("02.fig7_per_layer", "1.3 ms for each of the 80 layers", lambda: [_x("f7i")["per_layer_ms"], _x("m2").n_layers])
+claim("02.fig7_ideal", "Our prefill runs at 100% of peak here", lambda: 100 * _ideal_efficiency())
 
 # --- 6 · Eq. 2 -------------------------------------------------------------------------------------------
 claim("02.eq2_coef", "*a* = 4, *b* = 22, *d* = 8,192",
@@ -231,50 +256,36 @@ claim("02.eq2_bytes", "2·*d*·*s*/gqa bytes (4,096",
       lambda: [2, 2 * _x("m3").d_model * _x("m3").bytes_per_param / _x("m3").gqa_ratio])
 not_a_claim("02.eq2_formula", r"\frac{2ds/\text{gqa}}{a\,p\,d + b\,d^2}$$", _FORMULA + " (K and V; d squared)")
 claim("02.eq2_a800_setup", "8,192 on 8 × A800 (*G* = 2.496", lambda: [8192, 8, _x("nd").peak_flops / 1e15])
-claim("02.eq2_hand", "2.496e15 × 4,096 / (26 × 8,192²) ≈ **5.9 GB/s** — the paper's \"6 GB/s\"; on 8 × H800, ≈ **18.6",
+claim("02.eq2_hand", "2.496e15 × 4,096 / (26 × 8,192²) ≈ **5.9 GB/s**,\nthe paper's \"6 GB/s\". On 8 × H800 it is ≈ **18.6",
       lambda: [_x("nd").peak_flops, 4096, _x("paper").EQ1_A + _x("paper").EQ1_B, 8192 ** 2, _eq2_hand(_x("nd")),
                _x("paper").EQ2_MIN_GBS["a800x8"][1], 8, _eq2_hand(_x("h800"))])
 claim("02.eq2_paper_h800", '("19 GB/s")', lambda: _x("paper").EQ2_MIN_GBS["h800x8"][1], source="FAST'25 §2.3")
-claim("02.eq2_3x", "an H800 node needs 3×", lambda: _x("eq2")["h800x8"] / _x("eq2")["a800x8"], rel_tol=0.1)
+claim("02.eq2_3x", "An H800 node needs 3×", lambda: _x("eq2")["h800x8"] / _x("eq2")["a800x8"], rel_tol=0.1)
 claim("02.eq2_95k", "prefixes below ≈ 95k", lambda: _h800_one_drive_prefix() / 1000, rel_tol=0.03)
 claim("02.eq2_vs_ours", "100% of peak our crossover is ≈ 7%",
       lambda: [100, 100 * (1 - _x("ours100")["a800x8"] / _x("eq2")["a800x8"])], rel_tol=0.05)
 claim("02.eq2_b", "*b* ≈ 25.5 for LLaMA3-70B rather than 22",
       lambda: [_x("m3").linear_flops_per_token() / (_x("m3").n_layers * _x("m3").d_model ** 2),
                _x("paper").EQ1_B])
-claim("02.eq2_a", "(*a* = 4 rather than 2):",
+claim("02.eq2_a", "(*a* = 4 rather than 2)",
       lambda: [_x("paper").EQ1_A, _x("m3").attention_flops_coefficient() / 2 / (_x("m3").n_layers * _x("m3").d_model)])
+claim("02.eq2_60", "this lecture's 60% of peak", lambda: 100 * _x("mfu"))
 
 # --- what the paper says ---------------------------------------------------------------------------------
-claim("02.box_kv_paper", "| 320 KB (seed,", lambda: _x("paper").KV_PER_TOKEN_KB, source="FAST'25 §2.2; seed lecture")
-claim("02.box_kv", "| 327,680 B = 320 KiB | same;", lambda: [_kv("m2"), _kv("m2") / 1024])
-claim("02.box_opt", "819 KB (seed) | 819,200 B = 800",
-      lambda: [_kv("opt") / 1000, _kv("opt"), _kv("opt") / 1024])
-claim("02.box_compute", "140 GFLOP/token (seed) | 137.4 GFLOP + attention (143 at a 4k",
-      lambda: [_x("paper").SEED_GFLOP_PER_TOKEN,
-               (_x("m2").linear_flops_per_token() + _x("m2").lm_head_flops_per_token()) / 1e9,
-               _x("m2").prefill_flops(_x("p")) / _x("p") / 1e9, _x("p") / 1024])
-claim("02.box_dram", "10× (seed) | ≈ 37× / ≈ 29×",
-      lambda: [_seed_x(), _x("sp").loc["LLaMA2-70B", "dram"], _x("sp").loc["LLaMA2-70B", "remote_dram"]])
-claim("02.box_ssd", "10× (seed) | ≈ 16× at 56 GB/s; ≈ 2× at 7 GB/s | **holds only above ≈ 34",
-      lambda: [_seed_x(), _x("ssd").loc[56.0, "llama2_70b_speedup"], 56, _x("ssd").loc[7.0, "llama2_70b_speedup"], 7,
-               _x("window")["lo_gbs"]])
-claim("02.box_opt_ssd", "1.25× *faster* at 56 GB/s; ≈ 0.16× at 7 GB/s | **holds only below ≈ 45 GB/s**; both SSD claims together need 34–45",
-      lambda: [_x("ssd").loc[56.0, "opt_13b_speedup"], 56, _x("ssd").loc[7.0, "opt_13b_speedup"], 7,
-               _x("window")["hi_gbs"], _x("window")["lo_gbs"], _x("window")["hi_gbs"]])
-claim("02.box_eq2_a800", "p = 8,192 | 6 GB/s (", lambda: [8192, _x("paper").EQ2_MIN_GBS["a800x8"][1]])
-claim("02.box_eq2_a800_ours", "| 5.86 GB/s | same formula", lambda: _x("eq2")["a800x8"])
-claim("02.box_eq2_h800", "p = 8,192 | 19 GB/s (", lambda: [8192, _x("paper").EQ2_MIN_GBS["h800x8"][1]])
-claim("02.box_eq2_h800_ours", "| 18.6 GB/s | same formula", lambda: _x("eq2")["h800x8"])
-claim("02.box_fig7", "8k → 128k | serialized ≈ 0.11 → 0.87 s; layer-wise ≈ 0.1 s at every length | serialized 21 → 336 ms; layer-wise 1/80 of it, 0.26 → 4.2 ms | we store at 128 GB/s with no per-layer cost; the paper's bars imply ≈ 52 GB/s and ≈ 1.3",
-      lambda: [8, 128, _x("f7")["paper_serialized_s"].iloc[0], _x("f7")["paper_serialized_s"].iloc[-1],
+claim("02.box_kv_paper", "| 320 KB (FAST'25 §2.2) | 327,680 B = 320 KiB | same;",
+      lambda: [_x("paper").KV_PER_TOKEN_KB, _kv("m2"), _kv("m2") / 1024], source="FAST'25 §2.2")
+claim("02.box_eq2_a800", "p = 8,192 | 6 GB/s (FAST'25 §2.3) | 5.86 GB/s |",
+      lambda: [8192, _x("paper").EQ2_MIN_GBS["a800x8"][1], _x("eq2")["a800x8"]], source="FAST'25 §2.3")
+claim("02.box_eq2_h800", "p = 8,192 | 19 GB/s (FAST'25 §2.3) | 18.6 GB/s |",
+      lambda: [8192, _x("paper").EQ2_MIN_GBS["h800x8"][1], _x("eq2")["h800x8"]], source="FAST'25 §2.3")
+claim("02.box_fig7", "(Fig. 7), 8k → 128k tokens | serialized ≈ 0.11 → 0.87 s; layer-wise ≈ 0.1 s at every length | "
+      "serialized 21 → 336 ms; layer-wise 0.26 → 4.2 ms | we store at 128 GB/s",
+      lambda: [_f7_k(min), _f7_k(max), _x("f7")["paper_serialized_s"].iloc[0], _x("f7")["paper_serialized_s"].iloc[-1],
                _x("f7i")["layerwise_mean_s"], _x("f7")["ours_serialized_s"].iloc[0] * 1e3,
-               _x("f7")["ours_serialized_s"].iloc[-1] * 1e3, 1, _x("m2").n_layers,
+               _x("f7")["ours_serialized_s"].iloc[-1] * 1e3,
                _x("f7")["ours_layerwise_s"].iloc[0] * 1e3, _x("f7")["ours_layerwise_s"].iloc[-1] * 1e3,
-               _x("nd").h2d_bw / 1e9, _x("f7i")["bandwidth_gbs"], _x("f7i")["per_layer_ms"]])
-claim("02.box_fig7_fixed", "(if its fixed ≈ 0.1 s is paid per layer)", lambda: _x("f7i")["layerwise_mean_s"],
-      source="arXiv 2407.00079 v3, Fig. 7")
-claim("02.box_default", "(8 × 7", lambda: [_x("nd").ssd_drives, _x("drive")])
+               _x("nd").h2d_bw / 1e9], source="arXiv 2407.00079 v3, Fig. 7")
+claim("02.box_cli", "Fig. 7's bars at 8k and 128k tokens", lambda: [_f7_k(min), _f7_k(max)])
 
 # --- questions (markdown) -----------------------------------------------------------------------------
 claim("02.q2_md", "10×].** Above what SSD bandwidth (GB/s per node) is reloading a 4,096-token",
@@ -291,13 +302,13 @@ claim("02.q5_md2", "more than 10× faster than", _seed_x)
 claim("02.sum_kv", "2·L·H_kv·d_head·s: MHA (OPT-13B, 800 KiB) ≫ GQA (LLaMA2-70B, 320",
       lambda: [2, _kv("opt") / 1024, _kv("m2") / 1024])
 claim("02.sum_mla", "(DeepSeek-V3, 69 KiB)", lambda: _kv("ds") / 1024, rel_tol=0.01)
-claim("02.sum_node", "on 8 × A800, reloading", lambda: _x("nd").n_gpus)
-claim("02.sum_dram", "30–40×; the break-even bandwidth is only ≈ 3.4",
+claim("02.sum_node", "On 8 × A800, LLaMA2-70B reloads", lambda: _x("nd").n_gpus)
+claim("02.sum_dram", "30–40× faster than it recomputes; it\n  breaks even at only ≈ 3.4",
       lambda: [30 if _x("sp").loc["LLaMA2-70B", "remote_dram"] >= 29 else 0,
                40 if _x("sp").loc["LLaMA2-70B", "dram"] <= 40 else 0, _x("cross").loc["LLaMA2-70B", "breakeven_gbs"]])
 claim("02.sum_ssd", '10×" needs ≥ 34', lambda: [_seed_x(), _x("window")["lo_gbs"]])
-claim("02.sum_ssd2", "recomputing\" needs < 45", lambda: _x("window")["hi_gbs"])
-not_a_claim("02.sum_layerwise", "all but 1/L of it", _FORMULA + " (one layer in L)")
+claim("02.sum_ssd2", "recomputing\" needs\n  < 45", lambda: _x("window")["hi_gbs"])
+not_a_claim("02.sum_layerwise", "all but 1/L of the KV", _FORMULA + " (one layer in L)")
 claim("02.sum_fig7", "still adds ≈ 0.1 s", lambda: _x("f7i")["layerwise_mean_s"])
 claim("02.sum_fig7b", "the store at 128k and little at 8k.", lambda: [_f7_k(max), _f7_k(min)])
 claim("02.sum_eq2", "6 GB/s on 8 × A800 and ≈ 19 GB/s on 8 × H800 at p = 8,192",
@@ -307,7 +318,7 @@ claim("02.sum_eq2", "6 GB/s on 8 × A800 and ≈ 19 GB/s on 8 × H800 at p = 8,1
 claim("02.x_ratio_hint", "2 × layers × KV heads × head dim × 2 bytes for each: OPT-13B has 40 layers × 40 KV heads, LLaMA2-70B 80 layers × 8 KV heads, both with head dim 128.",
       lambda: [2, _x("m2").kv_bytes_per_elem, _x("opt").n_layers, _x("opt").n_kv_heads, _x("m2").n_layers,
                _x("m2").n_kv_heads, _x("m2").d_head], where="02.kv_ratio")
-claim("02.x_ratio_why", "(40 × 40) / (80 × 8) = 2.5: a model 5× smaller stores 2.5× more KV per token, because every one of its heads keeps its own K and V (MHA) while LLaMA2-70B's 64 query heads share 8",
+claim("02.x_ratio_why", "(40 × 40) / (80 × 8) = 2.5: a model 5× smaller stores 2.5× more KV per token. Each of its heads keeps its own K and V (MHA), while LLaMA2-70B's 64 query heads share 8",
       lambda: [_x("opt").n_layers, _x("opt").n_kv_heads, _x("m2").n_layers, _x("m2").n_kv_heads, _kv("opt") / _kv("m2"),
                _x("m2").parameters() / _x("opt").parameters(), _kv("opt") / _kv("m2"), _x("m2").n_heads,
                _x("m2").n_kv_heads], where="02.kv_ratio", rel_tol=0.07)
@@ -335,7 +346,7 @@ claim("02.x_drive_q", "7 GB/s NVMe drive, is reloading a 4,096-token LLaMA2-70B 
       lambda: [_x("drive"), _x("p"), _seed_x()], where="02.one_drive")
 claim("02.x_drive_hint", "10× line needs ≈ 34 GB/s (Question 2); compare with 7",
       lambda: [_seed_x(), _x("ten_x"), _x("drive")], where="02.one_drive")
-claim("02.x_drive_why", "2× only. The seed lecture's '> 10×",
+claim("02.x_drive_why", "Only ≈ 2×: '> 10× from SSD'",
       lambda: [_x("ssd").loc[7.0, "llama2_70b_speedup"], _seed_x()], where="02.one_drive")
 
 
@@ -357,7 +368,7 @@ def _mean_prompt() -> float:
 
 claim("02.sol_q1", "KV bytes per token = 2 × layers × KV heads × head dim × 2 B.", lambda: [2, _x("m2").kv_bytes_per_elem],
       where=_S)
-claim("02.sol_q1_opt", ": 2 × 40 × 40 × 128 × 2 = 819,200 B (800 KiB; the seed lecture's \"≈ 819 KB\")",
+claim("02.sol_q1_opt", ": 2 × 40 × 40 × 128 × 2 = 819,200 B (800 KiB, or ≈ 819 kB in decimal units)",
       lambda: [2, _x("opt").n_layers, _x("opt").n_kv_heads, _x("opt").d_head, _x("opt").kv_bytes_per_elem, _kv("opt"),
                _kv("opt") / 1024, _kv("opt") / 1000], where=_S)
 claim("02.sol_q1_llama", ": 2 × 80 × 8 × 128 × 2 = 327,680 B (320 KiB)",

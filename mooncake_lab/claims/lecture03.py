@@ -79,26 +79,52 @@ _N = 10           # instances of the pool comparison (l03_cache.N_LOCAL_INSTANCE
 R = "released"
 
 claim("03.blocks_intro", "cut into 512-token blocks", _bt)
+
+# ---- the assumptions table (introduction)
+def _sim_block_tokens() -> int:
+    """The block the simulator's caches use: ClusterConfig's cache size is DRAM over the bytes of one
+    traces.BLOCK_TOKENS-token block (sim/config.py)."""
+    from ..traces import BLOCK_TOKENS
+    return int(BLOCK_TOKENS)
+
+
+def _traces_block_tokens() -> int:
+    from ..traces import BLOCK_TOKENS
+    return int(BLOCK_TOKENS)
+
+
+claim("03.as_block", "| block | 512 tokens | 512 tokens | 512 tokens |",
+      lambda: [_traces_block_tokens(), _bt(), _sim_block_tokens()], source="FAST'25 §3 (the trace format)")
+claim("03.as_kv", "| 320 KB for a LLaMA2-70B-sized model (FAST'25 §2.2) | 327,680 B = 320 KiB of LLaMA2-70B, so 160 MiB per block",
+      lambda: [paper.KV_PER_TOKEN_KB, _kv(), _kv() / 1024, _bt() * _kv() / 2**20], source="FAST'25 §2.2")
+claim("03.as_tb", "| ≈ 3M tokens (FAST'25 §2.2) | 10¹² B = 5,960 blocks; a local cache of 3M tokens is 5,859 blocks",
+      lambda: [paper.TOKENS_PER_TB_M, _TB, _c().dram_bytes_to_blocks(_TB), paper.TOKENS_PER_TB_M,
+               _c().LOCAL_CAPACITY_BLOCKS], source="FAST'25 §2.2")
+claim("03.as_tb_label", '| "1 TB of DRAM" |', lambda: _TB / 1e12)
+claim("03.as_pool", "or 10 local caches of 3M tokens each", lambda: [_c().N_LOCAL_INSTANCES, paper.TOKENS_PER_TB_M])
+claim("03.as_bucket", "rounded them into ~3 s buckets", lambda: _f("bucket_s"), trace="released")
+not_a_claim("03.session_block0", "(block 0). The turns of one chat", "block 0 names a block (the system prompt), not a quantity")
+
 claim("03.standin_tol", "cache ratio (within 10%)", _calibration_tol_pct)
-claim("03.blocks_frame", "the number of 512-token blocks of the prompt", _bt)
-claim("03.means", "means of 8–15k tokens, the longest past 100k", lambda: [
+claim("03.blocks_frame", "the number of 512-token blocks of the\nprompt", _bt)
+claim("03.means", "means of 8–15k tokens, the longest\npast 100k", lambda: [
     _summary()["mean_input"].min() / 1000, _summary()["mean_input"].max() / 1000,
     at_least(100, _summary()["max_input"].min() / 1000)], rel_tol=0.05, trace=R)
 claim("03.bucket_head", "the 3-second buckets", lambda: _f("bucket_s"), trace=R)
 claim("03.bucket", "**rounded into ~3-second buckets**", lambda: _f("bucket_s"), trace=R)
 claim("03.burst", "a burst of ten simultaneous arrivals every 3 s", lambda: _f("bucket_s"), trace=R)
-claim("03.lengths", "half the prompts are under ~7k tokens,\n1% over ~85k); the mean (12k)", lambda: [
+claim("03.lengths", "half the prompts are under ~7k tokens\nand 1% are over ~85k. The mean (12k)", lambda: [
     _f("median_input") / 1000, 1, _f("p99_input") / 1000, _f("mean_input") / 1000], trace=R)
 claim("03.max_out", "capped at 2,000", lambda: _f("max_output"), trace=R)
-claim("03.block0", "starts with block 0 (the cell prints the share): a 512-token system prompt",
+claim("03.block0", "starts with block 0 (the cell prints the share): a 512-token system\nprompt",
       lambda: [0, _bt()], trace=R)
 not_a_claim("03.block0_b", "Beyond block 0", _BLOCK0)
 not_a_claim("03.turns", "re-sends turns 1…*k*−1", _TURN)
-not_a_claim("03.block0_c", "One block (block 0)", _BLOCK0)
-claim("03.popular", "1,340 blocks are used by 10 to 43 requests", _popular, trace=R)
-claim("03.once", "76% (numbers of the released trace", lambda: _f("used_once_pct"), trace=R)
+not_a_claim("03.block0_c", "one block (block 0)", _BLOCK0)
+claim("03.popular", "1,340 blocks are used\nby 10 to 43 requests", _popular, trace=R)
+claim("03.once", "And 76% of the blocks are used", lambda: _f("used_once_pct"), trace=R)
 claim("03.sum_once", "76% are used once (released trace)", lambda: _f("used_once_pct"), trace=R)
-claim("03.hit_block", "a hit block is\nworth 512 tokens", _bt)
+claim("03.hit_block", "A hit block is worth\n512 tokens", _bt)
 claim("03.kv", "keeps 320 KiB of KV per token", lambda: _kv() / 1024)
 claim("03.few_hundred", "holds little more than block 0: ~4% of tokens", lambda: [0, _f("hit_few_hundred_pct")],
       trace=R)
@@ -107,9 +133,9 @@ claim("03.one_tb", "One node's 1 TB (≈ 6k blocks, 3M tokens) reaches about **1
 claim("03.fast_3m", "a local 3M-token cache", lambda: paper.TOKENS_PER_TB_M, source="FAST'25 §2.2")
 claim("03.ceiling", "Around 100k blocks (≈ 17 TB, 50M tokens)", lambda: [
     100, _c().blocks_to_dram_bytes(100_000) / 1e12, 100_000 * _bt() / 1e6], rel_tol=0.03)
-claim("03.inf", "ratio**, ≈ 37% here", lambda: _f("hit_inf_pct"), trace=R)
+claim("03.inf", "ratio**: ≈ 37% here", lambda: _f("hit_inf_pct"), trace=R)
 claim("03.table2", "reports 40% for this trace", lambda: 100 * _T2["conversation"]["cache_ratio"], source="FAST'25 Table 2")
-claim("03.arxiv_ceiling", "cache\n  ratio ≈ 50%", lambda: 100 * paper.ARXIV_TABLE1_HIT[float("inf")], rel_tol=0.05,
+claim("03.arxiv_ceiling", "(cache ratio ≈ 50%)", lambda: 100 * paper.ARXIV_TABLE1_HIT[float("inf")], rel_tol=0.05,
       source="arXiv v3 Table 1")
 claim("03.pool_sizes", "10 nodes × 3M tokens vs one pool of 30M tokens", lambda: [
     _N, paper.TOKENS_PER_TB_M, _N * paper.TOKENS_PER_TB_M])
@@ -134,9 +160,9 @@ claim("03.sum_bucket", "bucketed in ~3 s steps, and every conversation starts wi
 claim("03.sum_inf", "ratio (≈ 37% conversation, ≈ 65% synthetic)", lambda: [_ratio_inf("conversation"), _ratio_inf("synthetic")],
       trace=R)
 claim("03.sum_tb", "1 TB of DRAM = 5,960 blocks ≈ 3M tokens", lambda: [1, _c().dram_bytes_to_blocks(_TB), _TB / _kv() / 1e6])
-claim("03.sum_hit", "reaches ~14% on the released conversation trace; ~100k blocks (≈ 17 TB)", lambda: [
+claim("03.sum_hit", "It reaches ~14% on the released\n  conversation trace; ~100k blocks (≈ 17 TB)", lambda: [
     _f("hit_1tb_pct"), 100, _c().blocks_to_dram_bytes(100_000) / 1e12], trace=R, rel_tol=0.05)
-claim("03.sum_pool", "lose ×3.4 with random routing, ≈ ×1 with sticky routing (released trace); the\n  paper's ×2.22",
+claim("03.sum_pool", "lose ×3.4 with random routing and ≈ ×1 with sticky routing\n  (released trace). The paper's ×2.22",
       lambda: [_f("random_over_local"), _f("session_over_local"), paper.FAST25_FIG10_GLOBAL_OVER_LOCAL], trace=R)
 # ---- eviction policies (arXiv v3 Table 1)
 _T1 = paper.ARXIV_TABLE1
@@ -171,26 +197,27 @@ def _token_vs_block_points() -> float:
 
 
 claim("03.pol_order", "From 10k blocks up, LRU ≥ LFU ≥ LengthAware", _ordered_from_k, trace=R)
-claim("03.pol_30k", "at 30k blocks 33% / 28% / 21% of tokens (paper: 0.48 / 0.43 / 0.42)", lambda: [
+claim("03.pol_30k", "At 30k blocks: 33% / 28% / 21% of tokens (paper: 48% / 43% / 42%)", lambda: [
     30, _p("lru", 30_000), _p("lfu", 30_000), _p("length_aware", 30_000),
-    _T1["lru"][30_000], _T1["lfu"][30_000], _T1["length_aware"][30_000]], trace=R, source="arXiv v3 Table 1")
-claim("03.pol_gap", "LFU trails LRU by 5 points\n  there (paper: 5)", lambda: [
+    100 * _T1["lru"][30_000], 100 * _T1["lfu"][30_000], 100 * _T1["length_aware"][30_000]], trace=R,
+      source="arXiv v3 Table 1")
+claim("03.pol_gap", "The gap at 30k blocks.** LFU trails LRU by 5 points there (paper: 5)", lambda: [30, 
     _p("lru", 30_000) - _p("lfu", 30_000), 100 * (_T1["lru"][30_000] - _T1["lfu"][30_000])], trace=R,
       source="arXiv v3 Table 1")
 claim("03.pol_gap10", "at 10k blocks (8 points; paper 5)", lambda: [
     10, _p("lru", 10_000) - _p("lfu", 10_000), 100 * (_T1["lru"][10_000] - _T1["lfu"][10_000])], trace=R,
       source="arXiv v3 Table 1")
-claim("03.pol_inf", "(Table 1's ∞ column is one number, 0.51)", lambda: _T1["lru"][float("inf")]
+claim("03.pol_inf", "(Table 1's ∞ column is\n  one number, 51%)", lambda: 100 * _T1["lru"][float("inf")]
       if len({row[float("inf")] for row in _T1.values()}) == 1 else math.nan, source="arXiv v3 Table 1")
-claim("03.pol_1k", "At 1k blocks the paper's three policies tie (0.30) and ours nearly do (4.5–5.1%)", lambda: [
-    1, _T1["lru"][1_000] if len({row[1_000] for row in _T1.values()}) == 1 else math.nan,
+claim("03.pol_1k", "At 1k blocks the paper's three policies tie (30%) and ours nearly do (4.5–5.1%)", lambda: [
+    1, 100 * _T1["lru"][1_000] if len({row[1_000] for row in _T1.values()}) == 1 else math.nan,
     min(_p(p, 1_000) for p in _c().EVICTION_POLICIES), max(_p(p, 1_000) for p in _c().EVICTION_POLICIES)],
       trace=R, source="arXiv v3 Table 1")
 not_a_claim("03.pol_block0", "each keeps the hottest blocks, block 0 first", _BLOCK0)
-claim("03.pol_levels", "Table 1's trace reaches 0.51, conversation 37%", lambda: [
-    _T1["lru"][float("inf")], _p("lru", float("inf"))], trace=R, source="arXiv v3 Table 1")
-claim("03.pol_standin", "(≈ 46% already at 1k blocks; paper 0.30), while our LFU\n  falls to 18% there", lambda: [
-    _p("lru", 1_000, "toolagent-like"), 1, _T1["lru"][1_000], _p("lfu", 1_000, "toolagent-like")], trace=S,
+claim("03.pol_levels", "Table 1's trace reaches 51%, conversation 37%", lambda: [
+    100 * _T1["lru"][float("inf")], _p("lru", float("inf"))], trace=R, source="arXiv v3 Table 1")
+claim("03.pol_standin", "(≈ 46% already at\n  1k blocks; paper 30%), while our LFU falls to 18% there", lambda: [
+    _p("lru", 1_000, "toolagent-like"), 1, 100 * _T1["lru"][1_000], _p("lfu", 1_000, "toolagent-like")], trace=S,
       source="arXiv v3 Table 1")
 claim("03.pol_blocks", "is within 2 points", lambda: at_most(2, _token_vs_block_points()), trace=R)
 claim("03.pol_sum", "LRU ≥ LFU ≥ LengthAware from 10k\n  blocks up", _ordered_from_k, trace=R)
@@ -221,7 +248,7 @@ claim("03.ex4_why", "turns over 10 caches", lambda: _N, where="03.global_over_lo
 claim("03.ex5_q", "with the same 10 local caches", lambda: _N, where="03.best_routing")
 
 # ---- solutions notebook (its introduction repeats the lecture's; the worked answers) -------------
-restate("solutions", "03.blocks_intro", "03.q2", "03.q2b", "03.q3", "03.q4", "03.q4b")
+restate("solutions", "03.blocks_intro", "03.as_block", "03.as_kv", "03.as_tb", "03.as_tb_label", "03.as_pool", "03.as_bucket", "03.q2", "03.q2b", "03.q3", "03.q4", "03.q4b")
 
 
 def _mm():

@@ -49,7 +49,7 @@ class ReloadDashboard(Dashboard):
 
     Controls: ``bandwidth`` (GB/s, log, 1 … 2,000), ``model``, ``hit_fraction`` (cached share of
     the prompt, 0 … 0.95), ``prompt_tokens`` (log, 1,024 … 131,072), ``mfu`` (prefill share of peak,
-    0.2 … 1; the seed lecture assumed 0.6). Bars: recompute all; reload + compute the rest,
+    0.2 … 1; the lecture assumes 0.6). Bars: recompute all; reload + compute the rest,
     serialized and layer-wise.
     """
 
@@ -58,7 +58,7 @@ class ReloadDashboard(Dashboard):
     _KEYWORDS = {"bandwidth": "bandwidth_gbs"}
 
     def __init__(self, model: str = "llama2-70b", node="a800x8", bandwidth_gbs: float = 56.0,
-                 hit_fraction: float = 0.5, prompt_tokens: int = exp.SEED_REQUEST_TOKENS, mfu: float = st.SEED_MFU):
+                 hit_fraction: float = 0.5, prompt_tokens: int = exp.REQUEST_TOKENS, mfu: float = st.SEED_MFU):
         self.node = node_arg(node, "ReloadDashboard")
         super().__init__(bandwidth=bandwidth_gbs, model=_model_key(model, RELOAD_MODELS), hit_fraction=hit_fraction,
                          prompt_tokens=prompt_tokens, mfu=mfu)

@@ -15,8 +15,8 @@ exercise(Exercise(
     unit="×", rel_tol=0.02,
     hint="2 × layers × KV heads × head dim × 2 bytes for each: OPT-13B has 40 layers × 40 KV heads, "
          "LLaMA2-70B 80 layers × 8 KV heads, both with head dim 128.",
-    why="(40 × 40) / (80 × 8) = 2.5: a model 5× smaller stores 2.5× more KV per token, because every "
-        "one of its heads keeps its own K and V (MHA) while LLaMA2-70B's 64 query heads share 8 (GQA)."))
+    why="(40 × 40) / (80 × 8) = 2.5: a model 5× smaller stores 2.5× more KV per token. Each of its heads "
+        "keeps its own K and V (MHA), while LLaMA2-70B's 64 query heads share 8 (GQA)."))
 
 
 def _ssd_10x_gbs() -> float:
@@ -51,10 +51,10 @@ exercise(Exercise(
     "02.dram_tokens", "How many tokens of LLaMA2-70B KV (BF16) fit in 1 TB (10¹² B) of DRAM? "
                       "(Three significant figures.)",
     answer=_tokens_per_tb, unit="tokens", rel_tol=0.005,
-    hint="1e12 / (KV bytes per token), with 320 KiB = 320 × 1,024 B (not 320,000 B: the lecture's "
+    hint="1e12 / (KV bytes per token), with 320 KiB = 320 × 1,024 B (not 320,000 B: the paper's "
          "'KB' is KiB); models.get_model('llama2-70b').kv_bytes_per_token()",
-    why="1e12 / 327,680 ≈ 3.05 million tokens — FAST'25's 'about 3M tokens per TB', i.e. only a few "
-        "hundred long conversations: why Mooncake pools the DRAM of the whole cluster."))
+    why="1e12 / 327,680 ≈ 3.05 million tokens — FAST'25's 'about 3M tokens per TB': only a few "
+        "hundred long conversations. That is why Mooncake pools the DRAM of the whole cluster."))
 
 
 def _one_drive_10x() -> bool:
@@ -66,4 +66,4 @@ exercise(Exercise(
                     "more than 10× faster than recomputing it (True/False)?",
     answer=_one_drive_10x, unit="", rel_tol=0.0,
     hint="the 10× line needs ≈ 34 GB/s (Question 2); compare with 7 GB/s.",
-    why="No: ≈ 2× only. The seed lecture's '> 10× from SSD' silently assumed a fast SSD array."))
+    why="Only ≈ 2×: '> 10× from SSD' needs an array of at least five such drives (Question 2)."))

@@ -64,7 +64,7 @@ exercise(Exercise(
     answer=_hit_at_1tb, unit="", rel_tol=0.03,
     hint="Read the curve at the 1 TB line, or compute it: "
          "`cache.hit_curve(trace).hit_ratio([cache.dram_bytes_to_blocks(1e12)])`.",
-    why="far below the infinite-cache ratio: 1 TB holds 5,960 blocks, a small fraction of the distinct blocks the trace touches."))
+    why="Far below the infinite-cache ratio: 1 TB holds 5,960 blocks, a small fraction of the distinct blocks the trace touches."))
 
 exercise(Exercise(
     "03.global_over_local",
@@ -72,7 +72,7 @@ exercise(Exercise(
     "random; how many times higher is the hit ratio of one global pool of 30M tokens?",
     answer=_global_over_local, unit="×", rel_tol=0.03,
     hint="The random row of `cache.local_vs_global(trace, routings=('random',))`, column global_over_this.",
-    why="random routing scatters each conversation's turns over 10 caches, each a tenth of the pool."))
+    why="Random routing scatters each conversation's turns over 10 caches, each a tenth of the pool."))
 
 exercise(Exercise(
     "03.best_routing",
@@ -82,4 +82,4 @@ exercise(Exercise(
     synonyms={"sticky": "session", "sticky session": "session"},   # the lecture's words for it
     hint="Try each routing in the pool dashboard, or read the hit_ratio column of "
          "`cache.local_vs_global(trace, routings=cache.ROUTINGS)`.",
-    why="sticky 'session' routing keeps a chat's turns on one instance, so its blocks are where it returns."))
+    why="Sticky 'session' routing keeps a chat's turns on one instance, so its blocks are cached where it returns."))

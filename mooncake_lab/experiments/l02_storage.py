@@ -1,8 +1,12 @@
 """Lecture 02 — trading storage for computation: reload vs recompute, SSD crossover, Eq. 2, overlap.
 
-Recompute times use the seed lecture's assumption, prefill at ``mfu`` = 60% of peak
-(:func:`storage.seed_preset`), over a 4,096-token prefix unless told otherwise; the layer-wise
-overlap experiment uses the "calibrated" preset.
+Recompute times assume the prefill runs at ``mfu`` = 60% of peak (:data:`PREFILL_MFU`,
+:func:`storage.seed_preset`), over a 4,096-token prefix unless told otherwise; the layer-wise
+overlap experiment defaults to the "calibrated" preset (the lecture passes "ideal").
+
+The ``*_table`` functions turn an experiment's frame into the table the lecture shows: labelled
+columns with their units, counts as integers, floats rounded (strings, so nothing prints in
+scientific notation); the experiment's own frame keeps the raw numbers.
 """
 from __future__ import annotations
 
@@ -22,11 +26,17 @@ from ..roofline import kv_load_time, prefill_time
 __all__ = ["reload_vs_recompute", "speedup_vs_bandwidth", "crossover_table", "eq2_table",
            "layerwise_overlap", "kv_footprint", "tier_bandwidths", "ssd_claims", "request_breakdown",
            "layerwise_store", "eq2_curves", "metrics", "figures",
-           "SEED_REQUEST_TOKENS", "FOOTPRINT_MODELS", "SSD_SWEEP_GBS", "PAPER_EQ2", "fig7_comparison",
+           "footprint_table", "tier_table", "speedup_table", "crossover_view", "ssd_table", "request_table",
+           "fig7_table", "fig7_implied_note", "overlap_table", "eq2_view", "eq2_vs_ours",
+           "PREFILL_MFU", "REQUEST_TOKENS", "SEED_REQUEST_TOKENS", "FOOTPRINT_MODELS", "SSD_SWEEP_GBS", "PAPER_EQ2", "fig7_comparison",
            "fig7_implied_store"]
 
-#: The seed lecture's demo-1 request: 8.7k tokens, half of them cached (seed_lecture.md, demo 1).
-SEED_REQUEST_TOKENS = 8_700
+#: The share of peak FLOP/s every recompute time of the lecture assumes (60%).
+PREFILL_MFU = st.SEED_MFU
+#: The lecture's example request (§4): 8.7k tokens, half of them cached.
+REQUEST_TOKENS = 8_700
+#: The same request under its older name (kept for code that uses it).
+SEED_REQUEST_TOKENS = REQUEST_TOKENS
 #: FAST'25 Eq. 2's quoted break-even bandwidths, GB/s, for LLaMA3-70B at p = 8192 (FAST'25 §2.3,
 #: text after Eq. 2: "6 GB/s" for 8×A800, "19 GB/s" for 8×H800); node → (prefix_len, GB/s).
 PAPER_EQ2 = paper.EQ2_MIN_GBS
@@ -166,7 +176,7 @@ def tier_bandwidths(node="a800x8", tiers=("dram", "remote_dram", "ssd"), one_dri
 
 def ssd_claims(node="a800x8", prefix_len: int = st.DEFAULT_PREFIX, mfu: float = st.SEED_MFU,
                ssd_gbs: Iterable[float] | None = None) -> tuple[dict, pd.DataFrame]:
-    """Where the seed lecture's two SSD claims hold.
+    """Where the lecture's two SSD statements hold (§3).
 
     Claim A: reloading LLaMA2-70B from SSD is > 10× faster than recomputing (needs bandwidth ≥
     ``lo_gbs``). Claim B: reloading OPT-13B from SSD is slower than recomputing (needs bandwidth <
@@ -201,7 +211,7 @@ def ssd_claims(node="a800x8", prefix_len: int = st.DEFAULT_PREFIX, mfu: float = 
 _TIER_SHORT = {"hbm": "HBM", "dram": "DRAM", "remote_dram": "remote DRAM", "ssd": "SSD"}
 
 
-def request_breakdown(model="llama2-70b", node="a800x8", n_tokens: int = SEED_REQUEST_TOKENS,
+def request_breakdown(model="llama2-70b", node="a800x8", n_tokens: int = REQUEST_TOKENS,
                       hit_fraction: float = 0.5, tiers: Iterable[str] = ("dram", "remote_dram", "ssd"),
                       bandwidth_gbs: float | None = None, mfu: float = st.SEED_MFU) -> pd.DataFrame:
     """TTFT parts of one request whose first ``hit_fraction`` of tokens is cached in a tier.
@@ -210,7 +220,7 @@ def request_breakdown(model="llama2-70b", node="a800x8", n_tokens: int = SEED_RE
     then compute the rest) and "layer-wise" (load layer i+1 while computing layer i). With
     ``bandwidth_gbs`` given, one tier called "custom" at that bandwidth replaces ``tiers`` (its rows:
     "reload from the tier, …").
-    Prefill at ``mfu`` of peak (the seed lecture's 60%).
+    Prefill at ``mfu`` of peak (the lecture's 60%).
 
     Columns: scenario, tier, bandwidth_gbs, mode, n_cached, load_s, compute_s, total_s,
     exposed_load_s (total − compute: the load time the request actually waits for), speedup
@@ -324,7 +334,7 @@ def eq2_curves(nodes: Iterable[str] = ("a800x8", "h800x8", "h20x8"), model="llam
     return eq2_table(nodes, model, [int(p) for p in grid])
 
 
-_SEED = "seed lecture demo 1 (prefill at 60% of peak)"
+_ASKED = "the lecture's question (§2–3, prefill at 60% of peak)"
 
 
 @metric_group("storage")
@@ -333,14 +343,14 @@ def metrics() -> list[Metric]:
     sp = lambda model, tier: st.reload_speedup(model, nd, tier)  # noqa: E731
     f7 = fig7_comparison("llama2-70b", nd).set_index("n_tokens")
     return [
-        Metric("storage.reload_speedup.llama2_70b.dram", sp("llama2-70b", "dram"), "×", 10.0,
-               f"{_SEED}: '> 10×' (a lower bound); 4,096-token prefix, 128 GB/s host-to-device"),
-        Metric("storage.reload_speedup.llama2_70b.ssd", sp("llama2-70b", "ssd"), "×", 10.0,
-               f"{_SEED}: '> 10×' (a lower bound); SSD = 8 × 7 GB/s NVMe"),
-        Metric("storage.reload_speedup.llama2_70b.remote_dram", sp("llama2-70b", "remote_dram"), "×", 10.0,
-               f"{_SEED}: '> 10×' (a lower bound); RDMA 4 × 200 Gbps"),
-        Metric("storage.reload_speedup.opt_13b.ssd", sp("opt-13b", "ssd"), "×", 1.0,
-               f"{_SEED}: 'slower than recomputing' (< 1, an upper bound); crossover "
+        Metric("storage.reload_speedup.llama2_70b.dram", sp("llama2-70b", "dram"), "×", None,
+               f"{_ASKED}: more than 10×? 4,096-token prefix, 128 GB/s host-to-device"),
+        Metric("storage.reload_speedup.llama2_70b.ssd", sp("llama2-70b", "ssd"), "×", None,
+               f"{_ASKED}: more than 10×? SSD = 8 × 7 GB/s NVMe"),
+        Metric("storage.reload_speedup.llama2_70b.remote_dram", sp("llama2-70b", "remote_dram"), "×", None,
+               f"{_ASKED}: more than 10×? RDMA 4 × 200 Gbps"),
+        Metric("storage.reload_speedup.opt_13b.ssd", sp("opt-13b", "ssd"), "×", None,
+               f"{_ASKED}: slower than recomputing (< 1×)? break-even "
                f"{st.breakeven_bandwidth('opt-13b', nd) / 1e9:.0f} GB/s vs our 56 GB/s SSD"),
         Metric("storage.eq2_min_bandwidth_gbs.a800x8.p8192",
                st.eq2_min_bandwidth("llama3-70b", "a800x8", 8192) / 1e9, "GB/s", PAPER_EQ2["a800x8"][1],
@@ -368,3 +378,167 @@ def figures() -> dict:
         "l02_eq2_breakeven": plots.eq2_breakeven(eq2_curves(), tier_bandwidths(), paper=PAPER_EQ2),
         "l02_layerwise_store": plots.layerwise_store(layerwise_store(), fig7_comparison()),
     }
+
+
+# --- the tables the lecture shows ----------------------------------------------------------------
+def _num(x, sig: int = 3) -> str:
+    """``x`` for a reader: thousands grouped, about ``sig`` significant digits without trailing zeros
+    ("56", "2.04", "0.84"), never "e+06"; "—" for NaN."""
+    x = float(x)
+    if not np.isfinite(x):
+        return "—"
+    ax = abs(x)
+    if ax == 0:
+        return "0"
+    if ax >= 10 ** (sig - 1):
+        return f"{x:,.0f}"
+    decimals = sig - 1 - int(np.floor(np.log10(ax)))
+    text = f"{x:,.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _col(values, sig: int = 3, cap: int = 3) -> list[str]:
+    """A column of numbers for reading, all with the same decimals: whole numbers as integers
+    ("128", "7"); otherwise enough decimals for ``sig`` significant digits of the smallest non-zero
+    value (at most ``cap``), thousands grouped, an exact 0 as "0", NaN as "—"."""
+    xs = [float(v) for v in values]
+    finite = [x for x in xs if np.isfinite(x)]
+    if all(x == round(x) for x in finite):
+        decimals = 0
+    else:
+        small = min((abs(x) for x in finite if x != 0), default=1.0)
+        decimals = int(min(cap, max(0, sig - 1 - int(np.floor(np.log10(small))))))
+    return ["—" if not np.isfinite(x) else "0" if x == 0 else f"{x:,.{decimals}f}" for x in xs]
+
+
+def _count(x) -> str:
+    return f"{int(round(float(x))):,}"
+
+
+_ATTENTION = {"mha": "MHA", "gqa": "GQA", "mla": "MLA"}
+
+
+def footprint_table(footprint: pd.DataFrame) -> pd.DataFrame:
+    """:func:`kv_footprint` for reading: one row per model, labelled columns with units."""
+    f = footprint
+    return pd.DataFrame({"attention": [_ATTENTION.get(a, a) for a in f["attention"]],
+                         "layers": [_count(v) for v in f["n_layers"]],
+                         "KV heads": ["— (latent)" if a == "mla" else _count(v) for a, v in zip(f["attention"], f["n_kv_heads"])],
+                         "KV per token (B)": [_count(v) for v in f["kv_bytes_per_token"]],
+                         "KV per token (KiB)": _col(f["kv_kib_per_token"], cap=1),
+                         "GFLOP per token": _col(f["gflop_per_token"], cap=1),
+                         "KV bytes per GFLOP saved": [_count(v) for v in f["kv_bytes_per_gflop"]]},
+                        index=pd.Index(f["model"], name="model"))
+
+
+def tier_table(node="a800x8") -> pd.DataFrame:
+    """:func:`tier_bandwidths` for reading: bandwidth into HBM per tier (sources: the lecture's assumptions table)."""
+    tb = tier_bandwidths(node)
+    return pd.DataFrame({"bandwidth into HBM (GB/s)": _col(tb["bandwidth_gbs"])},
+                        index=pd.Index(tb["label"], name="tier"))
+
+
+_TIER_COLUMNS = {"hbm": "HBM", "dram": "DRAM", "remote_dram": "remote DRAM", "ssd": "SSD array"}
+
+
+def speedup_table(per_tier: pd.DataFrame) -> pd.DataFrame:
+    """:func:`reload_vs_recompute` as model × tier: how many times faster reloading is than recomputing (×)."""
+    sp = per_tier.pivot(index="model", columns="tier", values="speedup")
+    sp = sp[[t for t in _TIER_COLUMNS if t in sp.columns]]
+    out = sp.apply(lambda c: pd.Series(_col(c, cap=2), index=c.index)).rename(
+        columns=lambda t: f"from {_TIER_COLUMNS[t]} (×)")
+    out.columns.name = "reload speedup"
+    return out.reindex([get_model(m).name for m in per_tier["model"].unique()])
+
+
+def crossover_view(node="a800x8", **kw) -> pd.DataFrame:
+    """:func:`crossover_table` for reading: the bandwidths where reloading ties and where it is 10× faster."""
+    ct = crossover_table(node=node, **kw)
+    return pd.DataFrame({"attention": [_ATTENTION.get(a, a) for a in ct["attention"]],
+                         "break-even (GB/s)": _col(ct["breakeven_gbs"]),
+                         "10× faster (GB/s)": _col(ct["ten_x_gbs"]),
+                         "this node's SSD array (GB/s)": _col(ct["node_ssd_gbs"])},
+                        index=pd.Index(ct["model"], name="model"))
+
+
+def ssd_table(node="a800x8", **kw) -> pd.DataFrame:
+    """:func:`ssd_claims`' table for reading: both models' speedups and the two statements, per SSD."""
+    _, t = ssd_claims(node, **kw)
+    verdict = {True: "holds", False: "fails"}
+    return pd.DataFrame({"LLaMA2-70B speedup (×)": _col(t["llama2_70b_speedup"], cap=2),
+                         "OPT-13B speedup (×)": _col(t["opt_13b_speedup"], cap=2),
+                         "A: LLaMA2-70B > 10×": [verdict[bool(v)] for v in t["claim_a"]],
+                         "B: OPT-13B < 1×": [verdict[bool(v)] for v in t["claim_b"]]},
+                        index=pd.Index(t["assumption"], name="SSD"))
+
+
+def request_table(breakdown: pd.DataFrame) -> pd.DataFrame:
+    """:func:`request_breakdown` for reading: the parts of the time to first token, per way to produce it."""
+    b = breakdown
+    return pd.DataFrame({"load (ms)": _col(1e3 * b["load_s"], cap=1),
+                         "compute (s)": _col(b["compute_s"]),
+                         "TTFT (s)": _col(b["total_s"]),
+                         "load not hidden (ms)": _col(1e3 * b["exposed_load_s"], cap=2),
+                         "speedup (×)": _col(b["speedup"], cap=2)},
+                        index=pd.Index(b["scenario"], name="first token by"))
+
+
+def fig7_table(store: pd.DataFrame, fig7: pd.DataFrame) -> pd.DataFrame:
+    """Fig. 7 beside ours, per prompt length: our prefill, and the time the store adds (ms), serialized
+    and layer-wise, ours and the paper's (``store`` from :func:`layerwise_store`, ``fig7`` from
+    :func:`fig7_comparison`, both at the figure's lengths)."""
+    st_ = store.set_index("n_tokens")
+    f7 = fig7.set_index("n_tokens")
+    cols = pd.MultiIndex.from_tuples([("prefill", "ours (s)"),
+                                      ("serialized store adds", "ours (ms)"), ("serialized store adds", "paper (ms)"),
+                                      ("layer-wise store adds", "ours (ms)"), ("layer-wise store adds", "paper (ms)")])
+    data = [_col(st_.loc[f7.index, "prefill_s"], cap=2), _col(1e3 * f7["ours_serialized_s"], cap=1),
+            _col(1e3 * f7["paper_serialized_s"]), _col(1e3 * f7["ours_layerwise_s"], cap=2),
+            _col(1e3 * f7["paper_layerwise_s"])]
+    return pd.DataFrame(dict(zip(cols, data)), index=pd.Index([_count(n) for n in f7.index], name="prompt (tokens)"))
+
+
+def fig7_implied_note(model="llama2-70b") -> str:
+    """One sentence: what a straight line through Fig. 7's serialized bars implies (:func:`fig7_implied_store`)."""
+    f = fig7_implied_store(model)
+    return (f"Fig. 7's serialized bars fit {f['fixed_s'] * 1e3:.0f} ms + KV bytes / {f['bandwidth_gbs']:.0f} GB/s; "
+            f"its layer-wise bars average {f['layerwise_mean_s'] * 1e3:.0f} ms, "
+            f"{f['per_layer_ms']:.1f} ms per layer of {get_model(model).name}.")
+
+
+def overlap_table(overlap: pd.DataFrame) -> pd.DataFrame:
+    """:func:`layerwise_overlap` for reading: loading a cached prefix, serialized vs layer-wise, per prompt."""
+    o = overlap
+    return pd.DataFrame({"cached (tokens)": [_count(v) for v in o["n_cached"]],
+                         "load (ms)": _col(1e3 * o["load_s"], cap=1),
+                         "compute (s)": _col(o["compute_s"], cap=2),
+                         "TTFT serialized (s)": _col(o["serialized_s"], cap=2),
+                         "TTFT layer-wise (s)": _col(o["overlapped_s"], cap=2),
+                         "load hidden (%)": _col(100 * o["hidden_fraction"], cap=1)},
+                        index=pd.Index([_count(n) for n in o["n_tokens"]], name="prompt (tokens)"))
+
+
+def _node_label(node) -> str:
+    nd = get_node(node)
+    return f"{nd.n_gpus} × {nd.gpu.name.split('-')[0]}"
+
+
+def eq2_view(eq2: pd.DataFrame) -> pd.DataFrame:
+    """:func:`eq2_table` as prefix length × node: FAST'25 Eq. 2's break-even bandwidth (GB/s)."""
+    pv = eq2.pivot(index="prefix_len", columns="node", values="min_gbs")
+    pv = pv[list(dict.fromkeys(eq2["node"]))]
+    out = pv.apply(lambda c: pd.Series(_col(c, cap=2), index=c.index)).rename(columns=_node_label)
+    out.index = pd.Index([_count(p) for p in pv.index], name="prefix p (tokens)")
+    out.columns.name = "Eq. 2 break-even (GB/s)"
+    return out
+
+
+def eq2_vs_ours(nodes: Iterable[str] = ("a800x8", "h800x8"), model="llama3-70b", prefix_len: int = 8192) -> pd.DataFrame:
+    """Eq. 2 beside our break-even (:func:`storage.breakeven_bandwidth`) at 100% and at 60% of peak, GB/s."""
+    nodes = items(nodes, "nodes", where="eq2_vs_ours")
+    pct = f"{PREFILL_MFU:.0%}"
+    cols = {"Eq. 2 (GB/s)": [st.eq2_min_bandwidth(model, n, prefix_len) / 1e9 for n in nodes],
+            "ours at 100% of peak (GB/s)": [st.breakeven_bandwidth(model, n, prefix_len, mfu=1.0) / 1e9 for n in nodes],
+            f"ours at {pct} of peak (GB/s)": [st.breakeven_bandwidth(model, n, prefix_len) / 1e9 for n in nodes]}
+    return pd.DataFrame({k: _col(v, cap=2) for k, v in cols.items()},
+                        index=pd.Index([_node_label(n) for n in nodes], name="node"))

@@ -20,7 +20,7 @@ from ..synthetic import TARGETS, synthetic_trace
 from ..traces import Trace, as_trace, cached_trace
 
 __all__ = ["trace_summary", "arrivals_per_minute", "length_cdf", "timestamp_gaps", "preset_calibration",
-           "PAPER_TABLE2", "trace_metrics"]
+           "PAPER_TABLE2", "trace_metrics", "summary_table", "gap_table"]
 
 #: FAST'25 Table 2 (also reference/mooncake_paper.md, Traces table): requests, average input and
 #: output length (tokens) and cache ratio (fraction) of the released traces.
@@ -52,6 +52,24 @@ def trace_summary(traces=("conversation", "synthetic", "toolagent-like")) -> pd.
         if c in df and (df[c] == df[c].round()).all():
             df[c] = df[c].astype(int)
     return df
+
+
+def summary_table(traces=("conversation", "synthetic", "toolagent-like")) -> pd.DataFrame:
+    """:func:`trace_summary` for reading: one row per trace, counts as integers, lengths in tokens."""
+    from .l02_storage import _count
+
+    df = trace_summary(traces)
+    return pd.DataFrame({
+        "requests": [_count(v) for v in df["requests"]],
+        "duration (s)": [_count(v) for v in df["duration_s"]],
+        "requests per s": [f"{v:.1f}" for v in df["rate_per_s"]],
+        "mean prompt (tokens)": [_count(v) for v in df["mean_input"]],
+        "median prompt (tokens)": [_count(v) for v in df["median_input"]],
+        "p99 prompt (tokens)": [_count(v) for v in df["p99_input"]],
+        "mean answer (tokens)": [_count(v) for v in df["mean_output"]],
+        "distinct blocks": [_count(v) for v in df["unique_blocks"]],
+        "distinct arrival times": [_count(v) for v in df["distinct_timestamps"]],
+    }, index=pd.Index(df["trace"], name="trace"))
 
 
 def arrivals_per_minute(trace="conversation", bin_s: float = 60.0) -> pd.DataFrame:
@@ -93,6 +111,16 @@ def timestamp_gaps(trace="conversation") -> pd.DataFrame:
     vals, counts = np.unique(gaps_ms, return_counts=True)
     return pd.DataFrame({"gap_s": vals / 1000.0, "count": counts,
                          "share": counts / max(len(gaps_ms), 1)})
+
+
+def gap_table(gaps: pd.DataFrame, n: int = 3) -> pd.DataFrame:
+    """The ``n`` most common gaps of :func:`timestamp_gaps`, for reading: gap (s) as the index, count, share (%)."""
+    from .l02_storage import _count
+
+    top = gaps.nlargest(n, "count")
+    return pd.DataFrame({"times seen": [_count(c) for c in top["count"]],
+                         "share of all gaps (%)": [f"{100 * v:.1f}" for v in top["share"]]},
+                        index=pd.Index([f"{g:.3f}" for g in top["gap_s"]], name="gap between arrival times (s)"))
 
 
 def preset_calibration(seed: int = 0) -> pd.DataFrame:

@@ -95,7 +95,7 @@ def tier_speedup(df: pd.DataFrame):
 @styled
 def ssd_crossover(curve: pd.DataFrame, window: dict):
     """Reload speedup vs SSD bandwidth (log-log) per model, lines at 1× and 10×, and the window
-    ``[lo_gbs, hi_gbs)`` where both seed claims hold shaded; one drive and the default array marked."""
+    ``[lo_gbs, hi_gbs)`` where both of the lecture's SSD statements hold shaded; one drive and the default array marked."""
     fig, ax = new_figure(width=8, height=4.6)
     for i, (m, sub) in enumerate(curve.groupby("model", sort=False)):
         ax.plot(sub["bandwidth_gbs"], sub["speedup"], color=PALETTE[i % len(PALETTE)], label=m)
@@ -114,7 +114,7 @@ def ssd_crossover(curve: pd.DataFrame, window: dict):
     lo, hi = window["lo_gbs"], window["hi_gbs"]
     if hi > lo:
         ax.axvspan(lo, hi, color=PALETTE[1], alpha=0.25,
-                   label=f"both seed SSD claims hold: {lo:.0f}–{hi:.0f} GB/s")
+                   label=f"both SSD statements (A and B) hold: {lo:.0f}–{hi:.0f} GB/s")
     ax.axvline(window["one_drive_gbs"], color="0.4", ls=":", lw=1,
                label=f"one NVMe drive ({window['one_drive_gbs']:g} GB/s)")
     ax.axvline(window["default_gbs"], color="0.4", ls="--", lw=1,
