@@ -11,6 +11,7 @@ import contextlib
 import html
 import io
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -37,20 +38,29 @@ def test_every_router_and_the_conductor_are_offered_each_knob_once():
         assert label and meaning
 
 
-# Each router's default as its own source gives it, quoted in the course's reference notes
-# (/work/shared/reference/routers.md, "reference/routers.md" below) — not read from RouterConfig, which
-# KNOBS is built from, so a wrong default in sim/routers.py or dashboards/routers.py fails here.
-DOCUMENTED_DEFAULTS = {
-    "dynamo": 0.0,          # routers.md §1b: "Defaults (config.rs@07a6c9ce): ... T=0.0" (router_temperature)
-    "sglang": 0.3,          # routers.md §2: "Defaults (router_args.py@e46dcd87 ...): cache_threshold=0.3"
-    "llmd": 2.0,            # routers.md §3: "Both sample P/D profiles use prefix-cache weight 2" (pd-epp-config.yaml)
-    "prodstack_kv": 2000,   # routers.md §4: kv_aware_threshold "(threshold default **2000** tokens ...)"
-    "aibrix": 8,            # routers.md §5: "Code defaults: ... IMBALANCE_ABS=**8**" (the README's 16 is not the code's)
-    "preble": 180.0,        # routers.md §6: "The window is 3 min (`SlidingWindowHistogram`)" = 180 s
-    # Mooncake's threshold is "currently adjusted manually" (FAST'25 §4.2, reference/mooncake_paper.md):
-    # no published value; the course's 1.0 (lecture 04) is the ratio test's least meaningful value.
-    "kvcentric": 1.0,
-}
+# Each router's default as its own source gives it, read from the course's router notes (notebooks/routers.md,
+# "Defaults the lecture's dashboard starts at", each row naming the file @ commit) — not from RouterConfig, which
+# KNOBS is built from, so a wrong default in sim/routers.py, dashboards/routers.py or the notes fails here.
+# Mooncake's threshold is "currently adjusted manually" (FAST'25 §4.2): no published value; the course's 1.0
+# (lecture 04) is the ratio test's least meaningful value, and the notes' row says so.
+NOTES = Path(__file__).resolve().parents[1] / "notebooks" / "routers.md"
+
+
+def _documented_defaults() -> dict:
+    text = NOTES.read_text(encoding="utf-8")
+    part = text.split("## Defaults the lecture's dashboard starts at\n", 1)[1].split("\n## ", 1)[0]
+    rows = [[c.strip() for c in ln.strip().strip("|").split("|")] for ln in part.splitlines() if ln.startswith("|")]
+    return {r[0].strip("`"): float(r[2]) for r in rows[2:]}
+
+
+DOCUMENTED_DEFAULTS = _documented_defaults()
+
+
+def test_the_notes_give_the_known_defaults():
+    """The notes' table as the sources give it (router_args.py cache_threshold 0.3, IMBALANCE_ABS 8 — the
+    README's 16 is not the code's —, kv_aware_threshold 2000, Preble's 3-minute window …): a changed row fails."""
+    assert DOCUMENTED_DEFAULTS == {"dynamo": 0.0, "sglang": 0.3, "llmd": 2.0, "prodstack_kv": 2000.0, "aibrix": 8.0,
+                                   "preble": 180.0, "kvcentric": 1.0}
 
 
 @pytest.mark.parametrize("router", list(KNOBS))
@@ -79,7 +89,7 @@ def test_llmd_slider_starts_at_the_architectures_default(monkeypatch):
     pd, coupled = (base.resolve("llmd", p, 100, 512).llmd_w_prefix for p in (True, False))
     assert (pd, coupled) == (2.0, 3.0)
     assert knob_default("llmd", "disaggregated") == pd and knob_default("llmd", "coupled") == coupled
-    assert knob_default("sglang", "coupled") == 0.3     # routers.md §2: the same cache_threshold on both
+    assert knob_default("sglang", "coupled") == 0.3     # the notes (SGLang): the same cache_threshold on both
     d = _build(router="llmd", arch="coupled")
     assert d.controls["llmd_prefix_weight"].value == coupled
     assert d._job({k: w.value for k, w in d.controls.items()})[2].router.llmd_prefix_weight == coupled
@@ -211,3 +221,21 @@ def test_without_the_traces_it_runs_on_the_stand_ins_and_fetches_nothing_ahead(t
     assert ("conversation" in {j[0] for j in jobs}) == on_this_machine("conversation") == (trace_setup == "released")
     d.controls["trace"].value = "conversation"     # the labelled stand-in when the trace is not here
     assert ("synthetic" in d.readout.value) == (trace_setup == "no-traces") and d.background_is_current()
+
+
+def test_every_instance_bar_is_labelled_zero_ones_too():
+    """prodstack_prefix piles the work on one instance: the others' bars are empty and labelled "0"."""
+    from mooncake_lab.dashboards.routers import bar_total
+
+    d = _build(router="prodstack_prefix")
+    shown = [t.get_text() for t in d.totals if t.get_visible()]
+    assert len(shown) == 8 and shown.count("0") >= 1
+    assert (bar_total(0.0), bar_total(0.04), bar_total(12.34)) == ("0", "0.04", "12.3")
+
+
+def test_the_readout_prints_times_without_scientific_notation():
+    from mooncake_lab.dashboards.routers import seconds
+
+    assert (seconds(32321.3), seconds(8.514), seconds(0.0421)) == ("32,321 s", "8.51 s", "0.0421 s")
+    d = _build(router="prodstack_prefix")
+    assert "e+0" not in d.readout.value

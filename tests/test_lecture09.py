@@ -22,7 +22,8 @@ from mooncake_lab.validate import InputError
 
 pytestmark = pytest.mark.usefixtures("offline_traces")  # never download (tests/conftest.py)
 ROOT = Path(__file__).resolve().parents[1]
-REFERENCE = ROOT.parent / "shared" / "reference" / "routers.md"
+#: The course's router notes, in the repository (lecture 09 links to them): rules, defaults, sources, dates.
+NOTES = ROOT / "notebooks" / "routers.md"
 
 
 # ----------------------------------------------------------------------------- the worked request
@@ -79,7 +80,7 @@ def test_exercise_1_changed_state_is_the_worked_one_with_one_number_changed():
     assert diff == {("matched_blocks", 1)} and ch["matched_blocks"][1] == 7
     assert l09.WORKED_STATE["matched_blocks"][1] == 2                 # the worked state is left as it was
     t = l09.state_change()
-    assert list(t.index) == [("matched_blocks", 1)] and list(t.iloc[0]) == [2, 7]
+    assert list(t.index) == [(l09.STATE_LABELS["matched_blocks"], 1)] and list(t.iloc[0]) == [2, 7]
 
 
 def test_exercise_1_answers_are_the_rules_on_the_changed_state_not_the_worked_table():
@@ -215,15 +216,17 @@ def test_router_table_names_each_decode_rule():
 
     t = l09.router_table()
     assert set(l09.decode_rules()) == set(DECODE_CHOICES)
-    # what each system does on the decode pool, from reference/routers.md (not from SYSTEM_DEFAULTS, which
-    # router_table reads): Dynamo's decode router is load only, cost = D_i' (§1 "P/D"); SGLang's old pair
-    # selection takes the least-loaded decode pod (§2 "P/D"); llm-d's decode profile, prefix 2 + queue 1,
-    # without a prefix on our decode nodes is the fewest waiting (§3 "P/D"); production-stack's
-    # orchestrated P/D is round robin (§4 "P/D"); AIBrix has its PD router (§5); Preble has no P/D (§6):
-    # the course uses Mooncake's least KV there
-    documented = {"dynamo": "least_kv", "sglang": "least_requests", "llmd": "least_queued",
-                  "prodstack_rr": "round_robin", "prodstack_prefix": "round_robin", "prodstack_kv": "round_robin",
-                  "aibrix": "aibrix_pd", "preble": "least_kv"}
+    # what each system does on the decode pool, from the router notes' table (not from SYSTEM_DEFAULTS,
+    # which router_table reads): Dynamo's decode router is load only; SGLang's old pair selection takes the
+    # least-loaded decode pod; llm-d's decode profile, without a prefix on our decode nodes, is the fewest
+    # waiting; production-stack's orchestrated P/D is round robin; AIBrix has its PD router; Preble has no
+    # P/D: the course uses Mooncake's least KV there
+    words = {"least KV": "least_kv", "fewest requests": "least_requests", "fewest waiting": "least_queued",
+             "round robin": "round_robin", "the PD router": "aibrix_pd"}
+    documented = {}
+    for names, rule in _notes_table("What each system does on the decode pool"):
+        (code,) = [c for w, c in words.items() if rule.startswith(w)]
+        documented.update({n.strip(" `"): code for n in names.split(",")})
     assert t.decode_choice.to_dict() == documented
     assert t.loc["llmd", "decode_choice"] == "least_queued" and "fewest waiting" in t.loc["llmd", "decode_rule"]
     assert t.loc["aibrix", "decode_choice"] == "aibrix_pd"
@@ -270,15 +273,15 @@ def test_describe_leaderboards_noise_and_lighter_branches(board):
     light["slo_attainment"] = (light.slo_attainment + 0.01).clip(upper=1.0)
     text = l09.describe_leaderboards({("conversation", "coupled", "lecture 04"): heavy,
                                       ("conversation", "coupled", "lecture 07"): light})
-    assert text.count("Lighter than at lecture 04's stress") == 1
-    assert f"(best {heavy.slo_attainment.max():.3f})" in text
+    assert text.count("lighter at lecture 07's stress than at lecture 04's") == 1
+    assert f"against {heavy.slo_attainment.max():.3f})" in text
     text = l09.describe_leaderboards({("conversation", "coupled", "lecture 04"): light,
                                       ("conversation", "coupled", "lecture 07"): heavy})
-    assert "Lighter" not in text
+    assert "lighter" not in text
     low = board.copy()
     low["slo_attainment"] = low.slo_attainment * (0.99 * l09.NOISE_SLO / low.slo_attainment.max())
     text = l09.describe_leaderboards({("conversation", "disaggregated", "lecture 07"): low})
-    assert "the order of this board is noise" in text and "even a fifth" in text
+    assert "the order of the board is noise" in text and "even a fifth" in text
     assert "noise" not in l09.describe_leaderboards({("conversation", "disaggregated", "lecture 07"): heavy}) \
         or heavy.slo_attainment.max() < l09.NOISE_SLO
 
@@ -330,16 +333,44 @@ def test_docs_box_states_the_measurements(board):
     assert set(var.index.get_level_values(0)) == {"aibrix", "sglang"}
 
 
-@pytest.mark.skipif(not REFERENCE.exists(), reason=f"the course's reference notes ({REFERENCE}) are not beside "
-                                                   f"this checkout: HISTORY's dates and commits cannot be checked")
-def test_history_dates_and_commits_are_the_references():
-    text = REFERENCE.read_text(encoding="utf-8")
-    for system, what, when, source in l09.HISTORY:
-        for date in re.findall(r"\d{4}-\d\d-\d\d", when):
-            assert date in text, (system, date)
+def _notes_table(heading: str) -> list[list[str]]:
+    """The rows (cells stripped) of the first table under ``## heading`` in the router notes."""
+    text = NOTES.read_text(encoding="utf-8")
+    part = text.split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    rows = [ln for ln in part.splitlines() if ln.startswith("|")]
+    return [[c.strip() for c in r.strip("|").split("|")] for r in rows[2:]]
+
+
+def test_history_dates_and_commits_are_the_notes():
+    """Every date and commit HISTORY shows is the notes' history table's, on the same system's row."""
+    rows = _notes_table("A short history")
+    assert len(rows) == len(l09.HISTORY)
+    for (system, what, when, source), row in zip(l09.HISTORY, rows):
+        assert row[0] == system, (system, row)
+        assert re.findall(r"\d{4}-\d\d-\d\d", when) == re.findall(r"\d{4}-\d\d-\d\d", row[2]), (system, when, row)
         commit = re.search(r"@ ([0-9a-f]{8})", source)
-        assert commit is None or commit.group(1) in text, (system, source)
-        assert re.search(r"\d{4}-\d\d-\d\d", when) or "date not in our reference" in when or "arXiv" in when
+        assert commit is None or commit.group(1) in row[3], (system, source, row)
+        assert re.search(r"\d{4}-\d\d-\d\d", when) or "no date in our notes" in when or "arXiv" in when
+
+
+def test_router_sources_are_the_notes():
+    """Each file @ commit of ROUTER_INFO is listed in the notes' sources table, on the router's row."""
+    rows = _notes_table("Sources")
+    for r, (_, _, src) in l09.ROUTER_INFO.items():
+        for file, commit in re.findall(r"([\w./-]+) @ ([0-9a-f]{8})", src):
+            assert any(r in row[0] and Path(file).name in row[2] and commit in row[3] for row in rows), (r, file, commit)
+
+
+def test_the_lecture_links_the_notes_and_cites_nothing_outside_the_repository():
+    """Lecture 09 links notebooks/routers.md (the solutions one folder up); no cell cites ../shared or
+    reference/ files, which a student's clone does not have."""
+    assert NOTES.exists()
+    for path, link in ((ROOT / "notebooks" / "09_after_mooncake.ipynb", "](routers.md)"),
+                       (ROOT / "notebooks" / "solutions" / "09_after_mooncake.ipynb", "](../routers.md)")):
+        md = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown")
+        assert md.count(link) >= 3, path
+        assert (path.parent / link[2:-1]).resolve() == NOTES.resolve()
+        assert "reference/" not in md and "../shared" not in md and "/work/" not in md, path
 
 
 # ----------------------------------------------------------------------------- bad inputs
@@ -459,8 +490,9 @@ def test_tbt_vs_ttft_rows_and_sentence():
         assert df.loc[r, "ttft_slo"] == s["ttft_slo_attainment"] and df.loc[r, "tbt_slo"] == s["tbt_slo_attainment"]
         assert df.loc[r, "slo_attainment"] <= min(df.loc[r, "ttft_slo"], df.loc[r, "tbt_slo"]) + 1e-12
     text = l09.describe_tbt_vs_ttft(df)
-    assert f"`{df.ttft_slo.idxmax()}` keeps the most requests within the TTFT SLO ({df.ttft_slo.max():.3f})" in text
     worst = df.tbt_slo.idxmin()
+    assert f"`{worst}` keeps the fewest within the TBT SLO ({df.tbt_slo.min():.3f})" in text
+    assert f"{df.ttft_slo.min():.3f}–{df.ttft_slo.max():.3f}" in text
     explained = df.loc[worst, "prefill_share_during_decode"] > df.drop(index=worst).prefill_share_during_decode.max()
     assert ("does not explain it" in text) != explained
 
@@ -471,21 +503,17 @@ def test_describe_tbt_vs_ttft_both_branches_by_hand():
     df = pd.DataFrame({"ttft_slo": [0.9, 0.8], "tbt_slo": [0.3, 0.6], "slo_attainment": [0.3, 0.5],
                        "hit_ratio": [0.2, 0.4], "prefill_share_during_decode": [0.4, 0.2]}, index=["a", "b"])
     assert l09.describe_tbt_vs_ttft(df) == (
-        "Within the TTFT SLO the policies keep 0.800–0.900 of the requests, within the TBT SLO 0.300–0.600: TBT is "
-        "what separates them here. "
-        "`a` keeps the most requests within the TTFT SLO (0.900); `a` the fewest within the TBT SLO (0.300, "
-        "against 0.600–0.600 for the others). Ordered by hit ratio, they are ordered by TBT SLO share too: every "
-        "prompt token reused is one chunk fewer beside the decode steps. "
-        "A request routed by `a` spends 40% of its decode time on a node that "
-        "is also prefilling (20%–20% with the others), at a hit ratio of 0.200 (0.400–0.400): more prompt tokens to "
-        "compute, in chunks that share iterations with its decode steps.")
+        "TBT separates the policies here: within the TTFT SLO they keep 0.800–0.900 of the requests, within the "
+        "TBT SLO 0.300–0.600. `a` keeps the fewest within the TBT SLO (0.300); its requests spend 40% of their "
+        "decode time beside a prefill (20%–20% with the others). Ordered by hit ratio, the policies are ordered by "
+        "TBT SLO share too.")
     df.loc["a", "prefill_share_during_decode"] = 0.1
     assert "here the prefill share does not explain it" in l09.describe_tbt_vs_ttft(df)
     df.loc["a", "hit_ratio"] = 0.5                      # hit order b, a; TBT order a, b
     df.loc["a", "ttft_slo"] = 0.1                       # TTFT spread 0.7 > TBT spread 0.3
     text = l09.describe_tbt_vs_ttft(df)
     assert "Their order by hit ratio is not their order by TBT SLO share." in text
-    assert "within the TBT SLO 0.300–0.600. `b` keeps" in text     # no "TBT separates" sentence
+    assert text.startswith("TBT does not separate the policies more than TTFT")
 
 
 def test_instance_shares_by_hand():
@@ -514,3 +542,64 @@ def test_what_the_prose_says_of_the_runs_holds(board):
     kc = l09.knowledge_cost(arch="coupled")
     spread = kc.drop(index="prodstack_prefix")
     assert kc.loc["prodstack_prefix", "stale_share_belief"] > 0.05 > 0.01 > spread.stale_share_belief.max()
+
+
+def test_every_leaderboard_bar_carries_its_value_zero_ones_too(board):
+    """Each bar of the leaderboard figure is labelled with its value; an exact zero reads "0"."""
+    from mooncake_lab.plots import routers as rp
+
+    b = board.copy()
+    b.loc["prodstack_prefix", "slo_attainment"] = 0.0
+    fig = rp.leaderboard_bars({("conversation", "disaggregated", "lecture 04"): b})
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.texts]
+    assert len(labels) == len(b) and labels == [rp.bar_value(v) for v in b.slo_attainment]
+    assert "0" in labels and rp.bar_value(0.0) == "0" and rp.bar_value(0.0012) == "0.001"
+
+
+def test_the_notebook_tables_are_for_people():
+    """The tables the lecture shows: labels instead of raw column names, counts as integers, no cut cells."""
+    t = l09.state_table()
+    assert t["m: matched blocks"].dtype.kind == "i" and t["D: live KV tokens"].tolist() == ["150,000", "60,000", "20,000", "200,000"]
+    assert l09.parameters().loc["llmd_max_prefix_tokens", "default"] == "131,072"
+    kc = l09.readable(l09.knowledge_cost(arch="coupled", routers=["sglang"]))
+    assert "sent on a stale belief" in kc.columns and "stale_share_belief" not in kc.columns
+    sw = l09.sweep_table(l09.belief_sweep("sglang", (16, 0), cache_blocks=l09.SWEEP_CACHE_BLOCKS))
+    assert list(sw.index) == ["16", "unbounded", "true cache (KV events)"]
+    assert list(l09.weight_table(l09.dynamo_weight_sweep((0.0, 1.0))).index) == ["0", "1"]
+    assert set(l09.worked_table(l09.worked_request()).columns) >= {"instance 0", "choice, compiled"}
+    hot = l09.hot_first_block("conversation")
+    assert l09.describe_hot_first_block(hot).startswith(f"{hot['sharing_first_block']:,} of {hot['requests']:,}")
+
+
+def test_the_notes_numbers_are_the_simulators_defaults():
+    """The rule parameters the router notes state are the ones the simulator runs (RouterConfig,
+    SYSTEM_DEFAULTS): each snippet, with its number computed from the code, occurs in the notes."""
+    from mooncake_lab.sim.routers import SYSTEM_DEFAULTS
+
+    rc = RouterConfig()
+    pd_, co = rc.resolve("llmd", True, 1, 512), rc.resolve("llmd", False, 1, 512)
+    g = "{:g}".format
+    text = " ".join(NOTES.read_text(encoding="utf-8").split())
+    snippets = [
+        f"κ = {g(rc.dynamo_overlap_credit)}, the prefill scale s = {g(rc.dynamo_prefill_scale)}, the request weight "
+        f"ρ = {g(rc.dynamo_request_weight)} and the temperature T = {g(rc.dynamo_temperature)}",
+        f"with a {g(SYSTEM_DEFAULTS['dynamo'][2])} s time-to-live",
+        f"threshold {g(rc.sglang_cache_threshold)}, absolute bound {rc.sglang_balance_abs} and relative bound "
+        f"{g(rc.sglang_balance_rel)}",
+        f"prefix {g(co.llmd_w_prefix)}, queue {g(co.llmd_w_queue)}, KV utilisation {g(co.llmd_w_kv)}",
+        f"use prefix {g(pd_.llmd_w_prefix)} and queue {g(pd_.llmd_w_queue)}",
+        f"capped at llm-d's match limit ({rc.llmd_max_prefix_tokens:,} tokens)",
+        f"`kv_aware_threshold` = {rc.prodstack_kv_threshold} tokens",
+        f"(lowest QPS, a {g(SYSTEM_DEFAULTS['prodstack_kv'][3])} s window)",
+        f"`IMBALANCE_ABS` = {rc.aibrix_imbalance_abs}",
+        f"with k_σ = {g(rc.aibrix_std_factor)}",
+        f"(about {SYSTEM_DEFAULTS['aibrix'][1]} blocks of 512 tokens) with a {g(SYSTEM_DEFAULTS['aibrix'][2] / 60)}-minute",
+        f"if the in-flight spread exceeds {rc.aibrix_pd_prefill_imbalance}",
+        f"running spread of at least {g(rc.aibrix_decode_max_request)}",
+        f"a throughput spread above {rc.aibrix_decode_max_throughput:,.0f} tokens/s",
+        f"window {g(SYSTEM_DEFAULTS['preble'][3] / 60)} minutes, decode length {g(rc.preble_decode_len)} tokens, "
+        f"{g(rc.preble_tpot_s)} s per token",
+    ]
+    for s in snippets:
+        assert s in text, s

@@ -55,9 +55,24 @@ claim("09.change", _CHANGE, _change)
 claim("09.change_sglang", _CHANGE, _change, where="09.changed_sglang")
 claim("09.change_aibrix", _CHANGE, _change, where="09.changed_aibrix")
 
-claim("09.nodes", "on the same 16 nodes", lambda: _l09().ARCHITECTURES["coupled"]["n_coupled"])
+def _archs():
+    a = _l09().ARCHITECTURES
+    d, c = a["disaggregated"], a["coupled"]
+    return d["n_prefill"] + d["n_decode"], d["n_prefill"], d["n_decode"], c["n_coupled"]
+
+
+def _sim_default_pools():
+    from ..sim import ClusterConfig
+    c = ClusterConfig()
+    return c.n_prefill, c.n_decode
+
+
+claim("09.nodes", "both on the same 16 nodes: 8 prefill and 8 decode nodes, or 16 coupled nodes", _archs)
+claim("09.sim_pools", "(vLLM-like) | 8 prefill and 8 decode nodes", _sim_default_pools)
+claim("09.block_assumption", "the traces' 512-token blocks | 512-token blocks for every router", lambda: (_bt(), _bt()))
+claim("09.block_symbol", "tokens per block (512)", _bt)
 claim("09.dynamo_docs", "`overlap_score_weight` 0 is", lambda: _l09().DYNAMO_WEIGHTS[0],
-      source="ai-dynamo/dynamo docs/router/kv_cache_routing.md@391befc4 (reference/routers.md §1a)")
+      source="ai-dynamo/dynamo docs/router/kv_cache_routing.md@391befc4 (notebooks/routers.md, Dynamo)")
 
 
 def _pd_router():
@@ -97,7 +112,7 @@ def _slos():
 
 claim("09.slos", "TTFT ≤ 30 s, TBT ≤ 100 ms", _slos)
 not_a_claim("09.pd_readme", "fast-path spreads as 16 requests",
-            "a quote of AIBrix's pd_readme.md (reference/routers.md §5) that no code holds; the code's "
+            "a quote of AIBrix's pd_readme.md (notebooks/routers.md, AIBrix) that no code holds; the code's "
             "32 is claimed by 09.pd_code")
 claim("09.pd_code", "at the commit we implemented uses 32", lambda: _pd_router().aibrix_decode_max_request,
       source=_PD_SRC)

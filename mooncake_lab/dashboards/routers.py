@@ -24,7 +24,8 @@ from ..sim.routers import ROUTERS, SYSTEM_DEFAULTS, RouterConfig
 from ..traces import BLOCK_TOKENS
 from . import Dashboard, on_this_machine, sticky_decades, sticky_limit
 
-__all__ = ["RouterDashboard", "KNOBS", "POLICIES", "SPEEDS", "TRACES", "knob_default", "knob_overrides"]
+__all__ = ["RouterDashboard", "KNOBS", "POLICIES", "SPEEDS", "TRACES", "knob_default", "knob_overrides", "bar_total",
+           "seconds"]
 
 #: The routers, then Mooncake's Conductor (lecture 04) for comparison.
 POLICIES = (*ROUTERS, "kvcentric")
@@ -108,6 +109,20 @@ def knob_overrides(policy: str, value, knowledge: str = "default") -> tuple:
         else:
             kw[name] = float(value)
     return RouterConfig(**kw), {}
+
+
+def bar_total(millions: float) -> str:
+    """A bar's label: its prompt tokens in millions ("0" for none; two decimals below 0.1 M, so a small
+    total does not read as zero)."""
+    if millions == 0:
+        return "0"
+    return f"{millions:.2f}" if millions < 0.1 else f"{millions:.1f}"
+
+
+def seconds(x: float) -> str:
+    """A time as the readout prints it: three significant digits, whole seconds with thousands commas from
+    100 s up ("32,321 s", never "3.23e+04 s")."""
+    return f"{x:,.0f} s" if abs(x) >= 100 else f"{x:.3g} s"
 
 
 def _slider_style():
@@ -215,9 +230,12 @@ class RouterDashboard(Dashboard):
         x = np.arange(_MAX_INSTANCES)
         self.computed = a2.bar(x, np.zeros(_MAX_INSTANCES), color=PALETTE[3], label="computed")
         self.cached = a2.bar(x, np.zeros(_MAX_INSTANCES), color=PALETTE[2], label="reused from cache")
+        # each bar's total (millions of prompt tokens) above it, "0" on an instance that got nothing: a
+        # zero-length bar is then read as zero, not as a missing instance
+        self.totals = [a2.text(i, 0.0, "", ha="center", va="bottom", fontsize=7) for i in x]
         a2.set_xlabel("instance (prefill node / coupled node)")
         a2.set_ylabel("prompt tokens (millions)")
-        a2.set_title("prompt tokens per instance")
+        a2.set_title("prompt tokens per instance (millions)")
         a2.legend(loc="upper right", fontsize=8)
         self.caption = a1.text(0.98, 0.04, "", transform=a1.transAxes, ha="right", va="bottom", fontsize=9)
         # 8 or 16 instances, and a token scale that jumps when a knob piles the work on a few: both axes
@@ -225,7 +243,8 @@ class RouterDashboard(Dashboard):
         a2.xaxis.set_major_locator(MaxNLocator(8, integer=True))
         a2.yaxis.set_major_locator(MaxNLocator(5))
         a2.set_axisbelow(True)
-        self.dynamic(self.cdf, self.mean_line, self.caption, a2.xaxis, a2.yaxis, *self.computed, *self.cached)
+        self.dynamic(self.cdf, self.mean_line, self.caption, a2.xaxis, a2.yaxis, *self.computed, *self.cached,
+                     *self.totals)
         self._limits = {"ttft": None, "tokens": None}
         return fig
 
@@ -267,14 +286,17 @@ class RouterDashboard(Dashboard):
         lim["tokens"] = sticky_limit(lim["tokens"], float((comp + hit).max()) if n else 1.0, headroom=1.25)
         self.a2.set_ylim(0, lim["tokens"])
         self.a2.set_xlim(-0.6, n - 0.4)
-        for i, (bc, bh) in enumerate(zip(self.computed, self.cached)):
+        for i, (bc, bh, tx) in enumerate(zip(self.computed, self.cached, self.totals)):
             on = i < n
             bc.set_visible(on)
             bh.set_visible(on)
+            tx.set_visible(on)
             if on:
                 bc.set_height(comp[i])
                 bh.set_y(comp[i])
                 bh.set_height(hit[i])
+                tx.set_position((i, comp[i] + hit[i]))
+                tx.set_text(bar_total(comp[i] + hit[i]))
         knob = f"{KNOBS[p][1]} = {v[KNOBS[p][0]]:g}" if p in KNOBS else "no parameter"
         router, _ = knob_overrides(p, v[KNOBS[p][0]] if p in KNOBS else None, v["knowledge"])
         kn = "" if p in _NO_CACHE else (", belief" if router.knowledge == "belief" else ", true caches")
@@ -282,6 +304,6 @@ class RouterDashboard(Dashboard):
         imb = l09.load_imbalance(res)
         self.readout.value = (
             f"<code>{res.trace.name}</code> · {p} ({knob}{kn}) · mean TTFT "
-            f"<b>{s['ttft_mean_s']:.3g} s</b>, p99 {s['ttft_p99_s']:.3g} s · SLO attainment "
+            f"<b>{seconds(s['ttft_mean_s'])}</b>, p99 {seconds(s['ttft_p99_s'])} · SLO attainment "
             f"<b>{s['slo_attainment']:.1%}</b> · hit ratio <b>{s['hit_ratio']:.1%}</b> · load imbalance "
             f"(busiest / mean computed tokens) <b>{imb:.2f}</b> · simulated in {res.wall_s * 1e3:.0f} ms")

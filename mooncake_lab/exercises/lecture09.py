@@ -44,60 +44,61 @@ def _stale_percent() -> float:
     return 100.0 * float(sweep.stale_share.iloc[0])
 
 
-_RULES_HINT = ("apply the one-line rules of §1 to the changed state (`l09.changed_state()`, the change in "
-               "`l09.state_change()`), the systems' thresholds from `l09.parameter_table()`. ")
+_RULES_HINT = ("the state is `l09.changed_state()`, the change `l09.state_change()`, the thresholds "
+               "`l09.parameter_table()`. ")
 
 exercise(Exercise(
     "09.changed_sglang",
-    "Question 1a [rules by hand]: the worked request of §2, but instance 1 now holds 7 of the prompt's 8 blocks "
-    "instead of 2, everything else unchanged. Which instance does `sglang` pick now?",
+    "Question 1a [rules by hand]: in §2's worked state, instance 1 now holds 7 of the prompt's 8 blocks instead "
+    "of 2. Nothing else changes. Which instance does `sglang` pick now?",
     answer=lambda: _changed_choice("sglang"), rel_tol=0.0, unit="instance",
-    hint=_RULES_HINT + "SGLang: first its balance test (is max n − min n above abs, and max n above rel · min n?); "
-         "if the cluster is balanced, the deepest match m wins when its match rate h/L is above the threshold.",
-    why="SGLang balances only when both of its imbalance tests hold; otherwise it follows the deepest match, "
-        "wherever that has moved.",
+    hint=_RULES_HINT + "SGLang first tests the balance: is max n − min n above abs, and max n above rel · min n? "
+         "If not both, the deepest match wins when its match rate h/L is above the threshold.",
+    why="SGLang balances only when both imbalance tests hold. Otherwise it follows the deepest match, wherever "
+        "that has moved.",
     explain=_explain("sglang")))
 
 exercise(Exercise(
     "09.changed_aibrix",
-    "Question 1b [rules by hand]: same changed state (instance 1 now holds 7 of the prompt's 8 blocks instead "
+    "Question 1b [rules by hand]: the same changed state (instance 1 now holds 7 of the prompt's 8 blocks instead "
     "of 2). Which instance does `aibrix` pick now?",
     answer=lambda: _changed_choice("aibrix"), rel_tol=0.0, unit="instance",
-    hint=_RULES_HINT + "AIBrix: first the spread of in-flight requests against abs, which decides the candidates; "
-         "then, among the candidates, the deepest match within the load bound mean n + k_σ·σ(n).",
-    why="AIBrix looks at prefixes only among its candidates, and a large spread of in-flight requests leaves only "
-        "the least loaded: a deeper match on a busier instance never counts.",
+    hint=_RULES_HINT + "AIBrix first compares the spread of in-flight requests with abs: that decides the "
+         "candidates. Among them, the deepest match within the load bound mean n + k_σ·σ(n) wins.",
+    why="AIBrix looks at prefixes only among its candidates. A large spread of in-flight requests leaves only the "
+        "least loaded, so a deeper match on a busier instance never counts.",
     explain=_explain("aibrix")))
 
 exercise(Exercise(
     "09.prefix_imbalance",
     "Question 2 [no load term]: on the conversation trace, disaggregated, at lecture 04's stress, what load "
-    "imbalance (busiest instance's prompt tokens computed ÷ the mean) does `prodstack_prefix` reach?",
+    "imbalance does `prodstack_prefix` reach? (Load imbalance: the prompt tokens the busiest instance computed "
+    "÷ the mean.)",
     answer=_prefix_imbalance, rel_tol=0.03,
-    hint="`l09.leaderboard('conversation', 'disaggregated', 'lecture 04').load_imbalance`; compare with the number "
-         "of prefill instances.",
-    why="every prompt starts with the same first block, so the longest match is always the instance that saw "
-        "it first, and production-stack's prefixaware has no load term to break the tie: one instance gets "
-        "all the work, the imbalance equals the number of prefill instances."))
+    hint="`l09.leaderboard('conversation', 'disaggregated', 'lecture 04').load_imbalance`. Compare it with the "
+         "number of prefill instances.",
+    why="every prompt starts with the same block, so the longest match is always the instance that saw it first. "
+        "prefixaware has no load term to break the tie: one instance gets all the work, and the imbalance equals "
+        "the number of prefill instances."))
 
 exercise(Exercise(
     "09.best_coupled",
-    "Question 3 [architecture]: in the coupled engine (conversation, lecture 04's stress), which router has "
-    "the highest SLO attainment?",
+    "Question 3 [architecture]: on coupled nodes (conversation, lecture 04's stress), which router has the "
+    "highest SLO attainment?",
     answer=_best_coupled_router, choices=("dynamo", "sglang", "llmd", "prodstack_rr", "prodstack_prefix",
                                           "prodstack_kv", "aibrix", "preble"),
     hint="`l09.leaderboard('conversation', 'coupled', 'lecture 04')`, rows of kind 'router'.",
-    why="the coupled engine decodes where it prefills: every prompt token left to compute is a chunk that delays "
-        "the decode steps beside it, so the TBT SLO separates the routers there (§3's TTFT / TBT split), and reusing "
-        "the cache is what keeps chunks away."))
+    why="a coupled node decodes where it prefills: every prompt token left to compute delays the decode steps "
+        "beside it. So the TBT SLO separates the routers there (§3's TTFT / TBT split), and reusing the cache keeps "
+        "those chunks away."))
 
 exercise(Exercise(
     "09.stale_percent",
-    "Question 4 [cost of belief]: with SGLang's default router tree and instances that cache "
-    "`l09.SWEEP_CACHE_BLOCKS` blocks each (coupled, conversation, lecture 04's stress), what percentage of "
-    "requests go to an instance the router believes holds more of their prefix than it really does?",
+    "Question 4 [cost of belief]: the instances cache `l09.SWEEP_CACHE_BLOCKS` blocks each, and SGLang's router "
+    "tree has its default size (coupled, conversation, lecture 04's stress). What percentage of the requests go "
+    "to an instance the router believes holds more of their prefix than it does?",
     answer=_stale_percent, unit="%", rel_tol=0.05,
-    hint="`l09.belief_sweep('sglang', cache_blocks=l09.SWEEP_CACHE_BLOCKS)`, the row of SGLang's default "
-         "capacity (`l09.SYSTEM_DEFAULTS['sglang'][1]`), column `stale_share` (a fraction).",
-    why="the tree remembers what the router sent, not what the engine kept: the instance's LRU evicts blocks "
-        "the tree still lists, and the prefill recomputes them."))
+    hint="`l09.belief_sweep('sglang', cache_blocks=l09.SWEEP_CACHE_BLOCKS)`: the row of SGLang's default size "
+         "(`l09.SYSTEM_DEFAULTS['sglang'][1]`), column `stale_share`. It is a fraction; give a percentage.",
+    why="the tree remembers what the router sent, not what the engine kept. The instance evicts blocks the tree "
+        "still lists, and the prefill recomputes them."))

@@ -1,7 +1,7 @@
 """Lecture 09: after Mooncake — the KV-aware routers of today's open-source stacks on the same traces.
 
 * :data:`ROUTER_INFO`: per router its system, the version implemented (file @ commit of
-  ``reference/routers.md``) and what it knows of the caches by default.
+  ``notebooks/routers.md``, the course's router notes) and what it knows of the caches by default.
 * :func:`cluster` / :func:`run`: one architecture (Mooncake's 8P+8D pools or 16 coupled nodes with
   chunked prefill, the same 16 nodes) at one stress level (:data:`STRESS`: lecture 04's replay speed
   on the calibrated preset, lecture 07's 2× decode-bound overload), memoised.
@@ -13,12 +13,14 @@
 * :func:`worked_request`: one request, four hand-set instances, each rule's per-instance numbers;
   :func:`changed_state` / :func:`explain_choice`: exercise 1's changed state and a rule applied to it step by step.
 * :func:`dynamo_weight_sweep`, :func:`default_variants`, :func:`docs_box`: what the docs claim vs what we measure.
-* :data:`HISTORY`: the dated facts of ``reference/routers.md``.
+* :data:`HISTORY`: the dated facts of ``notebooks/routers.md``.
+* :func:`readable`, :func:`overview`, :func:`board_table` …: the tables the notebook shows, labelled for people.
 """
 from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections import OrderedDict
 
 import numpy as np
@@ -38,9 +40,12 @@ __all__ = ["ROUTER_INFO", "ARCHITECTURES", "STRESS", "CONDUCTOR", "TRACES", "clu
            "EXERCISE_CHANGE", "EXERCISE_ROUTERS", "EXPLAINED", "changed_state", "state_change", "explain_choice",
            "BELIEF_CAPACITIES", "SWEEP_CACHE_BLOCKS", "belief_sweep", "describe_belief_sweep", "hot_first_block", "DYNAMO_WEIGHTS", "dynamo_weight_config",
            "dynamo_weight_sweep", "TBT_ROUTERS", "prefill_share_during_decode", "tbt_vs_ttft",
-           "describe_tbt_vs_ttft", "instance_shares", "describe_instance_shares", "DEFAULT_VARIANTS", "default_variants", "docs_box", "HISTORY", "history"]
+           "describe_tbt_vs_ttft", "instance_shares", "describe_instance_shares", "DEFAULT_VARIANTS", "default_variants", "docs_box", "HISTORY", "history",
+           "LABELS", "STATE_LABELS", "readable", "overview", "belief_settings", "parameters", "state_table",
+           "request_table", "worked_table", "board_table", "sweep_table", "weight_table", "variants_table",
+           "describe_hot_first_block", "history_table"]
 
-#: Router → (system, what it implements, source file @ commit — reference/routers.md).
+#: Router → (system, what it implements, source file @ commit — notebooks/routers.md, "Sources").
 ROUTER_INFO = {
     "dynamo": ("NVIDIA Dynamo", "KV router, cost = prefill blocks after overlap credit + decode blocks",
                "lib/kv-router/src/scheduling/selector/default.rs @ 07a6c9ce"),
@@ -240,7 +245,7 @@ def parameter_table() -> pd.DataFrame:
         if v is None and f.name in llmd:
             v = f"{getattr(coupled, llmd[f.name]):g} coupled, {getattr(pools, llmd[f.name]):g} on the pools"
         elif v is None:
-            v = "each router's own (the table of §1)"
+            v = "each router's own (the tables of §1)"
         rows.append({"parameter": f.name, "default": v})
     return pd.DataFrame(rows).set_index("parameter")
 
@@ -366,13 +371,13 @@ def changed_state(change: dict | None = None, state: dict | None = None) -> dict
 
 
 def state_change(change: dict | None = None, state: dict | None = None) -> pd.DataFrame:
-    """One row per number :func:`changed_state` changes: field, instance, the value in ``state`` (default
-    :data:`WORKED_STATE`) and the value now."""
+    """One row per number :func:`changed_state` changes: field (labelled as :func:`state_table` labels it),
+    instance, the value in ``state`` (default :data:`WORKED_STATE`, §2's) and the value now."""
     state = WORKED_STATE if state is None else state
     new = changed_state(change, state)
-    rows = [{"field": f, "instance": i, "worked": state[f][i], "now": new[f][i]}
+    rows = [{"field": STATE_LABELS.get(f, f), "instance": i, "in §2": state[f][i], "now": new[f][i]}
             for f in state for i in range(len(state[f])) if new[f][i] != state[f][i]]
-    return pd.DataFrame(rows, columns=["field", "instance", "worked", "now"]).set_index(["field", "instance"])
+    return pd.DataFrame(rows, columns=["field", "instance", "in §2", "now"]).set_index(["field", "instance"])
 
 
 def _num(x) -> str:
@@ -613,31 +618,34 @@ def belief_sweep(router: str = "sglang", capacities=BELIEF_CAPACITIES, trace: Tr
 
 
 def describe_belief_sweep(sweep: pd.DataFrame) -> str:
-    """Markdown: what :func:`belief_sweep` shows — stale share above the cache size, hit ratio below it,
-    and whether the belief of exactly the cache's size matched the true-cache run."""
+    """Markdown: what :func:`belief_sweep` shows — hit ratio below the cache size, stale share above it,
+    and whether the belief of exactly the cache's size matched the true-cache run (short sentences)."""
     caps = [c for c in sweep.index if c != "true"]
     cache = int(sweep.cache_blocks.iloc[0])
     big = [c for c in caps if c == 0 or c > cache]
     small = [c for c in caps if 0 < c < cache]
-    out = []
+    true = sweep.loc["true"]
+
+    def stale(c):
+        x = 100 * sweep.loc[c, "stale_share"]
+        return "no request to an evicted prefix" if x == 0 else f"{x:.1f} % of the requests to an evicted prefix"
+
+    out = [f"The instances cache {cache:,} blocks each."]
     if small:
         c = min(small)
-        out.append(f"a belief of {c:,} blocks (the smallest) reaches a hit ratio of {sweep.loc[c, 'hit_ratio']:.3f} "
-                   f"against {sweep.loc['true', 'hit_ratio']:.3f} with the true cache, and sends no request to an "
-                   f"evicted prefix ({100 * sweep.loc[c, 'stale_share']:.1f} %)")
+        out.append(f"A belief of {c:,} blocks reaches a hit ratio of {sweep.loc[c, 'hit_ratio']:.3f}, against "
+                   f"{true.hit_ratio:.3f} with the true cache; it sends {stale(c)}.")
     if big:
         c = big[-1]
-        out.append(f"a belief {'without a bound' if c == 0 else f'of {c:,} blocks'} sends "
-                   f"{100 * sweep.loc[c, 'stale_share']:.1f} % of the requests to an instance that evicted part of "
-                   f"the prefix it believed there ({100 * sweep.loc[c, 'missed_tokens_share']:.1f} % of all prompt "
-                   f"tokens believed cached and recomputed); mean TTFT {sweep.loc[c, 'ttft_mean_s']:.2f} s against "
-                   f"{sweep.loc['true', 'ttft_mean_s']:.2f} s")
+        out.append(f"A belief {'without a bound' if c == 0 else f'of {c:,} blocks'} sends {stale(c)}: "
+                   f"{100 * sweep.loc[c, 'missed_tokens_share']:.1f} % of all prompt tokens were believed cached and "
+                   f"recomputed.")
     if cache in caps:
         same = bool(np.isclose(sweep.loc[cache, ["slo_attainment", "ttft_mean_s", "hit_ratio"]].astype(float),
-                               sweep.loc["true", ["slo_attainment", "ttft_mean_s", "hit_ratio"]].astype(float)).all())
-        out.append(f"a belief of exactly the cache's {cache:,} blocks {'matches' if same else 'does not match'} the "
-                   "true-cache run")
-    return f"With instances caching {cache:,} blocks each: " + "; ".join(out) + "."
+                               true[["slo_attainment", "ttft_mean_s", "hit_ratio"]].astype(float)).all())
+        out.append(f"A belief of exactly the cache's {cache:,} blocks {'matches' if same else 'does not match'} the "
+                   "true-cache run.")
+    return " ".join(out)
 
 
 # ------------------------------------------------------------------ all leaderboards at once
@@ -666,29 +674,38 @@ def _best(df: pd.DataFrame) -> str:
 NOISE_SLO = 0.2
 
 
+def _board_name(key) -> str:
+    t, a, s = key
+    return f"{_trace(t).name}, {a}, {s}"
+
+
 def describe_leaderboards(boards: dict) -> str:
-    """Markdown: per board the winner, the best router, the Conductor's kvcentric, and the most uneven policy."""
-    lines = []
+    """Markdown: a table with per board the winner, the best router, the Conductor's kvcentric and
+    cache_aware, and the most uneven policy; then one short sentence per board whose order is noise
+    (best SLO attainment under :data:`NOISE_SLO`) and per coupled board lighter at lecture 07's stress."""
+    rows, noise, lighter = [], [], []
     for (t, a, s), df in boards.items():
         routers = df[df.kind == "router"]
         worst = df.load_imbalance.idxmax()
-        lines.append(f"* **{_trace(t).name}, {a}, {s} stress:** first {_best(df)}; best router {_best(routers)}; "
-                     f"`kvcentric` {df.loc['kvcentric', 'slo_attainment']:.3f}, `cache_aware` "
-                     f"{df.loc['cache_aware', 'slo_attainment']:.3f}; most uneven `{worst}` (load imbalance "
-                     f"{df.loc[worst, 'load_imbalance']:.2f}, SLO attainment {df.loc[worst, 'slo_attainment']:.3f}).")
+        rows.append(f"| {_board_name((t, a, s))} | {_best(df)} | {_best(routers)} | "
+                    f"{df.loc['kvcentric', 'slo_attainment']:.3f} | {df.loc['cache_aware', 'slo_attainment']:.3f} | "
+                    f"`{worst}` ({df.loc[worst, 'load_imbalance']:.2f}) |")
         if df.slo_attainment.max() < NOISE_SLO:
-            lines[-1] += (f" No policy keeps even a fifth of the requests within the SLOs (best "
-                          f"{df.slo_attainment.max():.3f}): decode is the bottleneck here, which no prefill-side "
-                          "router can fix — lecture 07's admission control does; the order of this board is noise.")
-        if a == "coupled" and df.loc["kvcentric"].equals(df.loc["cache_aware"].replace("Conductor", "Conductor")):
-            lines[-1] += " (Coupled nodes have no pool to fetch from: `kvcentric` routes as `cache_aware`.)"
+            noise.append(f"{_board_name((t, a, s))} (best {df.slo_attainment.max():.3f})")
         other = next((boards[k] for k in boards if k[:2] == (t, a) and k[2] != s), None)
         if a == "coupled" and s == "lecture 07" and other is not None \
                 and df.slo_attainment.max() > other.slo_attainment.max():
-            lines[-1] += (f" Lighter than at lecture 04's stress (best {other.slo_attainment.max():.3f}): lecture 07's "
-                          "decode-memory and binding settings are the pools', so coupled nodes get only its faster "
-                          "nodes and its faster replay, and the faster nodes gain more than the faster replay costs.")
-    return "SLO attainment (share of requests with TTFT and TBT within their SLOs):\n\n" + "\n".join(lines)
+            lighter.append(f"{_trace(t).name} (best {df.slo_attainment.max():.3f} against "
+                           f"{other.slo_attainment.max():.3f})")
+    out = ("| board: trace, architecture, stress | first (SLO attainment) | best router | `kvcentric` | "
+           "`cache_aware` | most uneven (load imbalance) |\n|---|---|---|---|---|---|\n" + "\n".join(rows))
+    if noise:
+        out += (f"\n\nNo policy keeps even a fifth of the requests within the SLOs on {'; '.join(noise)}. "
+                "There the order of the board is noise.")
+    if lighter:
+        out += (f"\n\nCoupled nodes are lighter at lecture 07's stress than at lecture 04's on "
+                f"{'; '.join(lighter)}.")
+    return out
 
 
 def hot_first_block(trace: Trace | str = "conversation") -> dict:
@@ -754,30 +771,25 @@ def tbt_vs_ttft(trace: Trace | str = "conversation", arch: str = "coupled", stre
 
 
 def describe_tbt_vs_ttft(df: pd.DataFrame) -> str:
-    """What :func:`tbt_vs_ttft` shows, in sentences computed from it."""
-    best_ttft, worst_tbt = df.ttft_slo.idxmax(), df.tbt_slo.idxmin()
+    """What :func:`tbt_vs_ttft` shows, in three short sentences computed from it: which SLO separates the
+    policies, the policy with the fewest requests within the TBT SLO and its prefill share, and whether the
+    hit ratio orders them as the TBT SLO share does."""
+    worst_tbt = df.tbt_slo.idxmin()
     w = df.loc[worst_tbt]
     others = df.drop(index=worst_tbt)
-    out = (f"Within the TTFT SLO the policies keep {df.ttft_slo.min():.3f}–{df.ttft_slo.max():.3f} of the requests, "
-           f"within the TBT SLO {df.tbt_slo.min():.3f}–{df.tbt_slo.max():.3f}"
-           + (": TBT is what separates them here. " if np.ptp(df.tbt_slo) > np.ptp(df.ttft_slo) else ". ")
-           + f"`{best_ttft}` keeps the most requests within the TTFT SLO ({df.ttft_slo.max():.3f}); "
-           f"`{worst_tbt}` the fewest within the TBT SLO ({w.tbt_slo:.3f}, against "
-           f"{others.tbt_slo.min():.3f}–{others.tbt_slo.max():.3f} for the others). ")
-    same_order = list(df.hit_ratio.sort_values(kind="stable").index) == list(df.tbt_slo.sort_values(kind="stable").index)
-    out += ("Ordered by hit ratio, they are ordered by TBT SLO share too: every prompt token reused is one chunk "
-            "fewer beside the decode steps. " if same_order else
-            "Their order by hit ratio is not their order by TBT SLO share. ")
+    spans = (f"within the TTFT SLO they keep {df.ttft_slo.min():.3f}–{df.ttft_slo.max():.3f} of the requests, "
+             f"within the TBT SLO {df.tbt_slo.min():.3f}–{df.tbt_slo.max():.3f}")
+    out = (f"TBT separates the policies here: {spans}. " if np.ptp(df.tbt_slo) > np.ptp(df.ttft_slo)
+           else f"TBT does not separate the policies more than TTFT: {spans}. ")
     share_lo, share_hi = others.prefill_share_during_decode.min(), others.prefill_share_during_decode.max()
-    if w.prefill_share_during_decode > share_hi:
-        out += (f"A request routed by `{worst_tbt}` spends {w.prefill_share_during_decode:.0%} of its decode time "
-                f"on a node that is also prefilling ({share_lo:.0%}–{share_hi:.0%} with the others), at a hit ratio "
-                f"of {w.hit_ratio:.3f} ({others.hit_ratio.min():.3f}–{others.hit_ratio.max():.3f}): more prompt "
-                "tokens to compute, in chunks that share iterations with its decode steps.")
-    else:
-        out += (f"Its requests do not spend more of their decode time beside prefills "
-                f"({w.prefill_share_during_decode:.0%}; others {share_lo:.0%}–{share_hi:.0%}): here the prefill share "
-                "does not explain it.")
+    out += (f"`{worst_tbt}` keeps the fewest within the TBT SLO ({w.tbt_slo:.3f}); its requests spend "
+            f"{w.prefill_share_during_decode:.0%} of their decode time beside a prefill "
+            f"({share_lo:.0%}–{share_hi:.0%} with the others)"
+            + (". " if w.prefill_share_during_decode > share_hi else
+               ", so here the prefill share does not explain it. "))
+    same_order = list(df.hit_ratio.sort_values(kind="stable").index) == list(df.tbt_slo.sort_values(kind="stable").index)
+    out += ("Ordered by hit ratio, the policies are ordered by TBT SLO share too." if same_order else
+            "Their order by hit ratio is not their order by TBT SLO share.")
     return out
 
 
@@ -838,7 +850,7 @@ def dynamo_weight_sweep(weights=DYNAMO_WEIGHTS, trace: Trace | str = "conversati
     return pd.DataFrame(rows).set_index("overlap_score_weight")
 
 
-#: Documented vs code defaults (reference/routers.md §2, §5): AIBrix's README (block 128, imbalance 16,
+#: Documented vs code defaults (notebooks/routers.md, SGLang and AIBrix): AIBrix's README (block 128, imbalance 16,
 #: σ factor 2) vs its code (4, 8, 1); SGLang's CacheAwareConfig::default() (threshold 0.5, abs 32, rel 1.1,
 #: max tree 10,000 chars) vs the CLI (0.3, 64, 1.5, 2^26 chars). Tree/store sizes in 512-token blocks at
 #: 4 chars per token; SGLang's eviction interval (30 s vs 120 s) is not modelled (LRU at insert).
@@ -906,39 +918,39 @@ def docs_box(sweep: pd.DataFrame, variants: pd.DataFrame, boards: dict | None = 
     return head + "\n".join(f"| {x} | {y} | {z} |" for x, y, z in rows)
 
 
-# ------------------------------------------------------------------ history (dates: reference/routers.md)
-#: (system, what, when, where) — only dates the reference gives; "date not in our reference" otherwise.
+# ------------------------------------------------------------------ history (dates: notebooks/routers.md)
+#: (system, what, when, where) — only dates the course's router notes (notebooks/routers.md) give; "no date in our notes" otherwise.
 HISTORY = (
     ("Mooncake", "paper with the Conductor (Algorithm 1); no open-source Conductor found",
-     "arXiv 2407.00079 (the id: July 2024)", "reference/routers.md, header"),
-    ("NVIDIA Dynamo", "early rule: maximise 2·overlap − usage − waiting", "date not in our reference",
+     "arXiv 2407.00079 (the id: July 2024)", "the paper (notebooks/routers.md)"),
+    ("NVIDIA Dynamo", "early rule: maximise 2·overlap − usage − waiting", "no date in our notes",
      "lib/llm/src/kv_router/scheduler.rs @ 00564be8"),
-    ("NVIDIA Dynamo", "classic rule: w·prefill blocks + decode blocks, argmin", "date not in our reference",
+    ("NVIDIA Dynamo", "classic rule: w·prefill blocks + decode blocks, argmin", "no date in our notes",
      "lib/llm/src/kv_router/scheduler.rs @ db19bd2a"),
-    ("NVIDIA Dynamo", "credit/scale rule (κ, s, ρ), the one implemented", "v1.4-era; date not in our reference",
+    ("NVIDIA Dynamo", "credit/scale rule (κ, s, ρ), the one implemented", "v1.4 era; no date in our notes",
      "lib/kv-router/src/scheduling/selector/default.rs @ 07a6c9ce"),
-    ("SGLang router", "cache_aware, miss → smallest tree", "date not in our reference",
+    ("SGLang router", "cache_aware, miss → smallest tree", "no date in our notes",
      "sgl-router/src/policies/cache_aware.rs @ 026f853b"),
-    ("SGLang model gateway", "cache_aware, miss → least load (implemented)", "date not in our reference",
+    ("SGLang model gateway", "cache_aware, miss → least load (implemented)", "no date in our notes",
      "sgl-model-gateway/src/policies/cache_aware.rs @ b93974f1"),
     ("SMG (lightseekorg/smg)", "later home of the gateway; token-usage imbalance terms", "2026-08-07",
      "lightseekorg/smg @ 73da68ca"),
     ("llm-d inference scheduler", "weighted scorers, match cap 256 blocks", "2026-05-17",
      "llm-d/llm-d-inference-scheduler @ 520af478"),
-    ("GIE EPP", "the same default profile 2/2/3 in its Helm config", "tag v1.3.0; date not in our reference",
+    ("Gateway API Inference Extension", "the same default profile 2/2/3 in its Helm config", "tag v1.3.0; no date in our notes",
      "kubernetes-sigs/gateway-api-inference-extension @ a93ccb58"),
     ("llm-d router", "renamed scheduler, match cap 131,072 tokens (implemented)", "2026-08-21",
      "llm-d/llm-d-router @ ebab6879"),
     ("vLLM production-stack", "roundrobin, prefixaware, kvaware (implemented)", "2026-08-05",
      "vllm-project/production-stack @ a6c01db0"),
     ("AIBrix", "prefix-cache router, Preble port (implemented)", "2026-08-23", "vllm-project/aibrix @ e3e10f9e"),
-    ("Preble", "E2 exploit/explore scheduler (implemented)", "date not in our reference",
+    ("Preble", "E2 exploit/explore scheduler (implemented)", "no date in our notes",
      "WukLab/preble multi_node/global_scheduler_with_time.py @ 0c962c4c"),
 )
 
 
 def history() -> pd.DataFrame:
-    """:data:`HISTORY` as a table (dates as the reference gives them: the commits we read, not releases)."""
+    """:data:`HISTORY` as a table (dates as notebooks/routers.md gives them: the commits we read, not releases)."""
     return pd.DataFrame(HISTORY, columns=["system", "what", "when", "source"])
 
 
@@ -949,7 +961,7 @@ from ..reproduce import Metric, figure_group, metric_group  # noqa: E402
 @metric_group("routers")
 def _metrics() -> list:
     out = []
-    src = "ours: l09.leaderboard({t!r}, {a!r}, {s!r}); routers as in reference/routers.md"
+    src = "ours: l09.leaderboard({t!r}, {a!r}, {s!r}); routers as in notebooks/routers.md"
     for (t, a, s), df in leaderboards().items():
         key = f"{_trace(t).name}.{a}.{s.replace(' ', '')}"
         for p in df.index:
@@ -968,3 +980,155 @@ def _figures() -> dict:
     return {"l09_leaderboard": plots.leaderboard_bars({k: v for k, v in boards.items() if k[2] == "lecture 04"}),
             "l09_belief_sweep": plots.belief_sweep(belief_sweep(cache_blocks=SWEEP_CACHE_BLOCKS)),
             "l09_dynamo_weight": plots.dynamo_weight(dynamo_weight_sweep())}
+
+
+# ------------------------------------------------------------------ tables for people (what the notebook shows)
+#: Column → the label the lecture's tables show (units in the label).
+LABELS = {
+    "kind": "kind", "ttft_mean_s": "mean TTFT (s)", "ttft_p99_s": "p99 TTFT (s)",
+    "slo_attainment": "SLO attainment", "hit_ratio": "hit ratio", "fetched_tokens": "fetched tokens",
+    "load_imbalance": "load imbalance (busiest ÷ mean)",
+    "ttft_slo": "within TTFT SLO", "tbt_slo": "within TBT SLO",
+    "prefill_share_during_decode": "decode time beside a prefill",
+    "default": "default knowledge", "hit_ratio_true": "hit ratio, true", "hit_ratio_belief": "hit ratio, belief",
+    "ttft_mean_true_s": "mean TTFT, true (s)", "ttft_mean_belief_s": "mean TTFT, belief (s)",
+    "ttft_ratio": "TTFT belief ÷ true", "stale_share_belief": "sent on a stale belief",
+    "stale_share": "sent on a stale belief", "missed_tokens_share": "prompt tokens believed, not cached",
+    "tbt_mean_ms": "mean TBT (ms)", "tbt_tail_mean_ms": "slowest-decile TBT (ms)",
+}
+#: :data:`WORKED_STATE`'s fields → the labels of :func:`state_table` (the rule's symbol in front).
+STATE_LABELS = {
+    "matched_blocks": "m: matched blocks", "tree_blocks": "tree blocks", "pending_tokens": "P: tokens to prefill",
+    "live_kv_tokens": "D: live KV tokens", "inflight": "n: in flight", "queued": "q: queued",
+    "recent_requests": "r: requests in window", "recent_prefill_s": "W: prefill s in window",
+    "deepest_entered": "deepest block stored at (s)"}
+
+
+def readable(df: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
+    """``df`` with the lecture's labels (:data:`LABELS`) for its columns, floats rounded to ``digits``
+    (seconds and milliseconds to 2 and 1), whole-number columns as integers."""
+    out = df.copy()
+    for c in out.columns:
+        if pd.api.types.is_float_dtype(out[c]):
+            d = 1 if c.endswith("_ms") else 2 if c.endswith("_s") else digits
+            out[c] = out[c].round(d)
+    return out.rename(columns=LABELS)
+
+
+def overview() -> pd.DataFrame:
+    """What each router is and what it knows of the caches by default (from :func:`router_table`)."""
+    t = router_table()
+    kn = {"true": "true caches (KV events or a cache controller)", "belief": "its belief (what it sent where)"}
+    return pd.DataFrame({"system": t.system, "rule": t.rule, "knows the caches by": t.knowledge.map(kn)})
+
+
+def belief_settings() -> pd.DataFrame:
+    """Per router: its belief's size and time-to-live (used whenever it runs on its belief), the window of its
+    request-rate statistics and the decode node it picks on the pools (from :func:`router_table`)."""
+    t = router_table()
+    ttl = t.belief_ttl_s.map(lambda x: "none" if not math.isfinite(x) else f"{x:,.0f}")
+    size = t.belief_blocks.map(lambda x: f"{x:,}" if isinstance(x, (int, np.integer)) else x)
+    short = {"least_kv": "least KV", "least_requests": "fewest requests", "least_queued": "fewest waiting",
+             "round_robin": "round robin", "aibrix_pd": "AIBrix's PD router"}
+    return pd.DataFrame({"belief size (512-token blocks)": size, "belief time-to-live (s)": ttl,
+                         "rate window (s)": t.window_s.map(lambda x: f"{x:,.0f}"),
+                         "decode node on the pools": t.decode_choice.map(short)})
+
+
+def parameters() -> pd.DataFrame:
+    """:func:`parameter_table` with its defaults printed as a person reads them (131,072, not 131072)."""
+    t = parameter_table()
+
+    def fmt(v):
+        if isinstance(v, bool) or isinstance(v, str):
+            return v
+        if isinstance(v, (int, np.integer)):
+            return f"{v:,}"
+        return f"{v:,g}"
+    return pd.DataFrame({"default": t["default"].map(fmt)}, index=t.index)
+
+
+def state_table(state: dict | None = None) -> pd.DataFrame:
+    """:data:`WORKED_STATE` (or ``state``) as a table: one row per instance, the rule's symbols in the labels,
+    whole numbers as integers."""
+    st = WORKED_STATE if state is None else state
+    worked_inputs(st)   # validates
+    def fmt(x):   # whole numbers as integers, thousands with commas ("150,000")
+        x = float(x)
+        return (f"{int(x):,}" if abs(x) >= 1000 else int(x)) if x.is_integer() else x
+    df = pd.DataFrame({STATE_LABELS[k]: [fmt(x) for x in v] for k, v in st.items()})
+    return df.rename_axis("instance")
+
+
+def request_table(request: dict | None = None) -> pd.DataFrame:
+    """:data:`WORKED_REQUEST` (or ``request``) as a one-row table with labels."""
+    q = WORKED_REQUEST if request is None else request
+    return pd.DataFrame([{"L: prompt tokens": f"{q['L']:,}", "blocks": q["n_blocks"], "u: random draw": q["u"],
+                          "decisions so far (round robin)": q["rr"],
+                          "KV tokens an instance holds": f"{q['kv_cap']:,.0f}"}], index=["the request"])
+
+
+def worked_table(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`worked_request`'s table with labels: the numbers each rule compares, per instance, its choice by
+    the plain-Python rule and by the compiled kernel."""
+    cols = {c: f"instance {c[1:]}" for c in table.columns if re.fullmatch(r"i\d+", c)}
+    out = table.rename(columns={**cols, "compares": "numbers compared", "choice": "choice",
+                                "route (numba)": "choice, compiled"})
+    out["numbers compared"] = out["numbers compared"].map(
+        lambda s: ", ".join(SCORE_LABELS.get(k.strip(), k.strip()) for k in s.split(",")))
+    return out
+
+
+#: :func:`~mooncake_lab.sim.routers_reference.rule_scores`' keys → the symbols of the lecture's rule table.
+SCORE_LABELS = {"cost_blocks": "cost (blocks)", "match_rate": "h/L", "inflight": "n",
+                "deepest_entered": "stored at (s)", "score": "S", "matched_blocks": "m", "recent_requests": "r",
+                "match_pct": "match %", "bound": "load bound", "cost_s": "cost (s)", "rr mod N": "rr mod N"}
+
+
+def board_table(boards: dict, stress: str | None = None, metric: str = "slo_attainment",
+                digits: int = 3) -> pd.DataFrame:
+    """One row per policy (routers, then the Conductor's), one column per board of :func:`leaderboards`
+    (architecture, trace; only those at ``stress`` if given): ``metric`` rounded to ``digits``."""
+    keys = [k for k in boards if stress is None or k[2] == stress]
+    if not keys:
+        raise fail("stress", stress, ", ".join(sorted({repr(k[2]) for k in boards})), "l09.board_table")
+    names = [p for p in (*ROUTERS, *CONDUCTOR) if all(p in boards[k].index for k in keys)]
+    label = lambda t: t if isinstance(t, str) else _trace(t).name   # noqa: E731
+    tup = [(a, label(t)) if stress is not None else (s, a, label(t)) for t, a, s in keys]
+    cols = pd.MultiIndex.from_tuples(tup, names=["architecture", "trace"] if stress is not None
+                                     else ["stress", "architecture", "trace"])
+    data = np.array([[boards[k].loc[p, metric] for k in keys] for p in names], dtype=float)
+    return pd.DataFrame(data.round(digits), index=pd.Index(names, name="policy"), columns=cols)
+
+
+def sweep_table(sweep: pd.DataFrame) -> pd.DataFrame:
+    """:func:`belief_sweep` with labels: the index says "unbounded" for 0 and "true cache (KV events)" for the
+    true-cache run; the constant cache size is left out (:func:`describe_belief_sweep` states it)."""
+    idx = ["true cache (KV events)" if c == "true" else "unbounded" if int(c) == 0 else f"{int(c):,}"
+           for c in sweep.index]
+    out = readable(sweep.drop(columns="cache_blocks"))
+    out.index = pd.Index(idx, name="belief size (blocks)")
+    return out
+
+
+def weight_table(sweep: pd.DataFrame) -> pd.DataFrame:
+    """:func:`dynamo_weight_sweep` with labels; the weight as 0, 0.5, 1 …"""
+    out = readable(sweep)
+    out.index = pd.Index([f"{w:g}" for w in sweep.index], name="overlap_score_weight")
+    return out
+
+
+def variants_table(variants: pd.DataFrame) -> pd.DataFrame:
+    """:func:`default_variants` with labels."""
+    return readable(variants).rename_axis(["router", "defaults from"])
+
+
+def describe_hot_first_block(hot: dict) -> str:
+    """One sentence: how many prompts start with the trace's most common first block."""
+    return (f"{hot['sharing_first_block']:,} of {hot['requests']:,} prompts ({100 * hot['share']:.1f} %) start with "
+            "the same first block.")
+
+
+def history_table() -> pd.DataFrame:
+    """:func:`history`, indexed by system, for reading whole (no cut cells)."""
+    return history().set_index("system")

@@ -8,9 +8,14 @@ import numpy as np
 
 from . import PALETTE, new_figure, styled
 
-__all__ = ["leaderboard_bars", "belief_sweep", "dynamo_weight", "KIND_COLORS"]
+__all__ = ["leaderboard_bars", "belief_sweep", "dynamo_weight", "KIND_COLORS", "bar_value"]
 
 KIND_COLORS = {"router": PALETTE[0], "Conductor": PALETTE[1]}
+
+
+def bar_value(v: float) -> str:
+    """A bar's value label: "0" for an exact zero, else three decimals ("0.001" stays visibly not zero)."""
+    return "0" if v == 0 else f"{v:.3f}"
 
 
 @styled
@@ -25,9 +30,11 @@ def leaderboard_bars(boards: dict, metric: str = "slo_attainment", label: str = 
     for ax, key in zip(axes, keys):
         df = boards[key]
         y = np.arange(len(df))[::-1]
-        ax.barh(y, df[metric], color=[KIND_COLORS.get(k, PALETTE[7]) for k in df.kind], height=0.7)
+        bars = ax.barh(y, df[metric], color=[KIND_COLORS.get(k, PALETTE[7]) for k in df.kind], height=0.7)
+        # every bar carries its value, a zero-length one too ("0"), so no policy seems to be missing
+        ax.bar_label(bars, labels=[bar_value(v) for v in df[metric]], padding=3, fontsize=8)
         ax.set_yticks(y, df.index)
-        ax.set_xlim(0, 1.05 if metric == "slo_attainment" else None)
+        ax.set_xlim(0, 1.15 if metric == "slo_attainment" else float(np.nanmax(df[metric])) * 1.15 or 1.0)
         ax.set_xlabel(label)
         t, a, s = key
         ax.set_title(f"{t}, {a}, {s} stress")
