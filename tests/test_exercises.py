@@ -249,7 +249,8 @@ def unit_demos():
             exercise(Exercise("99.slo", "What multiple of the SLO?", answer=lambda: 1.5, unit="× SLO", rel_tol=0.03)),
             exercise(Exercise("99.count", "How many tokens?", answer=lambda: 1, unit="tokens", rel_tol=0.0)),
             exercise(Exercise("99.lease", "Which lease?", answer=lambda: "1ms", choices=("1ms", "10s"))),
-            exercise(Exercise("99.share", "Share of peak?", answer=lambda: 0.31, unit="(fraction of peak)"))]
+            exercise(Exercise("99.share", "Share of peak?", answer=lambda: 0.31, unit="(fraction of peak)")),
+            exercise(Exercise("99.plain", "Busiest ÷ mean?", answer=lambda: 8.0, rel_tol=0.03))]
     yield
     for e in made:
         _REGISTRY.pop(e.id)
@@ -263,6 +264,7 @@ def unit_demos():
     ("99.time", "1 ms"), ("99.time", "0.001 s"), ("99.time", "1000 µs"), ("99.slo", "1.5x SLO"), ("99.slo", "1.5×"),
     ("99.count", "1 token"), ("99.count", "1 tokens"), ("99.lease", "1 ms"), ("99.lease", "1-ms"),
     ("09.changed_sglang", "instance 1"), ("99.share", "31%"), ("99.share", "0.31"),
+    ("99.plain", "8x"), ("99.plain", "8×"), ("99.plain", "8"),
 ])
 def test_answers_in_the_unit_the_question_asks_as_a_reader_writes_it(unit_demos, ex_id, answer):
     """The prose writes 2×, 2 MiB, $0.05 and 1 ms: the checks take them as written (and convert a prefixed

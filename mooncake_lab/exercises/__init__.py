@@ -322,6 +322,8 @@ def _unit_scale(tail: str, unit: str, dollars: bool = False) -> Decimal | None:
         t = re.sub(r"^\$", "USD", re.sub(r"(?i)per", "/", t))
         if t.upper() in (u.upper(), "USD") or (dollars and t.lower() == u[3:].lower()):
             return Decimal(1)
+    if not u and t.lower() in ("x", "×", "times"):    # a plain ratio, written "8×"
+        return Decimal(1)
     if t == "%" and (not u or u.startswith("(fraction")):   # "31%" for a fraction: 0.31
         return Decimal("0.01")
     have, want = _split_unit(t), _split_unit(u)
