@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import html
+import re
 import sys
 import time
 from pathlib import Path
@@ -88,6 +89,26 @@ def _index_html(entries: list[dict]) -> str:
             + "\n".join(rows) + "\n</ol>\n</body></html>\n")
 
 
+def _link_notes(body: str, folder: Path, out: Path) -> str:
+    """``body`` (a page's HTML) with its links to the course's notes (``folder/*.md``, e.g. ``routers.md``)
+    pointed at their HTML, written beside the lectures in ``out`` (``routers.html``)."""
+    from nbconvert.filters.markdown_mistune import markdown2html_mistune
+
+    for md in sorted(folder.glob("*.md")):
+        page = out / f"{md.stem}.html"
+        if not page.exists():
+            out.mkdir(parents=True, exist_ok=True)
+            title = next((ln.lstrip("# ").strip() for ln in md.read_text(encoding="utf-8").splitlines()
+                          if ln.startswith("#")), md.stem)
+            page.write_text(f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+                            "<style>body{font-family:sans-serif;max-width:56em;margin:2em auto;line-height:1.5}"
+                            "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px}</style>"
+                            f"</head><body>{markdown2html_mistune(md.read_text(encoding='utf-8'))}</body></html>",
+                            encoding="utf-8")
+        body = re.sub(rf'href="((?:\.\./)?){re.escape(md.name)}(#[^"]*)?"', rf'href="\g<1>{md.stem}.html\2"', body)
+    return body
+
+
 def build_course(out_dir: str | Path = ROOT / "build" / "course", notebooks: list[str | Path] | None = None,
                  *, log=print) -> Path:
     """Execute ``notebooks`` (default: :func:`course_notebooks`) and write HTML plus ``index.html``.
@@ -122,6 +143,7 @@ def build_course(out_dir: str | Path = ROOT / "build" / "course", notebooks: lis
         except CellExecutionError as err:
             raise CellExecutionError(f"{p.name}: {err}", err.ename, err.evalue) from None
         body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": notebook_title(nb) or p.stem}})
+        body = _link_notes(body, p.parent.parent if is_solution else p.parent, out)
         (out / rel).parent.mkdir(parents=True, exist_ok=True)
         (out / rel).write_text(body, encoding="utf-8")
         log(f"  {rel:<45} {time.perf_counter() - t0:6.1f} s")

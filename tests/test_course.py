@@ -185,3 +185,37 @@ def test_projector_style_enlarges_figures_and_resets():
     with pytest.raises(ValueError, match="style must be one of"):
         style("poster")
     assert current_style() == "notebook"
+
+
+def test_links_to_the_course_notes_work_in_the_html_build(tmp_path):
+    """Lecture 09 links the course's notes (notebooks/routers.md): the build writes them as HTML beside the
+    lectures and points the links of lectures and worked answers there."""
+    folder = tmp_path / "notebooks"
+    (folder / "solutions").mkdir(parents=True)
+    (folder / "notes.md").write_text("# The notes\n\n| rule | source |\n|---|---|\n| least KV | a.py |\n")
+    for path, link in ((folder / "98_demo.ipynb", "notes.md#rules"), (folder / "solutions" / "98_demo.ipynb", "../notes.md")):
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(f"# Demo\n\nSee [the notes]({link}).")])
+        nbformat.write(nb, path)
+    out = tmp_path / "out"
+    course.build_course(out, [folder / "98_demo.ipynb", folder / "solutions" / "98_demo.ipynb"], log=lambda *_: None)
+    notes = (out / "notes.html").read_text()
+    assert "<title>The notes</title>" in notes and "<table>" in notes and "least KV" in notes
+    lecture, answers = _Links(), _Links()
+    lecture.feed((out / "98_demo.html").read_text())
+    answers.feed((out / "solutions" / "98_demo.html").read_text())
+    assert ("notes.html#rules", "the notes") in lecture.links
+    assert ("../notes.html", "the notes") in answers.links
+    assert (out / "solutions" / "../notes.html").resolve() == (out / "notes.html").resolve()
+
+
+def test_the_lectures_cite_only_notes_that_are_in_the_course():
+    """Every .md a lecture links is a file of notebooks/, so the link works in JupyterLab and in the build."""
+    missing = []
+    for nb_path in course.course_notebooks(ROOT / "notebooks"):
+        nb = nbformat.read(nb_path, as_version=4)
+        for cell in nb.cells:
+            if cell.cell_type == "markdown":
+                for target in re.findall(r"\]\(([^)#\s]+\.md)", cell.source):
+                    if not (nb_path.parent / target).resolve().is_file():
+                        missing.append(f"{nb_path.name}: {target}")
+    assert not missing, missing

@@ -265,6 +265,7 @@ def unit_demos():
     ("99.count", "1 token"), ("99.count", "1 tokens"), ("99.lease", "1 ms"), ("99.lease", "1-ms"),
     ("09.changed_sglang", "instance 1"), ("99.share", "31%"), ("99.share", "0.31"),
     ("99.plain", "8x"), ("99.plain", "8×"), ("99.plain", "8"),
+    ("99.time", "≈ 1 ms"), ("99.time", "~1 ms"), ("99.time", "about 1 ms"), ("99.price", "≈ $0.05"),
 ])
 def test_answers_in_the_unit_the_question_asks_as_a_reader_writes_it(unit_demos, ex_id, answer):
     """The prose writes 2×, 2 MiB, $0.05 and 1 ms: the checks take them as written (and convert a prefixed

@@ -248,6 +248,7 @@ def _number(answer: Any, unit: str) -> tuple[Any, float | None, str]:
         return None, None, f"Expected {want}, got {answer!r}."
     if isinstance(answer, str):
         given, dollars = answer, False
+        answer = re.sub(r"^\s*(?:≈|~|about|approx\.?|around|roughly)\s*", "", answer, flags=re.I)   # "≈ 1,926 s"
         if unit == "instance":                         # "instance 3", as the feedback says it
             answer = re.sub(r"^\s*instances?\s+", "", answer, flags=re.I)
         if unit.startswith(("USD", "$")) and re.match(r"^\s*(US)?\$", answer):   # "$0.05", "US$0.05/TB"

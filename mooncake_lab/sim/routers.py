@@ -1,6 +1,6 @@
 """The KV-aware routers of today's open-source serving stacks, as built-in policies of both engines.
 
-Each rule is taken from its source code as ``../shared/reference/routers.md`` gives it (repository,
+Each rule is taken from its source code as the course's notes ``notebooks/routers.md`` gives it (repository,
 file, commit); the version implemented is named per router below. A router picks the instance a
 request is sent to: the prefill instance of the disaggregated pools (``pd=True``: the prefill-side
 router; the decode node is then chosen by :data:`DECODE_CHOICES`) or the instance of the coupled
