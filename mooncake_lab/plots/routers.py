@@ -32,7 +32,7 @@ def leaderboard_bars(boards: dict, metric: str = "slo_attainment", label: str = 
         y = np.arange(len(df))[::-1]
         bars = ax.barh(y, df[metric], color=[KIND_COLORS.get(k, PALETTE[7]) for k in df.kind], height=0.7)
         # every bar carries its value, a zero-length one too ("0"), so no policy seems to be missing
-        ax.bar_label(bars, labels=[bar_value(v) for v in df[metric]], padding=3, fontsize=8)
+        ax.bar_label(bars, labels=[bar_value(v) for v in df[metric]], padding=3, fontsize="small")   # legible in both styles (8.3 pt; 12.5 on a projector)
         ax.set_yticks(y, df.index)
         ax.set_xlim(0, 1.15 if metric == "slo_attainment" else float(np.nanmax(df[metric])) * 1.15 or 1.0)
         ax.set_xlabel(label)
