@@ -266,6 +266,7 @@ def unit_demos():
     ("09.changed_sglang", "instance 1"), ("99.share", "31%"), ("99.share", "0.31"),
     ("99.plain", "8x"), ("99.plain", "8×"), ("99.plain", "8"),
     ("99.time", "≈ 1 ms"), ("99.time", "~1 ms"), ("99.time", "about 1 ms"), ("99.price", "≈ $0.05"),
+    ("99.price", "5e-5 USD/GB"), ("99.price", "$0.00005/GB"),
 ])
 def test_answers_in_the_unit_the_question_asks_as_a_reader_writes_it(unit_demos, ex_id, answer):
     """The prose writes 2×, 2 MiB, $0.05 and 1 ms: the checks take them as written (and convert a prefixed
@@ -280,6 +281,7 @@ def test_answers_in_the_unit_the_question_asks_as_a_reader_writes_it(unit_demos,
     ("99.time", "1 ks", "'ks' is not s"),                   # no ks, Ms … for a time
     ("99.ratio", "2 s", "'s' is not ×"),
     ("99.price", "0.05 EUR/TB", "'EUR/TB' is not USD/TB"),
+    ("99.price", "0.05 USD/GB", "10³ times the expected"),   # converted: 0.05 per GB is 50 per TB
     ("99.lease", "1 s", "not one of the allowed answers"),
     ("99.ratio", "3x", "you gave '3x'"),                    # the answer as typed, not re-printed
 ])

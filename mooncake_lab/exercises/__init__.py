@@ -323,6 +323,11 @@ def _unit_scale(tail: str, unit: str, dollars: bool = False) -> Decimal | None:
         t = re.sub(r"^\$", "USD", re.sub(r"(?i)per", "/", t))
         if t.upper() in (u.upper(), "USD") or (dollars and t.lower() == u[3:].lower()):
             return Decimal(1)
+        per_t = re.fullmatch(r"(?:USD)?/(.+)", t, flags=re.I)     # USD/GB for USD/TB: a per-size price
+        per_u = _split_unit(u.split("/", 1)[1]) if "/" in u else None
+        have = _split_unit(per_t.group(1)) if per_t else None
+        if per_u and have and have[1] == per_u[1]:
+            return _UNIT_PREFIX[per_u[0]] / _UNIT_PREFIX[have[0]]
     if not u and t.lower() in ("x", "×", "times"):    # a plain ratio, written "8×"
         return Decimal(1)
     if t == "%" and (not u or u.startswith("(fraction")):   # "31%" for a fraction: 0.31
