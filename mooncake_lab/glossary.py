@@ -95,6 +95,11 @@ TERMS: list[tuple[str, str, str, str]] = [
     ("lease (default_kv_lease_ttl)", "租约", "after a read an object cannot be evicted for the lease TTL (10 s by default)", "lab"),
     ("replica (replica_num)", "副本", "a copy of an object in another segment: asked for at put, or added by hot-spot replication", "lab"),
     ("hard pin", "硬固定", "an object put with_hard_pin is never evicted", "lab"),
+    ("master (mooncake_master)", "主节点（元数据服务）", "the store's metadata server: which key has which replicas in which segment; it never touches the bytes", "lab"),
+    ("watermark (eviction_high_watermark_ratio)", "高水位线", "the share of the pool in use (0.9 by default) above which the master's background thread evicts", "lab"),
+    ("client_ttl", "客户端存活时间", "seconds without a heartbeat after which the master drops a client and its segments (10 s by default)", "lab"),
+    ("hot-spot replication", "热点副本复制", "the master adds a replica to a key read often (dynamic_replication_mode; off by default)", "lab"),
+    ("soft pin", "软固定", "an object put with a soft pin is evicted only after unpinned ones; the lab uses none", "lab"),
     ("network namespace", "网络命名空间", "a private network stack; the lab's has only loopback, so nothing in it is reachable from outside", "lab"),
 ]
 

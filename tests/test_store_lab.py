@@ -80,6 +80,11 @@ def test_recorded_run_has_provenance_and_the_documented_behaviour():
     assert res["date"].endswith("UTC") and "Linux x86_64" in res["machine"] and res["isolated"] is True
     assert all(r["put_ok"] == r["n"] and r["get_ok"] == r["n"] for r in res["transfer"])
     assert {r["value_bytes"] for r in res["transfer"]} == set(L.TRANSFER_SIZES)
+    # "the recorded run reads zero-copy at 512 KiB faster than a plain `get`" (the box on how it measures)
+    at512 = {r["get_api"]: r["get_gbps"] for r in res["transfer"] if r["value_bytes"] == 512 * 1024}
+    assert at512["batch_get_into"] > at512["get"]
+    assert all(r["rounds"] == L.TRANSFER_ROUNDS == len(r["get_gbps_rounds"]) == len(r["put_gbps_rounds"])
+               for r in res["transfer"])
     agree = L.lease_agreement(res)
     assert agree["1ms"] > 0.97 and agree["1ms"] > agree["10s"]
     rep = res["replication"]
@@ -233,7 +238,7 @@ def test_bad_store_calls_and_experiment_settings_are_named_before_the_store_is_t
         (lambda: L.zipf_stream(seed="x"), "seed"), (lambda: L.results(live="yes"), "live"),
         (lambda: L.measure_transfer(None), "lab"), (lambda: L.measure_transfer(lab, sizes=(0,)), "sizes"),
         (lambda: L.measure_transfer(lab, sizes=()), "sizes"), (lambda: L.measure_transfer(lab, rounds=0), "rounds"),
-        (lambda: L.measure_transfer(lab, total_bytes=0), "total_bytes"),
+        (lambda: L.measure_transfer(lab, bytes_per_round=0), "bytes_per_round"),
         (lambda: L.measure_eviction(lab, "1ms", sizes=(10**9,)), "sizes"),
         (lambda: L.measure_eviction(lab, "1ms", pins=-1), "pins"),
         (lambda: L.measure_eviction(StoreLab(clients=("reader",)), "1ms"), "lab"),
@@ -304,12 +309,17 @@ def _lab_claims():
         ("RDMA, 4×200 or 8×400 Gbps", links),
         ("2 memory nodes × 64 MiB (sections 1 and 3), 2 × 16 MiB (section 2)",
          [L.MAIN_LAB["nodes"], L.MAIN_LAB["segment_mib"], len(ev_lab.nodes), ev_lab.segment_mib]),
-        ("one layer of one block, 2 MiB (sections 1 and 3); 64–256 KiB (section 2) | a 512-token block",
-         [L.KV_LAYER_BYTES / 2**20, min(L.EVICTION_SIZES) / 1024, max(L.EVICTION_SIZES) / 1024, 512]),
+        ("64 KiB, 512 KiB and 2 MiB (section 1); 64–256 KiB (section 2); one layer of one block, 2 MiB (section 3) "
+         "| a 512-token block", [s / 1024 for s in L.TRANSFER_SIZES[:2]] + [L.TRANSFER_SIZES[2] / 2**20, min(L.EVICTION_SIZES) / 1024,
+                                  max(L.EVICTION_SIZES) / 1024, L.KV_LAYER_BYTES / 2**20, 512]),
         ("lease 1 ms or 10 s", [float(x.rstrip("ms")) for x in L.LEASES]),
         # sections 1–3
         ("unit is a 512-token block", [512]), ("**2 MiB values", [L.KV_LAYER_BYTES / 2**20]),
-        ("16 MiB per point", [L.TRANSFER_BYTES / 2**20]), ("shared 2-core machine", [2]),
+        ("We move 8 MiB per point and round", [L.TRANSFER_ROUND_BYTES / 2**20]),
+        ("Each round moves 8 MiB at every point", [L.TRANSFER_ROUND_BYTES / 2**20]),
+        ("zero-copy read at 512 KiB", [512]), ("reads zero-copy at 512 KiB faster", [512]),
+        ("starts evicting at 90 % of it, and four slots hold pinned keys", [L.HIGH_WATERMARK * 100]),
+        ("every 10th read we ask whether", [10]), ("shared 2-core machine", [2]),
         ("a whole 160 MiB block at this lab's fastest 2 MiB read", [L.KV_BLOCK_BYTES / 2**20, L.KV_LAYER_BYTES / 2**20]),
         ("the same at 87 GB/s", [rdma[0]]),
         ("` = 0.9: above 90 % use", [0.9, 90]), ("` = 0.05: each round removes 5 % as many", [0.05, 5]),
@@ -326,7 +336,7 @@ def _lab_claims():
         ("(`dynamic_replication_admission_qps_threshold` =\n0.8 reads/s)", [L.DYNAMIC_REPLICATION_QPS]),
         ("(`dynamic_replication_heat_window_seconds` = 10 s)", [L.HEAT_WINDOW_S]),
         ("(code −200, `NO_AVAILABLE_HANDLE`", [L.NO_AVAILABLE_HANDLE]), ("four **hard-pinned** keys", []),
-        ("moving window of 200 accesses", [EvictionChart.window]),
+        ("a moving window of 200", [EvictionChart.window]), ("It shows the 10 s lease", [float(L.LEASES[1].rstrip("s"))]),
         ("`client_ttl` (10 s, the default)", [ttl]),   # the default: test_the_master_defaults_the_lab_quotes
         ("**−800** `TRANSFER_FAIL`, **−704** `OBJECT_NOT_FOUND`", [L.TRANSFER_FAIL, L.OBJECT_NOT_FOUND]),
         ("starts with `node0` fails with −800", [L.TRANSFER_FAIL]),
@@ -343,7 +353,7 @@ def _lab_claims():
         ("× 80 layers = 160 MiB per block", [m.n_layers, L.KV_BLOCK_BYTES / 2**20]),
         ("160 MiB = 167,772,160 bytes; divide by 87 × 10^9 B/s", [160, L.KV_BLOCK_BYTES, rdma[0], 1e9]),
         ("every key read in the last 10 s", [10]), ('"1 ms" or "10 s"', [1, 10]), ("\n\n1 ms\n\n10 s", [1, 10]),
-        ("at FAST'25's 87 GB/s (4×200 Gbps RDMA)", [rdma[0], 4, 200]),
+        ("at FAST'25's 87 GB/s (4×200 Gbps RDMA)", [rdma[0], 4, 200]), ("Give it to 0.1 ms", [0.1]),
         ("−800 is TRANSFER_FAIL", [L.TRANSFER_FAIL]), ("−704, OBJECT_NOT_FOUND", [L.OBJECT_NOT_FOUND]),
         ("a 1 ms lease", [1]), ("A 10 s lease protects every key read in the last 10 s", [10, 10]),
     ], pins, polls_default
@@ -356,6 +366,7 @@ def test_every_number_in_the_lab_prose_and_exercises_is_checked():
     ex = "\n".join(C.exercise_text(e) for e in list_exercises("lab."))
     table, pins, _ = _lab_claims()
     assert pins == 4  # "four hard-pinned keys" in the prose
+    assert L.TRANSFER_ROUNDS == 5   # "Then five rounds", "The fastest of five rounds"
     for text, want in table:
         assert text in md or text in ex, f"{text!r} is no longer in the lab's prose or exercises"
         if want:
@@ -973,3 +984,21 @@ def test_importing_the_lab_does_not_import_the_process_entry_points():
             "print([m for m in ('mooncake_lab.store_lab._supervisor', 'mooncake_lab.store_lab._worker') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_transfer_note_says_what_the_table_shows():
+    """The sentence under the transfer chart compares the APIs of the run it is given, both ways."""
+    def rows(single, batch):
+        out = []
+        for size in L.TRANSFER_SIZES:
+            for (p, g), rate in zip(zip(L.PUT_APIS, L.GET_APIS), (single, batch, batch / 2)):
+                out.append({"value_bytes": size, "put_api": p, "get_api": g, "put_gbps": rate, "get_gbps": rate})
+        return out
+    note = L.transfer_note({"transfer": rows(0.2, 0.5)})
+    assert note.startswith("At 64 KiB, the faster batch API moved 2.5× the rate of one call per value on put, 2.5× on get.")
+    assert "The fastest point was `put_batch` at" in note and "(0.50 GB/s), the slowest `get` at 64 KiB (0.20 GB/s)" in note
+    assert "moved 0.5× the rate of one call per value on put, 0.5× on get" in L.transfer_note({"transfer": rows(1.0, 0.5)})
+    res = L.load_recorded()
+    small = [r for r in res["transfer"] if r["value_bytes"] == min(L.TRANSFER_SIZES)]
+    best = max(r["put_gbps"] for r in small if r["put_api"] != "put") / small[0]["put_gbps"]
+    assert f"{best:.1f}×" in L.transfer_note(res)

@@ -44,7 +44,7 @@ exercise(Exercise(
 exercise(Exercise(
     "lab.block_ms_rdma",
     "Question 2 [RDMA]: at FAST'25's 87 GB/s (4×200 Gbps RDMA), how many milliseconds does one whole "
-    "512-token LLaMA2-70B block (all 80 layers) take to move?",
+    "512-token LLaMA2-70B block (all 80 layers) take to move? Give it to 0.1 ms.",
     answer=_block_ms_rdma, unit="ms", rel_tol=0.03,
     hint="160 MiB = 167,772,160 bytes; divide by 87 × 10^9 B/s.",
     why="Over this lab's TCP loopback the same block takes far longer (the transfer section computes it at your measured "
@@ -66,8 +66,8 @@ exercise(Exercise(
 exercise(Exercise(
     "lab.code_before_ttl",
     "Question 4 [failure]: right after a memory node is SIGKILLed (before client_ttl expires), what return "
-    "code does get_into give for a single-replica key that lived on it?",
-    answer=_code_before_ttl, unit="", rel_tol=0.0,
+    "code does get_into give for a single-replica key that lived on it? Give the code as a number.",
+    answer=_code_before_ttl, unit="", rel_tol=0.0, synonyms={"TRANSFER_FAIL": -800, "OBJECT_NOT_FOUND": -704},
     hint="The master still lists the key and hands out its replica; the Transfer Engine then cannot reach it.",
     why="−800 is TRANSFER_FAIL; once client_ttl expires the master drops the segment and the key: −704, "
         "OBJECT_NOT_FOUND."))

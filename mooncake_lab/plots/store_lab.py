@@ -127,7 +127,7 @@ class FailureChart:
         self.figure, self.ax = new_figure(width=6.5, height=3.4)
         ax = self.ax
         self.bars = ax.bar(range(3), [0, 0, 0], color=[PALETTE[2], PALETTE[3], PALETTE[7]])
-        ax.set_xticks(range(3), OUTCOMES)
+        ax.set_xticks(range(3), [o.replace("-", "\u2212") for o in OUTCOMES])   # −800 as the tables print it
         ax.set_ylim(0, 1.05)
         ax.set_ylabel("share of the keys' reads (fraction)")
         ax.set_xlabel("outcome of get_into")
