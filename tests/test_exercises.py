@@ -299,3 +299,16 @@ def test_feedback_says_units_as_a_reader_does(unit_demos):
     assert "Expected an instance number" in check("09.changed_sglang", "first").message
     v = check("99.size", 2e6)
     assert "you gave 2,000,000 B" in v.message and "e+06" not in v.message
+
+
+def test_a_number_may_carry_the_name_its_question_gives_it():
+    ex = exercise(Exercise("99.code", "Which return code?", answer=lambda: -800, rel_tol=0.0,
+                           synonyms={"TRANSFER_FAIL": -800, "OBJECT_NOT_FOUND": -704}))
+    try:
+        for right in ("−800 TRANSFER_FAIL", "-800 (TRANSFER_FAIL)", "TRANSFER_FAIL", "transfer_fail", -800, "−800"):
+            assert check("99.code", right), right
+        for wrong in ("OBJECT_NOT_FOUND", "−704 OBJECT_NOT_FOUND", "−704"):
+            assert not check("99.code", wrong), wrong
+        assert check("99.code", -800).message.startswith("Right: \u2212800.")   # a minus sign, not a hyphen
+    finally:
+        _REGISTRY.pop("99.code")

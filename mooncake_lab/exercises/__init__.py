@@ -111,6 +111,8 @@ _COUNTED = {"tokens": "token", "requests": "request", "blocks": "block", "nodes"
 def _with_unit(s: str, unit: str, x: Any = None) -> str:
     """``s`` (a number as printed) with ``unit`` as a reader says it: "instance 1" (an instance is named by
     its number), "1 token" / "2 tokens", "0.05 USD/TB", "2.3 s"."""
+    if s.startswith("-") and isinstance(x, numbers.Real):   # −800, as the lectures print it
+        s = "\u2212" + s[1:]
     if unit == "instance":
         return f"instance {s}"
     if unit in _COUNTED and isinstance(x, numbers.Real) and not isinstance(x, bool) and x == 1:
@@ -408,7 +410,20 @@ def _tolerance(ex: Exercise, expected: float) -> str:
     return f"(Accepted within ±{ex.rel_tol * 100:.3g}%.)"
 
 
+def _unlabelled(ex: Exercise, answer: Any) -> Any:
+    """For a number question whose ``synonyms`` name numbers (``{"TRANSFER_FAIL": -800}``): the answer
+    without a name it carries ("−800 TRANSFER_FAIL" → "−800"), or the number a bare name stands for."""
+    if not isinstance(answer, str):
+        return answer
+    for label, value in ex.synonyms.items():
+        m = re.fullmatch(r"\s*(.*?)[\s(]*" + re.escape(str(label)) + r"\)?\s*", answer, flags=re.I)
+        if m:
+            return m.group(1) if m.group(1) else value
+    return answer
+
+
 def _check_number(ex: Exercise, answer: Any, expected: Any) -> Verdict:
+    answer = _unlabelled(ex, answer)
     exact, value, problem = _number(answer, ex.unit)
     if value is None:
         return Verdict(ex.id, False, problem)
