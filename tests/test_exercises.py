@@ -250,7 +250,8 @@ def unit_demos():
             exercise(Exercise("99.count", "How many tokens?", answer=lambda: 1, unit="tokens", rel_tol=0.0)),
             exercise(Exercise("99.lease", "Which lease?", answer=lambda: "1ms", choices=("1ms", "10s"))),
             exercise(Exercise("99.share", "Share of peak?", answer=lambda: 0.31, unit="(fraction of peak)")),
-            exercise(Exercise("99.plain", "Busiest ÷ mean?", answer=lambda: 8.0, rel_tol=0.03))]
+            exercise(Exercise("99.plain", "Busiest ÷ mean?", answer=lambda: 8.0, rel_tol=0.03)),
+            exercise(Exercise("99.many", "Tokens in 1 TB?", answer=lambda: 3_051_758, unit="tokens", rel_tol=0.01))]
     yield
     for e in made:
         _REGISTRY.pop(e.id)
@@ -266,7 +267,9 @@ def unit_demos():
     ("09.changed_sglang", "instance 1"), ("99.share", "31%"), ("99.share", "0.31"),
     ("99.plain", "8x"), ("99.plain", "8×"), ("99.plain", "8"),
     ("99.time", "≈ 1 ms"), ("99.time", "~1 ms"), ("99.time", "about 1 ms"), ("99.price", "≈ $0.05"),
-    ("99.price", "5e-5 USD/GB"), ("99.price", "$0.00005/GB"),
+    ("99.price", "5e-5 USD/GB"), ("99.count", "n = 1"), ("99.ratio", "×2.2"), ("99.ratio", "x 2.2"), ("99.plain", "×8"),
+    ("99.many", "3.05M tokens"), ("99.ratio", "+118%"), ("99.time", "1 millisecond"),
+    ("99.count", "1 tok"), ("99.size", "2,097,152 bytes"), ("99.many", "3.05M"), ("99.many", "3,050k"), ("99.many", "3.05 million tokens"), ("99.time", "t ≈ 1 ms"), ("99.price", "$0.00005/GB"),
 ])
 def test_answers_in_the_unit_the_question_asks_as_a_reader_writes_it(unit_demos, ex_id, answer):
     """The prose writes 2×, 2 MiB, $0.05 and 1 ms: the checks take them as written (and convert a prefixed
@@ -284,6 +287,8 @@ def test_answers_in_the_unit_the_question_asks_as_a_reader_writes_it(unit_demos,
     ("99.price", "0.05 USD/GB", "10³ times the expected"),   # converted: 0.05 per GB is 50 per TB
     ("99.lease", "1 s", "not one of the allowed answers"),
     ("99.ratio", "3x", "you gave '3x'"),                    # the answer as typed, not re-printed
+    ("99.time", "1M", "'M' is not s"),                      # a count's M is no unit of time
+    ("99.many", "3M", "Not quite"),                         # 3,000,000 is 1.7% off: converted, then checked
 ])
 def test_a_unit_that_is_not_the_questions_is_refused_saying_so(unit_demos, ex_id, answer, says):
     v = check(ex_id, answer)

@@ -251,6 +251,12 @@ def _number(answer: Any, unit: str) -> tuple[Any, float | None, str]:
     if isinstance(answer, str):
         given, dollars = answer, False
         answer = re.sub(r"^\s*(?:≈|~|about|approx\.?|around|roughly)\s*", "", answer, flags=re.I)   # "≈ 1,926 s"
+        answer = re.sub(r"^\s*[A-Za-z][\w·]{0,11}\s*[=≈]\s*(?=[-+\u2212\d.$])", "", answer)   # "X = 4", "b ≈ 237"
+        plus = re.fullmatch(r"\s*\+\s*(\d+(?:\.\d*)?)\s*%\s*", answer) if unit.startswith("×") else None
+        if plus:                                  # "+172%" for 2.72×: a gain as the prose writes it
+            answer = f"{1 + float(plus.group(1)) / 100!r}×"
+        if unit.startswith("×") or not unit:     # "×3.38", as the notes write a ratio
+            answer = re.sub(r"^\s*[×x]\s*(?=[\d.])", "", answer) + ("×" if re.match(r"^\s*[×x]\s*[\d.]", answer) else "")
         if unit == "instance":                         # "instance 3", as the feedback says it
             answer = re.sub(r"^\s*instances?\s+", "", answer, flags=re.I)
         if unit.startswith(("USD", "$")) and re.match(r"^\s*(US)?\$", answer):   # "$0.05", "US$0.05/TB"
@@ -310,11 +316,18 @@ def _split_unit(unit: str) -> tuple[str, str] | None:
     return None
 
 
+#: Units as a reader may spell them out or shorten them.
+_SPELLED = {"seconds": "s", "second": "s", "sec": "s", "secs": "s", "milliseconds": "ms", "millisecond": "ms",
+            "microseconds": "µs", "microsecond": "µs", "us": "µs", "bytes": "B", "byte": "B", "seqs": "sequences",
+            "seq": "sequences", "toks": "tokens", "tok": "tokens", "reqs": "requests", "req": "requests"}
+
+
 def _unit_scale(tail: str, unit: str, dollars: bool = False) -> Decimal | None:
     """The factor that turns a number followed by ``tail`` into ``unit`` (1 when ``tail`` is the unit
     itself, as a reader writes it: "2x" for ×, "1 token" for tokens, "/TB" after "$" for USD/TB; 1000 for
     "s" when ``unit`` is ms), or None when ``tail`` is not a unit of this answer."""
     t, u = tail.replace(" ", ""), unit.replace(" ", "")
+    t = _SPELLED.get(t.lower(), t)
     if not t or t.lower() == u.lower():
         return Decimal(1)
     if u.startswith("×") and re.fullmatch(r"(×|x|times)(" + re.escape(u[1:]) + ")?", t, flags=re.I):   # 1.5× SLO, 1.5×
@@ -330,6 +343,10 @@ def _unit_scale(tail: str, unit: str, dollars: bool = False) -> Decimal | None:
         have = _split_unit(per_t.group(1)) if per_t else None
         if per_u and have and have[1] == per_u[1]:
             return _UNIT_PREFIX[per_u[0]] / _UNIT_PREFIX[have[0]]
+    big = re.fullmatch(r"(k|K|M|G|thousand|million|billion)(.*)", t)   # "3.05M tokens", "3M", "12k"
+    if big and (not u or u in _COUNTED or u == "instance") and big.group(2).lower() in ("", u.lower(), _COUNTED.get(u, "\0")):
+        return {"k": Decimal(10) ** 3, "K": Decimal(10) ** 3, "thousand": Decimal(10) ** 3, "M": Decimal(10) ** 6,
+                "million": Decimal(10) ** 6, "G": Decimal(10) ** 9, "billion": Decimal(10) ** 9}[big.group(1)]
     if not u and t.lower() in ("x", "×", "times"):    # a plain ratio, written "8×"
         return Decimal(1)
     if t == "%" and (not u or u.startswith("(fraction")):   # "31%" for a fraction: 0.31
