@@ -283,7 +283,7 @@ def test_semantics_config_paper_keys_win_and_a_new_key_reaches_every_run(monkeyp
 
 
 def test_paper_decode_semantics_make_every_policy_reject_the_same():
-    """§6½: with the paper's decode semantics (real KV, binding at arrival, TBT load) the decode pool does not
+    """§8: with the paper's decode semantics (real KV, binding at arrival, TBT load) the decode pool does not
     bind at 2× on either trace (none rejected at all); with the lecture's the three policies differ."""
     table = ov.semantics_table()
     for name in table.index.get_level_values(0).unique():
@@ -316,7 +316,7 @@ def test_describe_semantics_names_what_is_true_by_hand():
 
 @pytest.mark.parametrize("trace", ov.TRACES)
 def test_isolation_table_the_memory_load_decides_the_ordering(trace):
-    """§6½'s one-at-a-time control, as the lecture's prose states it (released trace or stand-in): with
+    """§8's one-at-a-time control, as the lecture's prose states it (released trace or stand-in): with
     40k-token nodes but the paper's TBT load the decode checks (almost) never fire and the full pool preempts;
     adding the memory term brings the paper's ordering back at the mild overload, output lengths unknown."""
     t = ov.isolation_table(trace)
@@ -386,7 +386,7 @@ def test_reproduce_reports_table3_under_the_paper_decode_semantics():
 
 
 def test_split_table_where_decode_binds_goodput_collapses():
-    """§6½'s prose: in the rows where the decode pool binds, every policy serves a small fraction within both SLOs."""
+    """§8's prose: in the rows where the decode pool binds, every policy serves a small fraction within both SLOs."""
     splits = ov.split_table("conversation")
     binding = splits[splits.after_prefill_baseline > 0]
     assert len(binding)
@@ -466,3 +466,87 @@ def test_both_pools_loaded_baseline_still_rejects_the_fewest():
     row = ov.regime_table(regimes={name: ov.REGIMES[name]}, progress=False).iloc[0]
     assert row.rejected_baseline < min(row.rejected_early, row.rejected_predicted)
     assert row.rejected_predicted > row.rejected_early       # and prediction rejects more than early there
+
+
+# ------------------------------------------------------------- issue 25: sentences computed or checked
+def test_quantity_colours_are_far_from_every_policy_colour():
+    """Fig. 6: a quantity (where a request was rejected) must not look like a policy's colour, not just differ."""
+    from matplotlib.colors import to_rgb
+
+    far = min(np.linalg.norm(np.subtract(to_rgb(q), to_rgb(p))) * 255
+              for q in (plots.QUANTITY_COLORS[k] for k in ("at_arrival", "after_prefill", "too_large"))
+              for p in plots.POLICY_COLORS.values())
+    assert far > 100, far
+
+
+def test_sweep_sentences_are_what_the_sweep_shows():
+    """§7's bullets ('the paper's ordering holds ≤ 1.25×', 'from 1.5× the baseline rejects fewer than early,
+    and at 2× the fewest') and the computed note agree with the sweep, speed by speed."""
+    sweep = ov.speed_sweep(progress=False)
+    r = ov.sweep_regimes(sweep)
+    piv = sweep.pivot(index="speed", columns="policy", values="rejected")
+    s = ov.crossover_speed(sweep)
+    assert r["flipped"] == [v for v in piv.index if v >= s]
+    assert r["fewest"] == [ov.DEFAULT_SPEED]
+    assert r["holds"] == [v for v in piv.index if v < s]
+    for v in piv.index:   # the ordering at each speed, checked by hand
+        b, e, p = (piv.loc[v, k] for k in ov.POLICIES)
+        assert (v in r["fewest"]) == (b < e and b < p)
+    text = ov.describe_sweep(sweep)
+    assert text.endswith("and the fewest of all three at 2×.")
+
+
+def test_describe_sweep_by_hand():
+    import pandas as pd
+
+    rows = [(1.0, 5, 3, 1), (2.0, 2, 6, 4)]
+    sweep = pd.DataFrame([{"speed": v, "policy": p, "rejected": n} for v, *ns in rows
+                          for p, n in zip(ov.POLICIES, ns)])
+    text = ov.describe_sweep(sweep)
+    assert text.startswith("The paper's ordering holds at 1×. The baseline rejects fewer than early rejection at 2×, "
+                           "and the fewest of all three at 2×.")
+
+
+def test_lecture_counts_the_decode_differences_it_states():
+    """§3 says the decode side differs in 'four more ways' besides the 40k-token nodes, §8 'in five rows':
+    PAPER_DECODE holds exactly those five settings."""
+    import nbformat
+
+    text = " ".join(c.source for c in nbformat.read("notebooks/07_overload_scheduling.ipynb", 4).cells
+                    if c.cell_type == "markdown")
+    words = {4: "four", 5: "five"}
+    assert f"in {words[len(ov.PAPER_DECODE) - 1]} more ways" in text
+    assert f"differs in {words[len(ov.PAPER_DECODE)]} rows of the assumptions table" in text
+    assert "Threshold `1.2`" not in text and "§6½" not in text and "4½" not in text
+
+
+def test_comparison_dashboard_marks_the_paper_only_on_the_papers_setting():
+    from mooncake_lab.dashboards.overload import PolicyComparisonDashboard
+
+    d = PolicyComparisonDashboard()          # conversation at 2×: another workload, no marks
+    assert d.controls["trace"].value == "conversation" and not len(d.view.paper.get_xdata())
+    d.controls["trace"].value = "toolagent-like"
+    assert len(d.view.paper.get_xdata()) == 3
+    d.controls["speed"].value = 1.25
+    assert not len(d.view.paper.get_xdata())
+
+
+def test_summary_table_is_computed_from_the_runs():
+    comp, conv = ov.overload_comparison("toolagent-like"), ov.overload_comparison("conversation")
+    sweep = ov.speed_sweep(progress=False)
+    sem = ov.semantics_table(("toolagent-like",))
+    splits = ov.split_table("conversation", splits=((8, 8),), speeds=(2.0,))
+    text = ov.summary_table(comp, conv, sweep, sem, splits, ("toolagent-like", "conversation"))
+    assert f"| rejected, baseline | 4,183 | {int(comp.loc['baseline', 'rejected']):,} |" in text
+    assert ov.rejection_ordering(comp["rejected"]) in text and "§6½" not in text
+    assert len(text.splitlines()) == 2 + 9
+
+
+def test_sweep_figure_says_why_a_point_is_missing_and_names_the_chosen_run():
+    fig = plots.rejection_sweep(ov.speed_sweep(progress=False), chosen_speed=ov.DEFAULT_SPEED)
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "the lecture's 2× run" in labels
+    notes = [t.get_text() for t in fig.axes[1].texts]
+    sw = ov.speed_sweep(progress=False)
+    missing = sw[~np.isfinite(sw.rejected_kv_mean.to_numpy(dtype=float))]
+    assert len(notes) == len(missing) and all("only too-large" in n for n in notes)

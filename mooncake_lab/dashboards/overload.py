@@ -201,8 +201,10 @@ class PolicyComparisonDashboard(Dashboard):
         }
 
     def _paper(self):
-        """Table 3's counts, marked at the paper's replay speed only."""
-        return exp.PAPER_TABLE3_REJECTED if float(self.value("speed")) == exp.DEFAULT_SPEED else None
+        """Table 3's counts, marked only where the run stands for the paper's: its replay speed, on the trace of
+        its size (toolagent-like; the conversation trace is another workload, so no marks there)."""
+        same = float(self.value("speed")) == exp.DEFAULT_SPEED and self.value("trace") == exp.TRACES[0]
+        return exp.PAPER_TABLE3_REJECTED if same else None
 
     def _static_key(self):
         return self._paper() is not None   # the legend lists the paper's marks only when shown

@@ -45,8 +45,8 @@ exercise(Exercise(
     answer=_fit_small, unit="requests", rel_tol=0.03,
     hint="Divide the node's capacity by the trace's mean request size, mean(input_len + output_len) "
          "(≈ 8.5k tokens).",
-    why="fewer than 5. A node that holds only a handful of requests is full most of the time at 2×: the "
-        "decode-bound overload of the paper's experiment. A real node (1.47M tokens) holds ≈ 172."))
+    why="A node that holds fewer than 5 requests is full most of the time at 2×. That is the decode-bound "
+        "overload of the paper's experiment. A real node (1.47M tokens) holds ≈ 172."))
 
 exercise(Exercise(
     "07.wasted_prefill",
@@ -55,34 +55,34 @@ exercise(Exercise(
     answer=_wasted, unit="s", rel_tol=0.03,
     hint="The third panel of §4's figure, or comp.loc['baseline', 'wasted_prefill_s']. Only the baseline "
          "rejects after prefill.",
-    why="about half an hour of one prefill node's time. But it is spread over 8 nodes that are ≈ 1% loaded, "
-        "so here it delays nobody."))
+    why="That is about half an hour of one prefill node's time. It is spread over 8 nodes that are ≈ 1% "
+        "loaded, so here it delays nobody."))
 
 exercise(Exercise(
     "07.most_completed",
     "Question 3 [completions]: at 2× replay, which admission policy completes the most requests: "
     "'baseline', 'early' or 'predicted'?",
     answer=_most_completed, choices=("baseline", "early", "predicted"),
-    hint="Look at the completed column, and at the mean size of what each policy rejects (§6).",
-    why="the baseline. Its late check is a per-node fit, so it mostly rejects big requests and lets small ones "
-        "through. Counting requests rewards that. The paper's Table 3 found the opposite."))
+    hint="Look at the completed column, and at the mean size of what each policy rejects (§7).",
+    why="Its late check is a per-node fit, so it mostly rejects big requests and lets small ones through. "
+        "Counting requests rewards that. The paper's Table 3 found the opposite."))
 
 exercise(Exercise(
     "07.corr_sign",
     "Question 4 [anti-phase]: under early rejection at 2× (toolagent-like), is the correlation between the "
     "sampled prefill and decode loads 'positive' or 'negative'?",
     answer=_corr_sign, choices=("positive", "negative"),
-    hint="The note under §5's figure gives r for both traces; or comp.loc['early', 'load_corr'].",
-    why="negative. When decode is full, early rejection turns arrivals away and prefill idles. When decode "
-        "drains, it admits a burst that loads prefill while decode is still low (arXiv Fig. 9–10)."))
+    hint="The note under §6's figure gives r for both traces; or comp.loc['early', 'load_corr'].",
+    why="When decode is full, early rejection turns arrivals away and prefill idles. When decode drains, it "
+        "admits a burst that loads prefill while decode is still low (arXiv Fig. 9–10)."))
 
 exercise(Exercise(
     "07.crossover_speed",
     "Question 5 [when the ordering flips]: in the lecture's speed sweep (0.75× … 2×), what is the lowest "
     "swept replay speed at which the baseline rejects FEWER requests than early rejection?",
     answer=_crossover, unit="×", rel_tol=0.0,
-    hint="Read §6's table: the first speed of the grid (0.75, 1, 1.25, …) whose baseline count is below "
+    hint="Read §7's table: the first speed of the grid (0.75, 1, 1.25, …) whose baseline count is below "
          "early's. The lines cross between two grid points (≈ 1.4×, crossing_speed); the answer is the "
          "grid point after the crossing.",
-    why="from there on the overload is deep enough that the baseline's size-selective late check beats a "
+    why="From there on the overload is deep enough that the baseline's size-selective late check beats a "
         "size-blind early one."))

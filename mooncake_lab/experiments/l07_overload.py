@@ -46,7 +46,8 @@ __all__ = ["overload_comparison", "policy_counts", "policy_jobs", "PAPER_TABLE3_
            "requests_per_node", "TRACES", "decode_time_estimate", "td_sweep", "TD_SWEEP", "mean_decode_time",
            "crossing_speed", "describe_comparison", "describe_td_sweep", "describe_correlations",
            "readable", "comparison_view", "regime_view", "td_view", "sweep_view", "size_view", "semantics_view",
-           "split_view", "isolation_view", "nothing_overloaded"]
+           "split_view", "isolation_view", "nothing_overloaded", "boxed", "key_view", "describe_sweep", "sweep_regimes",
+           "summary_table"]
 
 #: arXiv v3 Table 3: rejected requests, 8P+8D, ~23k real requests replayed at 2× (:mod:`mooncake_lab.paper`).
 PAPER_TABLE3_REJECTED = dict(_paper.TABLE3_REJECTED)
@@ -361,6 +362,81 @@ def describe_correlations(comps: dict, prefill_load: float | None = None) -> str
     return out
 
 
+def sweep_regimes(sweep: pd.DataFrame) -> dict:
+    """What the speed sweep shows, computed from it: the speeds where the paper's ordering holds
+    (``holds``), those where the baseline rejects fewer than early (``flipped``), those where it rejects the
+    fewest of all three (``fewest``), and the ordering at each speed (``orderings``)."""
+    piv = sweep.pivot(index="speed", columns="policy", values="rejected").sort_index()
+    rows = {float(s): r[[p for p in POLICIES if p in r.index]] for s, r in piv.iterrows()}
+    return {"holds": [s for s, r in rows.items() if paper_ordering_holds(r)],
+            "flipped": [s for s, r in rows.items() if r["baseline"] < r["early"]],
+            "fewest": [s for s, r in rows.items() if r["baseline"] < min(r["early"], r["predicted"])],
+            "orderings": {s: rejection_ordering(r) for s, r in rows.items()}}
+
+
+def _speeds(v) -> str:
+    v = [f"{float(x):g}×" for x in v]
+    return v[0] if len(v) == 1 else ", ".join(v[:-1]) + " and " + v[-1] if v else "no swept speed"
+
+
+def describe_sweep(sweep: pd.DataFrame) -> str:
+    """Markdown of a :func:`speed_sweep` (computed, so it never contradicts the table): where the paper's
+    ordering holds, where the baseline rejects fewer than early, and where it rejects the fewest (two sentences)."""
+    r = sweep_regimes(sweep)
+    out = f"The paper's ordering holds at {_speeds(r['holds'])}. "
+    if r["flipped"]:
+        out += f"The baseline rejects fewer than early rejection at {_speeds(r['flipped'])}"
+        out += (f", and the fewest of all three at {_speeds(r['fewest'])}." if r["fewest"] else
+                "; prediction always rejects the fewest.")
+    else:
+        out += "The baseline never rejects fewer than early rejection."
+    return out   # the ordering at each speed: sweep_view (the lecture shows it in a box)
+
+
+def summary_table(comp: pd.DataFrame, comp_conv: pd.DataFrame, sweep: pd.DataFrame, sem: pd.DataFrame,
+                  splits: pd.DataFrame, traces: tuple = TRACES) -> str:
+    """Markdown of the lecture's closing table, "what the paper says, what we get, and why", computed from its
+    runs: ``comp`` / ``comp_conv`` (:func:`overload_comparison` on the two ``traces``), ``sweep``,
+    ``sem`` (:func:`semantics_table`), ``splits`` (:func:`split_table`)."""
+    tool, conv = (_trace(t) for t in traces)
+    tool_name, conv_name = tool.name, conv.name
+    r, gp = comp["rejected"], comp["goodput"]
+    P = PAPER_TABLE3_REJECTED
+    holds = sweep_regimes(sweep)["holds"]
+    sem_names = list(sem.index.get_level_values(0).unique())
+    idle = all(nothing_overloaded(sem.loc[(n, "paper")]) for n in sem_names)
+    binds = [f"{k[0]} at {k[1]:g}×" for k, row in splits.iterrows() if row["after_prefill_baseline"] > 0]
+    td = decode_time_estimate(tool)
+    setup = _paper.TABLE3_SETUP
+    rows = [
+        ("rejected, baseline", f"{P['baseline']:,}", f"{r['baseline']:,}",
+         "a late per-node fit check rejects mostly large requests; wasted prefill is free on an idle prefill pool (§7)"),
+        ("rejected, early", f"{P['early']:,}", f"{r['early']:,}", "a size-blind decision on a stale decode load"),
+        ("rejected, predicted", f"{P['predicted']:,}", f"{r['predicted']:,}",
+         f"prediction (t_d = {td:.1f} s) removes part of the staleness: the paper's direction"),
+        ("within both SLOs, predicted vs early", "not reported", f"{gp['predicted']:,} vs {gp['early']:,}",
+         "prediction admits into a full decode pool, and TBT suffers (§5)"),
+        ("ordering, most → fewest rejected", "baseline > early > predicted", rejection_ordering(r),
+         f"the paper's holds at {_speeds(holds)}; it flips from {crossover_speed(sweep):g}× on (§7)"),
+        ("load correlation r, early (Fig. 9–10)", "anti-phase (by eye)",
+         f"{comp.loc['early', 'load_corr']:+.2f} ({tool_name}), {comp_conv.loc['early', 'load_corr']:+.2f} ({conv_name})",
+         "the decode load seen at arrival is one prefill old (§6)"),
+        ("rejected baseline / early / predicted, the paper's decode semantics",
+         f"{P['baseline']:,} / {P['early']:,} / {P['predicted']:,}",
+         "; ".join(f"{_counts_text(sem.loc[(n, 'paper')])} ({n})" for n in sem_names),
+         "nothing is overloaded at 2×, so the policies cannot differ (§8)" if idle
+         else "the decode pool never binds, so the policies reject alike (§8)"),
+        ("decode-starved splits, the paper's semantics", "8P+8D only",
+         f"the decode pool binds at {', '.join(binds)}" if binds else "the decode pool never binds",
+         "fewer decode nodes make the decode pool bind (§8)"),
+        ("set-up", f"≈ {setup['requests']:,} real requests at {setup['speed']:g}×, 8P+8D",
+         f"{tool_name} ({len(tool):,} requests) at "
+         f"{DEFAULT_SPEED:g}×, simulated 8P+8D", "the arXiv trace is not public; see the assumptions table (§3)"),
+    ]
+    return ("| | paper says | we get | why they differ |\n|---|---|---|---|\n"
+            + "\n".join(f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows))
+
+
 def crossover_speed(sweep: pd.DataFrame) -> float:
     """The lowest swept speed at which baseline rejects *fewer* requests than early (NaN if none)."""
     piv = sweep.pivot(index="speed", columns="policy", values="rejected").sort_index()
@@ -426,7 +502,7 @@ def semantics_table(traces=TRACES, speed: float = DEFAULT_SPEED, semantics=tuple
 #: Replay speeds of :func:`isolation_table`: a mild overload and the paper's 2×.
 ISOLATION_SPEEDS = (1.0, DEFAULT_SPEED)
 #: The paper's decode semantics with the lecture's choices added one at a time (name → ClusterConfig
-#: overrides on top of DEFAULT_CONFIG): which of the five differences of §6½ decides Table 3's ordering.
+#: overrides on top of DEFAULT_CONFIG): which of the five differences of the decode side (§8) decides Table 3's ordering.
 ISOLATION = {
     "paper's": dict(PAPER_DECODE),
     "paper's + 40k-token decode nodes": {**PAPER_DECODE,
@@ -604,6 +680,25 @@ def comparison_view(comp: pd.DataFrame, paper: bool = True) -> pd.DataFrame:
     return readable(comp, cols, index_name="policy")
 
 
+def key_view(comp: pd.DataFrame, paper: bool = True) -> pd.DataFrame:
+    """The columns of :func:`comparison_view` the argument needs: rejected (and after prefill), within both
+    SLOs, and the paper's rejected counts when ``paper``."""
+    cols = {"rejected": ("rejected", "int"), "rejected_after_prefill": ("of them after prefill", "int"),
+            "goodput": ("served within both SLOs", "int")}
+    if paper:
+        cols["paper_rejected"] = ("paper, Table 3: rejected", "int")
+    return readable(comp, cols, index_name="policy")
+
+
+def boxed(table: pd.DataFrame, summary: str):
+    """``table`` (a view for people) inside a collapsed ``<details>`` box headed ``summary`` (an HTML output:
+    the table one click away, as the lecture's boxes)."""
+    from html import escape
+    from IPython.display import HTML
+
+    return HTML(f"<details><summary>{escape(summary)}</summary>\n\n{table.to_html()}\n\n</details>")
+
+
 def regime_view(table: pd.DataFrame) -> pd.DataFrame:
     """:func:`regime_table` for people (loads under the baseline)."""
     return readable(table, {"preset": ("preset", "text"), "decode_kv_tokens": ("decode KV per node (tokens)", "int"),
@@ -662,7 +757,7 @@ def isolation_view(table: pd.DataFrame) -> pd.DataFrame:
     """:func:`isolation_table` for people."""
     return readable(table, {_three("rejected"): (_REJ3, "text"),
                             "after_prefill_baseline": ("baseline: after prefill", "int"),
-                            "preemptions_early": ("preemptions under early", "int"),
+                            "preemptions_early": ("decode preemptions, early", "int"),
                             _three("goodput"): (_GOOD3, "text"), "ordering": _ORDER},
                     index=[None, _speed], index_name=("decode side", "replay speed"))
 

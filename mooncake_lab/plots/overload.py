@@ -19,10 +19,10 @@ __all__ = ["PolicyResults", "LoadOverTime", "policy_results", "load_over_time", 
 #: threshold) never takes one of them (:data:`QUANTITY_COLORS`).
 POLICY_COLORS = {"baseline": PALETTE[3], "early": PALETTE[0], "predicted": PALETTE[2], "none": PALETTE[7]}
 #: Colours of the quantities the figures show, none of them a policy's.
-QUANTITY_COLORS = {"at_arrival": PALETTE[4], "after_prefill": PALETTE[1], "too_large": "#999999",
+QUANTITY_COLORS = {"at_arrival": PALETTE[4], "after_prefill": PALETTE[6], "too_large": "#999999",
                    "decode_load": PALETTE[4], "prefill_load": PALETTE[1], "threshold": "#444444"}
-POLICY_LABELS = {"baseline": "baseline (reject after prefill)", "early": "early rejection",
-                 "predicted": "early rejection, predicted", "none": "no admission control"}
+POLICY_LABELS = {"baseline": "baseline (reject after prefill)", "early": "early (reject at arrival)",
+                 "predicted": "predicted (reject at arrival, on a prediction)", "none": "no admission control"}
 _WHERE = (("rejected_at_arrival", "at arrival", QUANTITY_COLORS["at_arrival"]),
           ("rejected_after_prefill", "after prefill (wasted)", QUANTITY_COLORS["after_prefill"]),
           ("rejected_too_large", "too large for a decode node", QUANTITY_COLORS["too_large"]))
@@ -44,7 +44,9 @@ class PolicyResults:
         x = np.arange(len(self.policies))
         zero = np.zeros(len(x))
         colors = [POLICY_COLORS.get(p, PALETTE[0]) for p in self.policies]
-        self.rejected = [a1.bar(x, zero, color=color, label=label, width=0.6) for _, label, color in _WHERE]
+        # a quantity's colour is none of the policies': the wasted (after prefill) part is yellow, edged
+        self.rejected = [a1.bar(x, zero, color=color, label=label, width=0.6, edgecolor="#444444", linewidth=0.6)
+                         for _, label, color in _WHERE]
         self.completed = a2.bar(x, zero, color=colors, width=0.6)
         self.wasted = a3.bar(x, zero, color=colors, width=0.6)
         self.notes = [[ax.annotate("", (k, 0), xytext=(0, 0), textcoords="offset points", ha="center", va="bottom",
@@ -227,14 +229,21 @@ def rejection_sweep(sweep: pd.DataFrame, chosen_speed: float | None = None, titl
     a1.plot([], [], "s", color="#DDDDDD", ms=10, label="paper's ordering holds")
     if chosen_speed is not None:
         for ax in (a1, a2):
-            ax.axvline(chosen_speed, color="black", lw=1, alpha=0.5)
+            ax.axvline(chosen_speed, color="black", lw=1, alpha=0.5,
+                       label=f"the lecture's {chosen_speed:g}× run" if ax is a1 else None)
+    # a policy that rejects only too-large requests at a speed has no mean size there: say so on the panel
+    for pol, g in sweep.groupby("policy", sort=False):
+        for s_ in g.loc[~np.isfinite(g["rejected_kv_mean"].to_numpy(dtype=float)), "speed"]:
+            a2.annotate(f"{pol}: only too-large\nrejected at {float(s_):g}×", (float(s_), 0.0), xytext=(4, 6),
+                        textcoords="offset points", color=POLICY_COLORS.get(pol, PALETTE[0]),
+                        fontsize=mpl.rcParams["legend.fontsize"], va="bottom")
     a1.set_xlabel("replay speed (× the trace's arrival rate)")
     a1.set_ylabel("rejected requests (% of the trace)")
     a1.set_title("Rejections vs overload depth", y=1.0)
     # one legend for both panels, under them: inside, it sat on the shaded speeds and on the curves
-    fig.legend(*a1.get_legend_handles_labels(), loc="outside lower center", ncol=4, frameon=False)
+    fig.legend(*a1.get_legend_handles_labels(), loc="outside lower center", ncol=3, frameon=False)
     a2.set_xlabel("replay speed (× the trace's arrival rate)")
-    a2.set_ylabel("mean size of a rejected request (k tokens)")
+    a2.set_ylabel("mean size of a rejected request\n(k tokens; too-large excluded)")
     a2.set_title("Who gets rejected: size of the rejected", y=1.0)
     a2.set_ylim(0, None)
     if title:
