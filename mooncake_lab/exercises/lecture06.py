@@ -54,7 +54,8 @@ def _capacity_gain() -> float:
 exercise(Exercise(
     "06.max_batch",
     f"Question 1 [KV limit]: how many sequences of {_CTX:,} tokens of context fit at once in the KV memory of "
-    "one 8×A800 decode node serving LLaMA2-70B? Count 90% of 640 GiB minus the weights, and 320 KiB per token.",
+    "one 8×A800 decode node serving LLaMA2-70B? Count 90% of 640 GiB minus the weights, and 320 KiB per token "
+    "(mind the units: GiB and KiB are binary, the weights' GB decimal).",
     answer=_max_batch, unit="sequences", rel_tol=0.0,
     hint="Divide decode_kv_capacity_tokens('llama2-70b', 'a800x8') by the tokens per sequence, rounding down.",
     why="(576 GiB − 138 GB) / 327,680 B ≈ 1.47 M tokens → ≈ 122 sequences of 12k. Memory, not compute, caps the batch."))
@@ -65,7 +66,9 @@ exercise(Exercise(
     f"coupled node without chunking. Once, a {_PROMPT:,}-token prompt is prefilled in between (preset 'modern'). "
     "What is its TBT in ms, as FAST'25 measures it: the mean of the longest 10% of intervals?",
     answer=_stalled_tail_ms, unit="ms", rel_tol=0.02,
-    hint="The stalled interval is the prefill plus one step; the other nine longest are plain steps.",
+    hint="The stalled interval is the prefill plus one step; the other nine longest are plain steps. The prefill "
+         "time, in s: `mooncake_lab.roofline.prefill_time('llama2-70b', 'a800x8', 32768, 0, preset='modern')` "
+         "(give the preset: the default is 'ideal').",
     why="One prefill of ≈ 3.6 s lifts the tail mean to ≈ 380 ms: a single stall breaks even a 300 ms SLO."))
 
 exercise(Exercise(
@@ -74,7 +77,8 @@ exercise(Exercise(
     f"of {_BATCH} sequences × {_CTX:,} tokens (preset 'modern'). What is the largest k (a multiple of {_K_STEP}, no "
     f"cached prefix) that keeps the iteration ≤ {_BUDGET_S * 1e3:g} ms?",
     answer=_largest_chunk, unit="tokens", rel_tol=0.0,
-    hint="Loop k over 128, 256, … and test prefill_time(k) + decode_step_time(16, 16 × 12,000) ≤ 0.1 s.",
+    hint="Loop k over 128, 256, … and test prefill_time(k) + decode_step_time(16, 16 × 12,000) ≤ 0.1 s, "
+         "both from `mooncake_lab.roofline` with `preset='modern'`.",
     why="The decode step costs ≈ 19 ms, leaving ≈ 81 ms for the chunk: ≈ 900 tokens. vLLM's 512 default is on the safe side."))
 
 exercise(Exercise(
