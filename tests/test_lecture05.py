@@ -134,8 +134,11 @@ def test_dashboard_slider_bounds_never_crash():
 def test_exercise_answers_hand_checked():
     assert check("05.boundary_gb", 131072 * 8192 * 2 / 1e9).correct     # 2.15 GB
     assert check("05.pipeline_fill", (16 + 4 - 1) * 0.5).correct        # 9.5 s
-    assert check("05.tp_comm", 131072 * 3_932_160 / 87e9).correct       # 5.92 s
+    assert check("05.tp_comm", 131072 * 4_587_520 / 87e9).correct       # 6.91 s at X = 8 (ring factor 1.75)
+    assert not check("05.tp_comm", 131072 * 3_932_160 / 87e9).correct   # 5.92 s: the lecture's X = 4, not asked
     assert check("05.min_x_256k", 4).correct
+    assert check("05.store_exposed_ms", 131072 * 327_680 / 52e9 / 80 * 1e3).correct   # 10.3 ms at 52 GB/s
+    assert not check("05.store_exposed_ms", 131072 * 327_680 / 128e9 / 80 * 1e3).correct   # 4.19 ms: printed above
 
 
 # ---- issue 13: Fig. 7 as the paper drew it, and the chunk size the Gantt shows -------------------
@@ -201,3 +204,28 @@ def test_generated_notes_are_short_with_the_details_in_a_box():
         load = load_of_text(note, "note")
         assert len(load.sentences) <= 2 and not load.long, note
     assert "<details>" in l05.fig7_note() and "52 GB/s" in l05.fig7_note()    # the numbers kept, one click away
+
+
+def test_figures_for_people_issue25():
+    # the SLO threshold takes no scheme's colour; the Gantt's legend names compute and sends
+    from matplotlib.colors import to_hex
+    fig = plots.ttft_vs_length(l05.schemes_vs_length(l05.LENGTHS), slo_s=l05.TTFT_SLO_S)
+    slo = [ln for ln in fig.axes[0].get_lines() if ln.get_linestyle() == "--"]
+    assert len(slo) == 1 and to_hex(slo[0].get_color()) not in {c for _, c in plots.SCHEME_STYLE.values()}
+    g = plots.gantt(l05.gantt(32768, 4096, 4))
+    labels = [t.get_text() for lg in g.legends for t in lg.get_texts()]
+    assert any("send" in t for t in labels) and any("compute" in t for t in labels)
+    # one node's 0 bytes: a "0" label, no bar drawn on the log axis
+    m = plots.mfu_and_traffic(l05.schemes_vs_length([131072]))
+    ax2 = m.axes[1]
+    assert len(ax2.patches) == 3 and any(t.get_text().startswith("0") for t in ax2.texts)
+    # the layer-wise VRAM line, one layer high, is labelled
+    v = plots.vram_profile(cpp.kv_vram_profile(layerwise=False), cpp.kv_vram_profile(layerwise=True), n_tokens=131072)
+    assert any("0.54 GB" in t.get_text() for t in v.axes[0].texts)
+
+
+def test_tables_in_boxes_render_as_markdown():
+    md = l05.in_box(l05.vram_table(), "S·T").data
+    assert md.startswith("<details><summary>S·T</summary>\n\n| prompt (tokens) |") and md.endswith("\n\n</details>")
+    assert "S·T layer-wise (MB·s)" in md and "| 131,072 | 42.9 | 537 | 180 |" in md    # no "0.0007" beside "1,454"
+    assert "| CPP on 1 node, TTFT | 25.0 s |" in l05.markdown_table(l05.metrics_table())  # not 25.05 s

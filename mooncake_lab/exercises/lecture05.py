@@ -40,20 +40,24 @@ exercise(Exercise(
         "'bubble' slots are why chunks must be small compared with the prompt."))
 
 
+#: Question 3's TP group: 8 nodes (the lecture works out 4).
+Q3_X = 8
+
+
 def _tp_comm_s() -> float:
-    return 131072 * tp_allreduce_bytes_per_token(get_model("llama2-70b"), 4) / cpp.network_bandwidth(
+    return 131072 * tp_allreduce_bytes_per_token(get_model("llama2-70b"), Q3_X) / cpp.network_bandwidth(
         "llama2-70b", "a800x8", "modern")
 
 
 exercise(Exercise(
-    "05.tp_comm", "How many seconds of inter-node all-reduce does TP across 4 nodes on a 131,072-token "
+    "05.tp_comm", "How many seconds of inter-node all-reduce does TP across 8 nodes on a 131,072-token "
                   "LLaMA2-70B prefill need at 87 GB/s per node?",
     answer=_tp_comm_s, unit="s", rel_tol=0.03,
-    hint="Per token and node: 2 all-reduces × 80 layers × 2(X−1)/X × 8,192 × 2 B "
-         "(`cpp.tp_allreduce_bytes_per_token(cpp.get_model('llama2-70b'), 4)`). Multiply by the tokens, "
-         "divide by the bandwidth.",
-    why="3.93 MB per token × 131,072 / 87 GB/s ≈ 5.9 s of communication on the critical path — "
-        "almost as long as the 6.25 s of compute it was meant to shorten. CPP sends 320× fewer bytes in all."))
+    hint="Per token and node: 2 all-reduces × 80 layers × 2(X−1)/X × 8,192 × 2 B. Only the ring factor "
+         "2(X−1)/X changes from X = 4. Multiply by the tokens, divide by the bandwidth.",
+    why="The ring factor grows from 1.5 to 1.75: 4.59 MB per token × 131,072 / 87 GB/s ≈ 6.9 s of "
+        "communication on the critical path, more than at 4 nodes, while the compute per node halves "
+        "to 3.12 s. More nodes make TP worse."))
 
 
 def _min_x_256k() -> int:
@@ -73,16 +77,24 @@ exercise(Exercise(
         "to four."))
 
 
+#: Question 5's store bandwidth, GB/s: the rate a straight line through the paper's Fig. 7 bars gives.
+Q5_BW_GBS = 52.0
+
+
 def _store_hidden_ms() -> float:
-    from ..experiments.l05_prefill import layerwise_store
-    return float(layerwise_store([131072]).iloc[0]["exposed_layerwise_s"] * 1e3)
+    m = get_model("llama2-70b")
+    store_s = 131072 * m.kv_bytes_per_token() / (Q5_BW_GBS * 1e9)
+    compute_s = cpp.one_node_ttft(n_tokens=131072)
+    from ..storage import layerwise_time
+    return 1e3 * (layerwise_time(store_s, compute_s, m.n_layers, overlap=True) - compute_s)
 
 
 exercise(Exercise(
-    "05.store_exposed_ms", "With layer-wise store, how many milliseconds of KV store (to 128 GB/s DRAM) does a "
-                           "131,072-token LLaMA2-70B prefill still wait for?",
+    "05.store_exposed_ms", "With layer-wise store at the paper's 52 GB/s instead of 128 GB/s, how many "
+                           "milliseconds of KV store does a 131,072-token LLaMA2-70B prefill still wait for?",
     answer=_store_hidden_ms, unit="ms", rel_tol=0.03,
-    hint="Only the last layer's store is exposed: (n × 320 KiB / 128 GB/s) / 80.",
-    why="43 GB / 128 GB/s = 0.336 s serialized, / 80 layers ≈ 4.2 ms layer-wise in our model. The paper's "
-        "Fig. 7 layer-wise bars are ≈ 0.1 s at every length: a fixed cost per prefill that we do not model. "
-        "Its serialized ones are ≈ 0.87 s at 128k: see the comparison in section 4."))
+    hint="Only the last layer's store is exposed, if one layer's store is shorter than one layer's compute: "
+         "(n × 320 KiB / 52 GB/s) / 80.",
+    why="43 GB / 52 GB/s = 0.83 s serialized, / 80 layers ≈ 10.3 ms layer-wise, still far below the "
+        "0.31 s a layer computes. The paper's layer-wise bars are ≈ 0.1 s: a fixed cost per prefill "
+        "that we do not model (section 4)."))

@@ -23,7 +23,7 @@ from . import l02_storage as l02
 __all__ = ["DEFAULT_PRESET", "LENGTHS", "LONG_LENGTHS", "TTFT_SLO_S", "gantt", "schemes_vs_length",
            "cpp_vs_x", "interleave_demo", "layerwise_store", "vram_occupation", "metrics", "figures",
            "SCHEME_LABELS", "gantt_summary", "cpp_vs_x_table", "chunk_sweep_table", "ttft_table", "schemes_table",
-           "interleave_table", "store_table", "vram_table", "metrics_table"]
+           "interleave_table", "store_table", "vram_table", "metrics_table", "markdown_table", "in_box"]
 
 #: Preset of the lecture (see the module docstring).
 DEFAULT_PRESET = "modern"
@@ -325,9 +325,24 @@ def vram_table(lengths: Iterable[int] = LENGTHS, **kw) -> pd.DataFrame:
     df = vram_occupation(lengths, **kw)
     return pd.DataFrame({"S = KV (GB)": [_s(v) for v in df["kv_gb"]],
                          "S·T serialized (GB·s)": [_s(v) for v in df["serialized_gb_s"]],
-                         "S·T layer-wise (GB·s)": [f"{v:.2g}" if v < 0.1 else _s(v) for v in df["layerwise_gb_s"]],
+                         "S·T layer-wise (MB·s)": [_s(1e3 * v) for v in df["layerwise_gb_s"]],
                          "ratio (×)": [f"{v:,.0f}" for v in df["ratio"]]},
                         index=_tokens_index(df["n_tokens"]))
+
+
+def markdown_table(df: pd.DataFrame) -> str:
+    """A table for people (one of the ``*_table`` frames, text cells) as a Markdown table, its index first."""
+    head = [str(df.index.name or "")] + [str(c) for c in df.columns]
+    rows = [[str(i)] + [str(v) for v in r] for i, r in zip(df.index, df.to_numpy())]
+    line = lambda cells: "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+    return "\n".join([line(head), "|" + "---|" * len(head)] + [line(r) for r in rows])
+
+
+def in_box(df: pd.DataFrame, summary: str):
+    """``df`` as a Markdown table inside a collapsible ``<details>`` box headed ``summary`` (a notebook output:
+    the number behind a figure, one click away)."""
+    from IPython.display import Markdown
+    return Markdown(f"<details><summary>{summary}</summary>\n\n{markdown_table(df)}\n\n</details>")
 
 
 def metrics_table() -> pd.DataFrame:
@@ -340,6 +355,6 @@ def metrics_table() -> pd.DataFrame:
                 "tp": f"TP across {x} nodes, TTFT", "sp": f"SP on {x} nodes, TTFT"}.get(kind)
         if what is None:
             what = "KV store added, " + ("serialized" if m.name.endswith("serialized") else "layer-wise")
-        rows[what] = f"{m.ours * 1e3:.1f} ms" if m.unit == "s" and m.ours < 1 else f"{m.ours:.2f} {m.unit}"
+        rows[what] = f"{_ms(m.ours)} ms" if m.unit == "s" and m.ours < 1 else f"{_s(m.ours)} {m.unit}"
     return pd.DataFrame({"ours": list(rows.values())},
                         index=pd.Index(list(rows), name="LLaMA2-70B, 131,072 tokens, 'modern'"))

@@ -12,7 +12,7 @@ from matplotlib.patches import PathPatch
 from matplotlib.path import Path
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-from . import PALETTE, SLO_COLOR, figure_style, log_limits, new_figure, styled
+from . import PALETTE, figure_style, log_limits, new_figure, styled
 
 __all__ = ["Gantt", "gantt", "TTFTVsLength", "ttft_vs_length", "mfu_and_traffic", "interleave", "vram_profile",
            "fig7_comparison",
@@ -40,6 +40,7 @@ def _tokens_axis(axis, lo: float, hi: float) -> None:
 _MAX_CHUNK_LABELS = 16  # chunk numbers are written in stage 0's bars up to this many chunks
 _MAX_EDGED_BARS = 512   # white edges between bars up to this many (stroking 2,048 took 20-50 ms here)
 _GREY = "#BBBBBB"       # chunks of the requests not highlighted
+_THRESHOLD = "#555555"  # a threshold line (the TTFT SLO): neutral, no scheme's colour
 
 
 def _rects(x0: np.ndarray, width: np.ndarray, y0, height: float) -> Path:
@@ -73,6 +74,11 @@ class Gantt:
         ax.set_xlabel("time since arrival (s)")
         ax.set_ylabel("pipeline stage")
         ax.set_title(" ")
+        from matplotlib.patches import Patch
+        self.figure.legend(handles=[Patch(facecolor=PALETTE[0], label="compute of one chunk (colour: chunk number)"),
+                                    Patch(facecolor="none", edgecolor=PALETTE[3], hatch="////",
+                                          label="send to the next node, after the compute ends")],
+                           loc="outside lower center", ncol=2, frameon=False)
         self._stages = None
         if live:
             for a in (*self.compute.values(), self.sends, *self.labels, ax.title):
@@ -135,7 +141,7 @@ class TTFTVsLength:
         self.ax, self.slo_s = ax, float(slo_s)
         self.lines = {s: ax.plot([], [], "o-", color=SCHEME_STYLE[s][1], ms=4, label=SCHEME_STYLE[s][0])[0]
                       for s in schemes}
-        ax.axhline(slo_s, color=SLO_COLOR, ls="--", lw=1.2, label=f"TTFT SLO {slo_s:g} s")
+        ax.axhline(slo_s, color=_THRESHOLD, ls="--", lw=1.2, label=f"TTFT SLO {slo_s:g} s")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
@@ -205,13 +211,17 @@ def mfu_and_traffic(df: pd.DataFrame, title: str | None = None):
     ax1.set_xlabel("scheme (nodes)")
     ax1.set_title("compute efficiency")
     ax1.set_ylim(0, 100)
-    gb = np.maximum(d["net_bytes"].to_numpy() / 1e9, 1e-3)
-    ax2.bar(pos, gb, color=colors)
-    for p, v, raw in zip(pos, gb, d["net_bytes"]):
-        ax2.annotate("0" if raw == 0 else (f"{v:,.0f}" if v >= 100 else f"{v:.3g}"), (p, v), xytext=(0, 2), textcoords="offset points",
-                     ha="center")
+    gb = d["net_bytes"].to_numpy() / 1e9
+    sent = gb > 0                             # a log axis has no 0: one node's 0 bytes get a label, no bar
+    floor = float(gb[sent].min()) / 10 if sent.any() else 1e-3
+    ax2.bar(pos[sent], gb[sent], color=[c for c, on in zip(colors, sent) if on])
+    for p, v in zip(pos, gb):
+        ax2.annotate(f"{v:,.0f}" if v >= 100 else f"{v:.3g}", (p, v), xytext=(0, 2), textcoords="offset points",
+                     ha="center") if v > 0 else ax2.annotate("0", (p, floor), xytext=(0, 2),
+                                                             textcoords="offset points", ha="center")
+    ax2.set_xlim(-0.6, len(pos) - 0.4)       # the 0-byte scheme keeps its place without a bar
     ax2.set_yscale("log")
-    ax2.set_ylim(5e-4, float(gb.max()) * 6)   # room for the top bar's label under the panel title
+    ax2.set_ylim(floor, float(gb.max()) * 6 if sent.any() else 1.0)   # room for the top bar's label
     ax2.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax2.yaxis.set_minor_locator(NullLocator())
     ax2.set_xticks(pos, labels)
@@ -263,6 +273,12 @@ def vram_profile(serialized: dict, layerwise: dict, n_tokens: int | None = None,
     ax.set_title(title or f"VRAM occupation of one {n_tokens or 0:,}-token prefill's KV")
     ax.legend(loc="upper left")
     ax.set_ylim(0, max(serialized["peak_bytes"], layerwise["peak_bytes"]) / 1e9 * 1.3)
+    # the layer-wise line is one layer high, too thin to see on this scale: a label points at it
+    t_end = float(np.max(layerwise["t_s"]))
+    ax.annotate(f"layer-wise: at most {layerwise['peak_bytes'] / 1e9:.2f} GB (one layer),\n"
+                "a thin line on this scale", xy=(0.03 * t_end, layerwise["peak_bytes"] / 1e9),
+                xytext=(0.06 * t_end, 0.45 * ax.get_ylim()[1]), color=PALETTE[0],
+                arrowprops={"arrowstyle": "->", "color": PALETTE[0]})
     return fig
 
 
