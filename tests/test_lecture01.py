@@ -241,15 +241,22 @@ def test_preset_dashboard_bounds(presets):
 
 # --- exercises -------------------------------------------------------------------------------------
 def test_exercise_values_by_hand():
-    assert check("01.kv_bytes", 2 * 80 * 8 * 128 * 2)
-    assert not check("01.kv_bytes", 2 * 80 * 64 * 128 * 2)       # MHA count: 8× too many
-    assert check("01.prefill_pflop_8k", 1.214)
-    assert not check("01.prefill_pflop_8k", 1.143)               # FAST'25 Eq. 1 is 6% lower
-    assert check("01.measured_mfu_8k", 0.314)
-    assert not check("01.measured_mfu_8k", 31.4)                 # a percentage, not a fraction
-    assert check("01.decode_ridge_batch", 237)
-    assert not check("01.decode_ridge_batch", 153)               # forgot the KV reads
-    assert check("01.nvlink_penalty_ms", 93)
+    # each question asks for a case the lecture does not print: 2,048 tokens, a 4,096-token prompt,
+    # TP8's 2k prefill, 512-token contexts, 900 vs 400 GB/s
+    assert check("01.kv_bytes", 2 * 80 * 8 * 128 * 2 * 2048 / 2**20)       # 640 MiB
+    assert not check("01.kv_bytes", 2 * 80 * 64 * 128 * 2 * 2048 / 2**20)  # MHA count: 8× too many
+    assert not check("01.kv_bytes", 2 * 80 * 8 * 128 * 2)                  # one token, not the sequence
+    assert check("01.prefill_pflop_8k", 0.585)
+    assert not check("01.prefill_pflop_8k", 1.214)               # the lecture's 8k prompt
+    assert check("01.measured_mfu_8k", 0.42)
+    assert not check("01.measured_mfu_8k", 42)                   # a percentage, not a fraction
+    assert not check("01.measured_mfu_8k", 0.314)                # the lecture's 8k prefill
+    assert check("01.decode_ridge_batch", 186)
+    assert not check("01.decode_ridge_batch", 237)               # 1,024-token contexts
+    assert not check("01.decode_ridge_batch", 152)               # forgot the KV reads
+    assert check("01.nvlink_penalty_ms", 156)
+    assert not check("01.nvlink_penalty_ms", 93)                 # A800 vs A100
+    assert not check("01.nvlink_penalty_ms", 156 * 0.67)          # both directions at once, or no 67%
 
 
 def test_glossary_has_lecture01_terms():

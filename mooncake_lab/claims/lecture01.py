@@ -93,10 +93,14 @@ def _modern_exception() -> list:
     return [2, 100 * x["mfu"][(2, 2048)], 100 * x["MODERN"].linear_efficiency_at(2), r["modern_s"], r["measured_s"]]
 
 
+def _q():
+    from ..exercises import lecture01 as q
+    return q
+
+
 def _pf_n() -> float:
-    """Prompt of exercise 01.prefill_pflop_8k, tokens: the lecture's 8k prompt (``eq1_comparison``'s default)
-    if the exercise's answer is its prefill in PFLOP, else NaN."""
-    n = default_of(_v()["ex"].eq1_comparison, "n_tokens")
+    """Prompt of exercise 01.prefill_pflop_8k, tokens, if the exercise's answer is its prefill in PFLOP, else NaN."""
+    n = _q().Q2_TOKENS
     return when(math.isclose(answer_of("01.prefill_pflop_8k") * 1e15, _v()["m"].prefill_flops(n)), n)
 
 
@@ -105,18 +109,40 @@ def _pf_unit() -> float:
     return _v()["m"].prefill_flops(_pf_n()) / answer_of("01.prefill_pflop_8k")
 
 
+def _kv_n() -> float:
+    """Tokens of exercise 01.kv_bytes if its answer is that sequence's KV cache in MiB, else NaN."""
+    n = _q().Q1_TOKENS
+    return when(math.isclose(answer_of("01.kv_bytes"), n * _v()["kv"] / 2**20), n)
+
+
+def _mfu_q() -> list:
+    """[TP, prompt tokens, measured ms] of exercise 01.measured_mfu_8k, if its answer is that row's MFU."""
+    q, x = _q(), _v()
+    key = (q.Q3_TP, q.Q3_TOKENS)
+    meas = x["ex"].measured_prefill_mfu()
+    t = float(meas[(meas.tp == key[0]) & (meas.prompt_tokens == key[1])]["measured_s"].iloc[0])
+    ok = math.isclose(answer_of("01.measured_mfu_8k"), x["mfu"][key])
+    return [when(ok, key[0]), when(ok, key[1]), when(ok, 1e3 * t)]
+
+
 def _ridge_ctx() -> float:
-    """Context per sequence of exercise 01.decode_ridge_batch, tokens: ``decode_ridge_batch``'s default if the
-    exercise's answer is that call's, else NaN."""
-    f = _v()["ex"].decode_ridge_batch
-    return when(answer_of("01.decode_ridge_batch") == f(), default_of(f, "context_per_seq"))
+    """Context per sequence of exercise 01.decode_ridge_batch, tokens, if the exercise's answer is that call's."""
+    c = _q().Q4_CONTEXT
+    return when(answer_of("01.decode_ridge_batch") == _v()["ex"].decode_ridge_batch(_v()["m"], _v()["nd"], c), c)
 
 
-def _nv_n() -> float:
-    """Prompt of exercise 01.nvlink_penalty_ms, tokens: ``nvlink_penalty``'s default if the exercise's answer
-    is that call's (in ms), else NaN."""
-    f = _v()["ex"].nvlink_penalty
-    return when(math.isclose(answer_of("01.nvlink_penalty_ms"), 1e3 * f()), default_of(f, "n_new"))
+def _nv_q() -> list:
+    """[prompt k tokens, NVLink GB/s asked, reference GB/s] of exercise 01.nvlink_penalty_ms, if its answer is
+    that saving in ms."""
+    q = _q()
+    ok = math.isclose(answer_of("01.nvlink_penalty_ms"),
+                      1e3 * _v()["ex"].nvlink_penalty(8192, nvlink_gbs=q.Q5_REFERENCE_GBS, reference_gbs=q.Q5_GBS))
+    return [when(ok, 8), when(ok, q.Q5_GBS), when(ok, q.Q5_REFERENCE_GBS)]
+
+
+def _ar_us_at(gbs: float) -> float:
+    """All-reduce µs per token at ``gbs`` NVLink (both directions), one direction at the nccl efficiency."""
+    return 1e6 * _v()["ar"] / (gbs / 2 * 1e9 * _v()["nccl"])
 
 
 def _dash():
@@ -206,8 +232,8 @@ claim("01.attention_box", "Where 2.62 MFLOP per key", lambda: _v()["att"] / 1e6)
 claim("01.per_token_140", "costs **≈ 140 GFLOP**",
       lambda: (_v()["per_tok"] + _v()["att"] * 1024) / 1e9, rel_tol=0.01)
 not_a_claim("01.causal_pairs", "*n*²/2 pairs", _FORMULA + " (the causal half of n² pairs)")
-claim("01.prefill_formula", r"137.4\text{ G}\cdot n + 2.62\text{ M}\cdot n^2/2",
-      lambda: [_v()["per_tok"] / 1e9, _v()["att"] / 1e6, 2, 2])
+claim("01.prefill_formula", "137.4 G · *n* + 2.62 M · *n*²/2",
+      lambda: [_v()["per_tok"] / 1e9, _v()["att"] / 1e6, 2])
 claim("01.kv_formula", "2 (K and V) × 80 layers × 8",
       lambda: [2, _v()["L"], _v()["m"].n_kv_heads])
 claim("01.kv_total", "128 × 2 bytes (BF16) = **327,680 B = 320 KiB per token**. With 64",
@@ -245,7 +271,7 @@ claim("01.decode_b1", "At *b* = 1 the intensity is ≈ 1", lambda: [1, _v()["rf"
       rel_tol=0.05)
 claim("01.idle", "idle 99% of the time",
       lambda: 100 * (1 - _v()["rf"].decode_intensity(_v()["m"], 1, 1024) / _v()["ridge"]), rel_tol=0.01)
-claim("01.intensity_box", "Why the table's 8k intensity is 8,663, not 8,192",
+claim("01.intensity_box", "Why the 8k prefill's intensity is 8,663, not 8,192",
       lambda: [8, _v()["rf"].prefill_intensity(_v()["m"], 8192), 8192])
 claim("01.chart_contexts", "(1k-token contexts) on",
       lambda: notebook_arg("01", "ex.roofline_points", "context_per_seq") / 1024)
@@ -354,15 +380,21 @@ claim("01.ar_sends", "sends **4.59 MB**", lambda: _v()["ar"] / 1e6)
 claim("01.ring_p", "With p = 8", lambda: _v()["nd"].n_gpus)
 claim("01.ar_bytes", "2 × 80 layers × 2 × 7/8 × 8,192 × 2 B = 4.59",
       lambda: [2, _v()["L"], 2, 7, 8, _v()["d"], _v()["m"].bytes_per_param, _v()["ar"] / 1e6])
-claim("01.ar_time", "200 GB/s on the A800: 23 µs per token at full efficiency,\nagainst 55",
-      lambda: [_v()["A800"].nvlink_bw_per_direction / 1e9, _v()["c800"].tp_comm_s_per_token * 1e6,
+claim("01.ar_time", "half of the A800's 400 GB/s. At full speed that\ntakes 23 µs per token, against 55",
+      lambda: [_v()["A800"].nvlink_bw / 1e9, _v()["c800"].tp_comm_s_per_token * 1e6,
                _v()["c800"].prefill_s_per_token * 1e6])
 claim("01.ar_compute", "55 µs\nper token is 137.4 GFLOP / 2.496",
       lambda: [_v()["c800"].prefill_s_per_token * 1e6, _v()["per_tok"] / 1e9, _v()["nd"].peak_flops / 1e15])
-claim("01.ar_share", "it adds ~40%; on an A100\n(300 GB/s per direction) only ~28%.",
+claim("01.ar_share", "the all-reduce takes 34%\nof an 8k prefill's time on the A800, and 25% on an A100.",
+      lambda: [100 * _v()["ex"].tp_comm_share(_v()["m"], _v()["nd"], "calibrated"), 8,
+               100 * _v()["ex"].tp_comm_share(_v()["m"], _v()["nd100"], "calibrated")])
+claim("01.ar_share_peak", "the all-reduce at full speed\nadds ~40% on the A800 and ~28% on an A100 (600 GB/s).",
       lambda: [100 * _v()["c800"].tp_comm_s_per_token / _v()["c800"].prefill_s_per_token,
-               _v()["A100"].nvlink_bw_per_direction / 1e9,
-               100 * _v()["c100"].tp_comm_s_per_token / _v()["c100"].prefill_s_per_token], rel_tol=0.06)
+               100 * _v()["c100"].tp_comm_s_per_token / _v()["c100"].prefill_s_per_token,
+               _v()["A100"].nvlink_bw / 1e9], rel_tol=0.06)
+claim("01.cal_penalty", "The A800's slower NVLink costs ≈ 93 ms.", lambda: _v()["penalty"] * 1e3)
+claim("01.mfu_peak_8", "For 8 GPUs\nthat peak is 2.496 PFLOP/s", lambda: [8, _v()["nd100"].peak_flops / 1e15])
+claim("01.repro_8k", "so the calibrated 8k prefill is compared", lambda: 8)
 claim("01.ar_share_again", "less than the ~40% and ~28% added", lambda: [
     100 * _v()["c800"].tp_comm_s_per_token / _v()["c800"].prefill_s_per_token,
     100 * _v()["c100"].tp_comm_s_per_token / _v()["c100"].prefill_s_per_token], rel_tol=0.06)
@@ -396,13 +428,15 @@ claim("01.box_decode", "1 | 45 ms measured (A100, SplitwiseSim) | ideal 8.4 ms; 
                _v()["fit"]["decode_floor_s"] * 1e3])
 
 # --- questions (markdown) -------------------------------------------------------------------------
-claim("01.q2_text", "(10¹⁵ FLOP) does the prefill of one 8,192-token", lambda: [_pf_unit(), _pf_n()])
-claim("01.q3_text", "8,192 tokens took 1.55 s on 8 × A100 (312",
-      lambda: [8192, _v()["meas8k"], 8, _v()["A100"].flops_bf16 / 1e12])
-claim("01.q4_text", "1,024-token context", _ridge_ctx)
+claim("01.q1_text", "one 2,048-token sequence", _kv_n)
+claim("01.q2_text", "(10¹⁵ FLOP) does the prefill of one 4,096-token", lambda: [_pf_unit(), _pf_n()])
+claim("01.q3_text", "2,048 tokens took 274 ms on 8 × A100 (312",
+      lambda: [_mfu_q()[1], _mfu_q()[2], _mfu_q()[0], _v()["A100"].flops_bf16 / 1e12])
+claim("01.q4_text", "512-token context", _ridge_ctx)
 claim("01.q4_text2", "runs on 8 × A800 under", lambda: _v()["nd"].n_gpus)
-claim("01.q5_text", "8k prefill on\n8 × A800 (NVLink 400 GB/s) than on 8 × A100 (600",
-      lambda: [8, 8, _v()["A800"].nvlink_bw / 1e9, 8, _v()["A100"].nvlink_bw / 1e9])
+claim("01.q5_text", "runs at 67% of one NVLink", lambda: 100 * _v()["nccl"])
+claim("01.q5_text2", "an 8k prefill on 8 GPUs with\n900 GB/s NVLink (H100) than with 400 GB/s (A800)? Start from the 4.59",
+      lambda: [_nv_q()[0], 8, _nv_q()[1], _nv_q()[2], _v()["ar"] / 1e6])
 
 # --- summary -----------------------------------------------------------------------------------------
 claim("01.sum_flops", "137 GFLOP in the matmuls plus 2.6", lambda: [_v()["per_tok"] / 1e9, _v()["att"] / 1e6])
@@ -413,56 +447,54 @@ claim("01.sum_measured", "8k prefill at 31% MFU. The calibrated preset fits it w
 claim("01.sum_past_8k", "extrapolates badly past 8k", _fit_max_k)
 claim("01.sum_penalty", "400 GB/s NVLink makes an 8k prefill ≈ 93 ms slower",
       lambda: [_v()["A800"].nvlink_bw / 1e9, 8, _v()["penalty"] * 1e3])
-claim("01.sum_mla", "decodes at ≈ 242 FLOP per KV byte",
-      lambda: _v()["ds_key"] / _v()["ds"].kv_bytes_per_token(), rel_tol=0.01)
 claim("01.sum_next", "320 KiB of KV is cheaper to *reload* than 140",
       lambda: [_v()["kv"] / 1024, (_v()["per_tok"] + _v()["att"] * 1024) / 1e9])
 
 # --- exercises ---------------------------------------------------------------------------------------
-claim("01.x_kv_q", "all 80 layers", lambda: _v()["L"], where="01.kv_bytes")
+claim("01.x_kv_q", "one 2,048-token sequence of LLaMA2-70B holds in BF16 (all 80 layers)",
+      lambda: [_kv_n(), _v()["L"]], where="01.kv_bytes")
 claim("01.x_kv_hint", "head dim × 2 bytes", lambda: _v()["m"].kv_bytes_per_elem, where="01.kv_bytes")
-claim("01.x_kv_why", "2 × 80 × 8 × 128 × 2 B = 327,680 B = 320 KiB; with 64 KV heads (MHA) it would be 8×",
-      lambda: [2, _v()["L"], _v()["m"].n_kv_heads, _v()["m"].d_head, _v()["m"].kv_bytes_per_elem, _v()["kv"],
-               _v()["kv"] / 1024, _v()["m"].n_heads, _v()["m"].gqa_ratio], where="01.kv_bytes")
-claim("01.x_pf_q", "one 8,192-token", _pf_n, where="01.prefill_pflop_8k")
+claim("01.x_kv_why", "320 KiB per token × 2,048 tokens = 640 MiB; with 64 KV heads (MHA) it would be 8×",
+      lambda: [_v()["kv"] / 1024, _kv_n(), answer_of("01.kv_bytes"), _v()["m"].n_heads, _v()["m"].gqa_ratio],
+      where="01.kv_bytes")
+claim("01.x_pf_q", "one 4,096-token", _pf_n, where="01.prefill_pflop_8k")
 claim("01.x_pf_q2", "in PFLOP (1e15).", _pf_unit, where="01.prefill_pflop_8k")
-claim("01.x_pf_hint", "4·L·d·n²/2;", lambda: [_v()["att"] / (_v()["L"] * _v()["d"]), 2], where="01.prefill_pflop_8k")
-claim("01.x_pf_why", "1.12 PFLOP in the matmuls + 0.09 in causal attention + 0.004 in the LM head ≈ 1.21 PFLOP",
-      lambda: [_v()["br8"]["linear"] / 1e15, _v()["br8"]["attention"] / 1e15, _v()["br8"]["lm_head"] / 1e15,
-               _v()["br8"]["total"] / 1e15], where="01.prefill_pflop_8k")
-claim("01.x_pf_why2", "Eq. 1 says 1.14:", lambda: _v()["eq1"].loc["total", "eq1_flops"] / 1e15,
+claim("01.x_pf_hint", "n × 137.4 GFLOP (matmuls + LM head) + causal attention 2.62 MFLOP × n²/2.",
+      lambda: [_v()["per_tok"] / 1e9, _v()["att"] / 1e6, 2], where="01.prefill_pflop_8k")
+claim("01.x_pf_why", "0.563 PFLOP in the matmuls and LM head + 0.022 in causal attention ≈ 0.585 PFLOP",
+      lambda: [(_v()["m"].prefill_flops_breakdown(_pf_n())["linear"] + _v()["m"].prefill_flops_breakdown(_pf_n())["lm_head"]) / 1e15,
+               _v()["m"].prefill_flops_breakdown(_pf_n())["attention"] / 1e15, answer_of("01.prefill_pflop_8k")],
       where="01.prefill_pflop_8k")
-claim("01.x_mfu_q", "8k prefill (1.55 s on 8 × A100, 312",
-      lambda: [8, _v()["meas8k"], 8, _v()["A100"].flops_bf16 / 1e12], where="01.measured_mfu_8k")
-claim("01.x_mfu_hint", "8 × 312e12). Give a fraction (0.3), not a percentage (30).",
-      lambda: [8, _v()["A100"].flops_bf16, round(_v()["mfu"][(8, 8192)], 1), round(100 * _v()["mfu"][(8, 8192)], -1)],
+claim("01.x_pf_why2", "less than half the 8k prompt's 1.21, because attention grows as n².",
+      lambda: [8 if answer_of("01.prefill_pflop_8k") < 0.5 * _v()["br8"]["total"] / 1e15 else 0,
+               _v()["br8"]["total"] / 1e15], where="01.prefill_pflop_8k")
+claim("01.x_mfu_q", "TP8 prefill of 2,048 tokens (274 ms on 8 × A100, 312",
+      lambda: [_mfu_q()[1], _mfu_q()[2], 8, _v()["A100"].flops_bf16 / 1e12] if _mfu_q()[0] == 8 else [0] * 4,
       where="01.measured_mfu_8k")
-claim("01.x_mfu_why", "1.21 PFLOP / (1.55 s × 2.496 PFLOP/s) ≈ 0.31:",
-      lambda: [_v()["br8"]["total"] / 1e15, _v()["meas8k"], _v()["nd"].peak_flops / 1e15, _v()["mfu"][(8, 8192)]],
-      where="01.measured_mfu_8k")
-claim("01.x_ridge_q", "1,024-token contexts turns compute-bound on 8×A800", lambda: [_ridge_ctx(), _v()["nd"].n_gpus],
+claim("01.x_mfu_hint", "8 × 312e12). Give a fraction (0.4), not a percentage (40).",
+      lambda: [8, _v()["A100"].flops_bf16, round(answer_of("01.measured_mfu_8k"), 1),
+               round(100 * answer_of("01.measured_mfu_8k"), -1)], where="01.measured_mfu_8k")
+claim("01.x_mfu_why", "0.287 PFLOP / (0.274 s × 2.496 PFLOP/s) ≈ 0.42: better than the 8k prompt's 0.31.",
+      lambda: [_v()["m"].prefill_flops(_mfu_q()[1]) / 1e15, _mfu_q()[2] / 1e3, _v()["nd100"].peak_flops / 1e15,
+               answer_of("01.measured_mfu_8k"), 8, _v()["mfu"][(8, 8192)]], where="01.measured_mfu_8k")
+claim("01.x_ridge_q", "512-token contexts turns compute-bound on 8×A800", lambda: [_ridge_ctx(), _v()["nd"].n_gpus],
       where="01.decode_ridge_batch")
-claim("01.x_ridge_hint", "b·1024·KV bytes per token) equal to the ridge point 312e12 / 2.039e12 ≈ 153",
-      lambda: [1024, _v()["A800"].flops_bf16, _v()["A800"].hbm_bw, _v()["ridge"]], where="01.decode_ridge_batch")
-claim("01.x_ridge_why", "b·140.1 GFLOP = 153 × (137.4 GB + b × 0.336 GB) → b ≈ 237. Without the KV reads it would be ≈ 150",
-      lambda: [(_v()["per_tok"] + _v()["att"] * 1024) / 1e9, _v()["ridge"], _v()["m"].streamed_weight_bytes_dense() / 1e9,
-               1024 * _v()["kv"] / 1e9, _v()["ridge_b"],
-               _v()["ridge"] * _v()["m"].streamed_weight_bytes_dense() / (_v()["per_tok"] + _v()["att"] * 1024)],
-      where="01.decode_ridge_batch", rel_tol=0.01)
-claim("01.x_ridge_why2", "with 8k contexts decode never", lambda: 8 if _v()["ex"].decode_ridge_batch(
-    _v()["m"], _v()["nd"], 8192) == float("inf") else 0, where="01.decode_ridge_batch")
-claim("01.x_nv_q", "8k LLaMA2-70B prefill on", lambda: _nv_n() / 1024, where="01.nvlink_penalty_ms")
-claim("01.x_nv_q2", "8×A800 (NVLink 400 GB/s) than on 8×A100 (600",
-      lambda: [8, _v()["A800"].nvlink_bw / 1e9, 8, _v()["A100"].nvlink_bw / 1e9], where="01.nvlink_penalty_ms")
-claim("01.x_nv_hint", "2 all-reduces × 80 layers × 2·(7/8) × 8192 × 2 B over one NVLink direction (half the datasheet figure) at 67% efficiency; compare 200 and 300",
-      lambda: [2, _v()["L"], 2, 7, 8, _v()["d"], _v()["m"].bytes_per_param, 100 * _v()["nccl"],
-               _v()["A800"].nvlink_bw_per_direction / 1e9, _v()["A100"].nvlink_bw_per_direction / 1e9],
-      where="01.nvlink_penalty_ms")
-claim("01.x_nv_why", "4.59 MB per token: 34.2 µs at 200 GB/s × 0.67 vs 22.8 µs at 300 GB/s × 0.67 → 11.4 µs × 8192 ≈ 93 ms (≈ 6%",
-      lambda: [_v()["ar"] / 1e6, _v()["ar"] / (200e9 * _v()["nccl"]) * 1e6, 200, _v()["nccl"],
-               _v()["ar"] / (300e9 * _v()["nccl"]) * 1e6, 300, _v()["nccl"],
-               _v()["ar"] * (1 / 200e9 - 1 / 300e9) / _v()["nccl"] * 1e6, 8192, _v()["penalty"] * 1e3,
-               100 * _v()["penalty"] / _v()["cal8k_a800"]], where="01.nvlink_penalty_ms")
+claim("01.x_ridge_hint", "b·512·KV bytes per token) equal to the ridge point 312e12 / 2.039e12 ≈ 153",
+      lambda: [_ridge_ctx(), _v()["A800"].flops_bf16, _v()["A800"].hbm_bw, _v()["ridge"]], where="01.decode_ridge_batch")
+claim("01.x_ridge_why", "b·138.8 GFLOP = 153 × (137.4 GB + b × 0.168 GB) → b ≈ 186, fewer than the 237 of 1,024-token",
+      lambda: [(_v()["per_tok"] + _v()["att"] * _ridge_ctx()) / 1e9, _v()["ridge"],
+               _v()["m"].streamed_weight_bytes_dense() / 1e9, _ridge_ctx() * _v()["kv"] / 1e9,
+               answer_of("01.decode_ridge_batch"), _v()["ridge_b"], 1024], where="01.decode_ridge_batch", rel_tol=0.01)
+claim("01.x_nv_q", "all-reduce at 67% of one NVLink direction", lambda: 100 * _v()["nccl"], where="01.nvlink_penalty_ms")
+claim("01.x_nv_q2", "8k LLaMA2-70B prefill on 8 GPUs with NVLink 900 GB/s (H100) than with 400",
+      lambda: [_nv_q()[0], 8, _nv_q()[1], _nv_q()[2]], where="01.nvlink_penalty_ms")
+claim("01.x_nv_hint", "Each GPU sends 4.59 MB per token over one direction: half the figure, here 450 and 200 GB/s. "
+      "Multiply by 0.67, then by 8,192 tokens.",
+      lambda: [_v()["ar"] / 1e6, _nv_q()[1] / 2, _nv_q()[2] / 2, _v()["nccl"], 8192], where="01.nvlink_penalty_ms")
+claim("01.x_nv_why", "4.59 MB per token: 34.2 µs at 200 GB/s × 0.67 vs 15.2 µs at 450 GB/s × 0.67 → 19.0 µs × 8192 ≈ 156 ms.",
+      lambda: [_v()["ar"] / 1e6, _ar_us_at(_nv_q()[2]), _nv_q()[2] / 2, _v()["nccl"], _ar_us_at(_nv_q()[1]),
+               _nv_q()[1] / 2, _v()["nccl"], _ar_us_at(_nv_q()[2]) - _ar_us_at(_nv_q()[1]), 8192,
+               answer_of("01.nvlink_penalty_ms")], where="01.nvlink_penalty_ms")
 
 
 # --- solutions notebook: the worked answers -------------------------------------------------------
@@ -490,55 +522,67 @@ def _ar_us(gpu) -> float:
 
 claim("01.sol_q1", "(GQA: 8 of them, not the 64 query\nheads), each of head dimension 128, at 2 bytes per element",
       lambda: [_w("m").n_kv_heads, _w("m").n_heads, _w("m").d_head, _w("m").kv_bytes_per_elem], where=_S)
-claim("01.sol_q1_kv", "× 128 × 2 B = **327,680 B = 320 KiB**", lambda: [
-    _w("m").d_head, _w("m").kv_bytes_per_elem, _w("kv"), _w("kv") / 1024], where=_S)
+claim("01.sol_q1_kv", "× 128 × 2 B = **327,680 B = 320 KiB** per token.\nFor 2,048 tokens: 320 KiB × 2,048 = 655,360 KiB = **640 MiB**.",
+      lambda: [_w("m").d_head, _w("m").kv_bytes_per_elem, _w("kv"), _w("kv") / 1024, _kv_n(), _w("kv") / 1024, _kv_n(),
+               _kv_n() * _w("kv") / 1024, answer_of("01.kv_bytes")], where=_S)
+claim("01.sol_q1_q", "MiB of KV cache in one 2,048-token sequence?", _kv_n, where=_S)
 claim("01.sol_q1_block", "A 512-token block is therefore 160 MiB, and 1 TB of DRAM holds about 3 M tokens", lambda: [
     512, 512 * _w("kv") / 2**20, 1, _w("paper").TOKENS_PER_TB_M], where=_S, source="FAST'25 §2.2")
-claim("01.sol_q2", "one 8,192-token prompt?", _pf_n, where=_S)
-claim("01.sol_q2_lin", "855.6 M matmul weights per layer × 80 = 68.45 B; × 2 FLOP × 8,192 tokens\n  = 1.1215 PFLOP",
-      lambda: [_w("m").layer_matmul_params() / _w("L") / 1e6, _w("L"), _w("m").layer_matmul_params() / 1e9, 2, 8192,
-               _w("br8")["linear"] / 1e15], where=_S)
-claim("01.sol_q2_att", "4 × 128 × 64 × 80 = 2.62 MFLOP per (token, key) pair; 8,192²/2 = 33.6 M pairs\n  → 0.0880 PFLOP",
-      lambda: [4, _w("m").d_head, _w("m").n_heads, _w("L"), _w("att") / 1e6, 8192 ** 2, 2, 8192 ** 2 / 2 / 1e6,
-               _w("br8")["attention"] / 1e15], where=_S)
-claim("01.sol_q2_lm", "2 × 32,000 × 8,192 = 0.524 GFLOP per token × 8,192 = 0.0043 PFLOP", lambda: [
-    2, _w("m").vocab, _w("d"), _w("m").lm_head_flops_per_token() / 1e9, 8192, _w("br8")["lm_head"] / 1e15], where=_S)
-claim("01.sol_q2_total", "Total **≈ 1.214 PFLOP**", lambda: _w("br8")["total"] / 1e15, where=_S)
-claim("01.sol_q2_eq1", "gives 1.143: b = 22 instead of our 25.5", lambda: [
-    _w("eq1").loc["total", "eq1_flops"] / 1e15, _w("paper").EQ1_B,
-    2 * _w("m").layer_matmul_params() / _w("L") / _w("d") ** 2], where=_S, source="FAST'25 Eq. 1")
-claim("01.sol_q3", "8k prefill (1.55 s on 8 × A100)", lambda: [8, _w("meas8k"), 8], where=_S)
-claim("01.sol_q3_mfu", "= 1.2138 PFLOP / (1.55 s × 8 × 312 TFLOP/s)\n= 1.2138 / (1.55 × 2.496) = 1.2138 / 3.869 ≈ **0.314**",
-      lambda: [_w("br8")["total"] / 1e15, _w("meas8k"), 8, _w("A100").flops_bf16 / 1e12, _w("br8")["total"] / 1e15,
-               _w("meas8k"), 8 * _w("A100").flops_bf16 / 1e15, _w("br8")["total"] / 1e15,
-               _w("meas8k") * 8 * _w("A100").flops_bf16 / 1e15, _w("mfu")[(8, 8192)]], where=_S)
+
+
+def _br(key):
+    return _w("m").prefill_flops_breakdown(_pf_n())[key] / 1e15
+
+
+claim("01.sol_q2", "one 4,096-token prompt?", _pf_n, where=_S)
+claim("01.sol_q2_lin", "855.6 M matmul weights per layer × 80 = 68.45 B; × 2 FLOP × 4,096 tokens\n  = 0.5608 PFLOP",
+      lambda: [_w("m").layer_matmul_params() / _w("L") / 1e6, _w("L"), _w("m").layer_matmul_params() / 1e9, 2, _pf_n(),
+               _br("linear")], where=_S)
+claim("01.sol_q2_att", "4 × 128 × 64 × 80 = 2.62 MFLOP per (token, key) pair; 4,096²/2 = 8.4 M pairs\n  → 0.0220 PFLOP",
+      lambda: [4, _w("m").d_head, _w("m").n_heads, _w("L"), _w("att") / 1e6, _pf_n() ** 2, 2, _pf_n() ** 2 / 2 / 1e6,
+               _br("attention")], where=_S)
+claim("01.sol_q2_lm", "2 × 32,000 × 8,192 = 0.524 GFLOP per token × 4,096 = 0.0021 PFLOP", lambda: [
+    2, _w("m").vocab, _w("d"), _w("m").lm_head_flops_per_token() / 1e9, _pf_n(), _br("lm_head")], where=_S)
+claim("01.sol_q2_total", "Total **≈ 0.585 PFLOP**: less than half the 8k prompt's 1.214, because attention grows as n²",
+      lambda: [_br("total"), 8 if _br("total") < 0.5 * _w("br8")["total"] / 1e15 else 0, _w("br8")["total"] / 1e15],
+      where=_S)
+claim("01.sol_q3", "TP8 prefill of 2,048 tokens (274 ms on 8 × A100)?", lambda: [*_mfu_q()[1:], 8], where=_S)
+claim("01.sol_q3_mfu", "= 0.2869 PFLOP / (0.274 s × 8 × 312 TFLOP/s)\n= 0.2869 / (0.274 × 2.496) = 0.2869 / 0.684 ≈ **0.42**.",
+      lambda: [_w("m").prefill_flops(_mfu_q()[1]) / 1e15, _mfu_q()[2] / 1e3, 8, _w("A100").flops_bf16 / 1e12,
+               _w("m").prefill_flops(_mfu_q()[1]) / 1e15, _mfu_q()[2] / 1e3, 8 * _w("A100").flops_bf16 / 1e15,
+               _w("m").prefill_flops(_mfu_q()[1]) / 1e15, _mfu_q()[2] / 1e3 * 8 * _w("A100").flops_bf16 / 1e15,
+               answer_of("01.measured_mfu_8k")], where=_S)
+claim("01.sol_q3_8k", "Better than the 8k prompt's 0.31.", lambda: [8, _w("mfu")[(8, 8192)]], where=_S)
 claim("01.sol_q3_tp4", "reached 0.43 on 8k and 0.57 on 2k prompts", lambda: [
     _w("mfu")[(4, 8192)], 8, _w("mfu")[(4, 2048)], 2], where=_S)
-claim("01.sol_q4", "(1,024-token contexts, 8 × A800,\nideal preset)", lambda: [1024, _w("nd").n_gpus], where=_S)
-claim("01.sol_q4_flops", "FLOPs = 137.43 G (matmuls + LM head) + 2.62 M × 1,024 (attention)\n= 140.11 GFLOP; "
-      "KV read = 1,024 × 327,680 B = 0.3355 GB. Shared by the batch: 137.43 GB of weights", lambda: [
-          _w("per_tok") / 1e9, _w("att") / 1e6, 1024, _per_seq(1024) / 1e9, 1024, _w("kv"), 1024 * _w("kv") / 1e9,
-          _w("m").streamed_weight_bytes_dense() / 1e9], where=_S)
-claim("01.sol_q4_ridge", "312 / 2.039 = 153.0 FLOP/B:\n\nb × 140.11 = 153.0 × (137.43 + 0.3355 b)  →  "
-      "b × (140.11 − 51.34) = 21,029  →  **b ≈ 237**", lambda: [
-          _w("A800").flops_bf16 / 1e12, _w("A800").hbm_bw / 1e12, _w("ridge"), _per_seq(1024) / 1e9, _w("ridge"),
-          _w("m").streamed_weight_bytes_dense() / 1e9, 1024 * _w("kv") / 1e9, _per_seq(1024) / 1e9, _w("ridge") * 1024 * _w("kv") / 1e9,
-          _w("ridge") * _w("m").streamed_weight_bytes_dense() / 1e9, _w("ridge_b")], where=_S)
-claim("01.sol_q4_nokv", "Without the KV term the answer would be ≈ 150", lambda:
-      _w("ridge") * _w("m").streamed_weight_bytes_dense() / _per_seq(1024), where=_S, rel_tol=0.01)
-claim("01.sol_q4_equal", "At b = 410 the KV reads equal the weight reads. For 4k-token contexts the asymptotic intensity,\n"
-      "148.2 G / 1.342 GB = 110 FLOP/B", lambda: [
-          _w("m").streamed_weight_bytes_dense() / (1024 * _w("kv")), 4, _per_seq(4096) / 1e9, 4096 * _w("kv") / 1e9,
-          _per_seq(4096) / (4096 * _w("kv"))], where=_S)
+claim("01.sol_q4", "(512-token contexts, 8 × A800,\nideal preset)", lambda: [_ridge_ctx(), _w("nd").n_gpus], where=_S)
+claim("01.sol_q4_flops", "FLOPs = 137.43 G (matmuls + LM head) + 2.62 M × 512 (attention)\n= 138.77 GFLOP; "
+      "KV read = 512 × 327,680 B = 0.1678 GB. Shared by the batch: 137.43 GB of weights", lambda: [
+          _w("per_tok") / 1e9, _w("att") / 1e6, _ridge_ctx(), _per_seq(_ridge_ctx()) / 1e9, _ridge_ctx(), _w("kv"),
+          _ridge_ctx() * _w("kv") / 1e9, _w("m").streamed_weight_bytes_dense() / 1e9], where=_S)
+claim("01.sol_q4_ridge", "312 / 2.039 = 153.0 FLOP/B:\n\nb × 138.77 = 153.0 × (137.43 + 0.1678 b)  →  "
+      "b × (138.77 − 25.67) = 21,029  →  **b ≈ 186**", lambda: [
+          _w("A800").flops_bf16 / 1e12, _w("A800").hbm_bw / 1e12, _w("ridge"), _per_seq(_ridge_ctx()) / 1e9, _w("ridge"),
+          _w("m").streamed_weight_bytes_dense() / 1e9, _ridge_ctx() * _w("kv") / 1e9, _per_seq(_ridge_ctx()) / 1e9,
+          _w("ridge") * _ridge_ctx() * _w("kv") / 1e9,
+          _w("ridge") * _w("m").streamed_weight_bytes_dense() / 1e9, answer_of("01.decode_ridge_batch")], where=_S,
+      rel_tol=0.001)
+claim("01.sol_q4_nokv", "Without the KV term the answer would be ≈ 152", lambda:
+      _w("ridge") * _w("m").streamed_weight_bytes_dense() / _per_seq(_ridge_ctx()), where=_S, rel_tol=0.01)
+claim("01.sol_q4_1024", "With 1,024-token contexts the answer is 237, and at b = 410 there the KV reads equal the weight reads.",
+      lambda: [1024, _w("ridge_b"), _w("m").streamed_weight_bytes_dense() / (1024 * _w("kv"))], where=_S)
+claim("01.sol_q4_equal", "For 4k-token contexts the asymptotic intensity, 148.2 G / 1.342 GB = 110 FLOP/B", lambda: [
+          4, _per_seq(4096) / 1e9, 4096 * _w("kv") / 1e9, _per_seq(4096) / (4096 * _w("kv"))], where=_S)
 claim("01.sol_q4_cap", "capped by KV capacity, 1.47 M tokens", lambda: _w("cap") / 1e6, where=_S)
-claim("01.sol_q5", "extra milliseconds for an 8k prefill on 8 × A800 vs 8 × A100?", lambda: [
-    _nv_n() / 1024, _w("nd").n_gpus, _w("nd100").n_gpus], where=_S)
+claim("01.sol_q5", "milliseconds saved on an 8k prefill with 900 GB/s NVLink\ninstead of 400 GB/s?", lambda: [
+    _nv_q()[0], _nv_q()[1], _nv_q()[2]], where=_S)
 claim("01.sol_q5_ar", "2 per layer × 80 layers × 2 × (7/8) × 8,192 × 2 B = 4.59 MB", lambda: [
     2, _w("L"), 2, 7, 8, _w("d"), 2, _w("ar") / 1e6], where=_S)
-claim("01.sol_q5_nv", "at 67% efficiency (nccl-tests): A800 200 GB/s × 0.67 = 134 GB/s → 34.2 µs per\ntoken; "
-      "A100 300 GB/s × 0.67 = 201 GB/s → 22.8 µs. Difference 11.4 µs × 8,192 tokens ≈ **93 ms**,\n"
-      "about 6% of the 1.68 s prefill", lambda: [
-          100 * _w("nccl"), _w("A800").nvlink_bw / 2e9, _w("nccl"), _nv(_w("A800")) / 1e9, _ar_us(_w("A800")),
-          _w("A100").nvlink_bw / 2e9, _w("nccl"), _nv(_w("A100")) / 1e9, _ar_us(_w("A100")),
-          _ar_us(_w("A800")) - _ar_us(_w("A100")), 8192, 8192e-3 * (_ar_us(_w("A800")) - _ar_us(_w("A100"))),
-          100 * 8192e-6 * (_ar_us(_w("A800")) - _ar_us(_w("A100"))) / _w("cal8k_a800"), _w("cal8k_a800")], where=_S)
+claim("01.sol_q5_nv", "at 67% efficiency (nccl-tests): 400 GB/s → 200 GB/s × 0.67 =\n134 GB/s → 34.2 µs per token; "
+      "900 GB/s → 450 GB/s × 0.67 = 301.5 GB/s → 15.2 µs. Difference\n19.0 µs × 8,192 tokens ≈ **156 ms**, about 9% "
+      "of the A800's 1.68 s prefill. (A100's 600 GB/s would\nsave 93 ms.)", lambda: [
+          100 * _w("nccl"), _nv_q()[2], _nv_q()[2] / 2, _w("nccl"), _nv_q()[2] / 2 * _w("nccl"), _ar_us_at(_nv_q()[2]),
+          _nv_q()[1], _nv_q()[1] / 2, _w("nccl"), _nv_q()[1] / 2 * _w("nccl"), _ar_us_at(_nv_q()[1]),
+          _ar_us_at(_nv_q()[2]) - _ar_us_at(_nv_q()[1]), 8192, answer_of("01.nvlink_penalty_ms"),
+          100 * answer_of("01.nvlink_penalty_ms") / 1e3 / _w("cal8k_a800"), _w("cal8k_a800"),
+          _w("A100").nvlink_bw / 1e9, _w("penalty") * 1e3], where=_S)

@@ -26,7 +26,7 @@ __all__ = ["model_table", "flops_breakdown", "prefill_vs_length", "decode_vs_bat
            "kv_equals_weights_batch", "with_nvlink", "with_tp_comm", "tp_comm_share", "nvlink_penalty",
            "roofline_sweep", "figures", "machine_table", "per_token_table", "eq1_table", "points_table",
            "ridge_table", "measured_table", "knobs_table", "calibration_view", "long_prompt_table", "tp_table",
-           "reproduce_table"]
+           "reproduce_table", "boxed"]
 
 DEFAULT_LENGTHS = (128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -183,8 +183,8 @@ def metrics() -> list[Metric]:
                rf.prefill_time(m, nd, 8192, preset="calibrated"), "s", 1.550,
                f"{_SPLITWISE}: prompt 8k = 1,550 ms (A100 NVLink 600 vs A800 400 GB/s)"),
         Metric("roofline.decode_step_s.llama2_70b.a800x8.b1.ideal",
-               rf.decode_step_time(m, nd, 1, 512, preset="ideal"), "s", 8.5e-3,
-               "HBM-streaming floor at TP8 ≈ 8.5 ms (weights / HBM bandwidth, rounded)"),
+               rf.decode_step_time(m, nd, 1, 512, preset="ideal"), "s", None,
+               "no published value: the HBM-streaming floor (weights ÷ HBM bandwidth)"),
         Metric("roofline.decode_step_s.llama2_70b.a800x8.b1.calibrated",
                rf.decode_step_time(m, nd, 1, 512, preset="calibrated"), "s", 45.0e-3,
                f"{_SPLITWISE}: decode batch 1, prompt 512 = 45.0 ms"),
@@ -417,9 +417,9 @@ def per_token_table(model="llama2-70b"):
     ], column=m.name)
 
 
-def eq1_table(n_tokens: int = 8192, model="llama2-70b"):
+def eq1_table(n_tokens: int = 8192, model="llama2-70b", coefficients: bool = True):
     """:func:`eq1_comparison` for people: both counts of a prefill of ``n_tokens`` term by term, in PFLOP,
-    with the coefficients."""
+    with the coefficients (``coefficients=False``: the three PFLOP columns only)."""
     df = eq1_comparison(n_tokens, model)
     coef = {"linear": ("b = {:g}", "{:.1f}"), "attention": ("a = {:g}", "{:g}")}
     rows = []
@@ -433,6 +433,8 @@ def eq1_table(n_tokens: int = 8192, model="llama2-70b"):
                      "Eq. 1 (PFLOP)": r["eq1_flops"] / 1e15, "ours (PFLOP)": r["ours_flops"] / 1e15,
                      "ours − Eq. 1 (PFLOP)": r["ours_minus_eq1"] / 1e15})
     out = pd.DataFrame(rows).set_index("term")
+    if not coefficients:
+        out = out.drop(columns=["Eq. 1 coefficient", "our coefficient"])
     out.index.name = None
     return out.style.format({"Eq. 1 (PFLOP)": "{:.3f}", "ours (PFLOP)": "{:.3f}",
                              "ours − Eq. 1 (PFLOP)": "{:+.3f}"}).format_index(escape="html")
@@ -459,18 +461,28 @@ def ridge_table(contexts=(256, 1024, 4096, 8192), model="llama2-70b", node="a800
     for c in contexts:
         b = decode_ridge_batch(model, node, c)
         rows.append({"context per sequence (tokens)": f"{c:,}",
-                     "compute-bound from batch": "never" if math.isinf(b) else f"{b:,.0f}",
+                     "smallest batch that is compute-bound": "never" if math.isinf(b) else f"{b:,.0f}",
                      "KV reads equal weight reads at batch": f"{kv_equals_weights_batch(model, c):,.0f}"})
     return pd.DataFrame(rows).style.hide(axis="index")
 
 
-def measured_table(measured: pd.DataFrame | None = None):
-    """:func:`measured_prefill_mfu` for people: GPUs, prompt, measured time, FLOPs and MFU."""
+def _ms(x: float) -> str:
+    """Milliseconds as a person reads them: "127", "2,278" (a whole number without ".0"), else one decimal."""
+    return f"{x:,.0f}" if abs(x - round(x)) < 1e-9 else f"{x:,.1f}"
+
+
+def measured_table(measured: pd.DataFrame | None = None, mfu: bool = True):
+    """:func:`measured_prefill_mfu` for people, ordered TP2, TP4, TP8: GPUs, prompt, measured time, the peak of
+    those GPUs, and (``mfu``) FLOPs and MFU."""
     df = measured_prefill_mfu() if measured is None else measured
-    out = pd.DataFrame({"GPUs (TP)": df["tp"].astype(int), "prompt (tokens)": df["prompt_tokens"].astype(int),
-                        "measured (ms)": df["measured_s"] * 1e3, "FLOPs (TFLOP)": df["flops"] / 1e12,
-                        "MFU (%)": df["mfu"] * 100})
-    return out.style.hide(axis="index").format({"prompt (tokens)": "{:,}", "measured (ms)": "{:,.1f}",
+    df = df.sort_values(["tp", "prompt_tokens"])
+    cols = {"GPUs (TP)": df["tp"].astype(int), "prompt (tokens)": df["prompt_tokens"].astype(int),
+            "measured (ms)": [_ms(x) for x in df["measured_s"] * 1e3],
+            "peak of those GPUs (PFLOP/s)": [A100_NODE.with_gpus(int(tp)).peak_flops / 1e15 for tp in df["tp"]]}
+    if mfu:
+        cols.update({"FLOPs (TFLOP)": df["flops"] / 1e12, "MFU (%)": df["mfu"] * 100})
+    out = pd.DataFrame(cols)
+    return out.style.hide(axis="index").format({"prompt (tokens)": "{:,}", "peak of those GPUs (PFLOP/s)": "{:.3f}",
                                                 "FLOPs (TFLOP)": "{:,.1f}", "MFU (%)": "{:.0f}"})
 
 
@@ -498,11 +510,11 @@ def calibration_view(comparison: pd.DataFrame | None = None):
     df = calibration_table() if comparison is None else comparison
     out = pd.DataFrame({"phase": df["phase"], "GPUs (TP)": df["tp"].astype(int),
                         "batch": df["batch_size"].astype(int), "prompt (tokens)": df["prompt_tokens"].astype(int),
-                        "measured (ms)": df["measured_s"] * 1e3, "ideal (ms)": df["ideal_s"] * 1e3,
+                        "measured (ms)": [_ms(x) for x in df["measured_s"] * 1e3], "ideal (ms)": df["ideal_s"] * 1e3,
                         "calibrated (ms)": df["calibrated_s"] * 1e3, "modern (ms)": df["modern_s"] * 1e3,
                         "calibrated error (%)": df["calibrated_rel_err"] * 100})
     ms = "{:,.1f}"
-    return out.style.hide(axis="index").format({"prompt (tokens)": "{:,}", "measured (ms)": ms, "ideal (ms)": ms,
+    return out.style.hide(axis="index").format({"prompt (tokens)": "{:,}", "ideal (ms)": ms,
                                                 "calibrated (ms)": ms, "modern (ms)": ms,
                                                 "calibrated error (%)": "{:+.1f}"})
 
@@ -532,7 +544,7 @@ _METRIC_LABELS = {
     "roofline.kv_bytes_per_token.llama2_70b": ("KV cache per token", 1.0, "B"),
     "roofline.prefill_flops.llama2_70b.n8192": ("FLOPs of an 8k prefill", 1e-15, "PFLOP"),
     "roofline.prefill_s.llama2_70b.a800x8.n8192.ideal": ("8k prefill, ideal", 1.0, "s"),
-    "roofline.prefill_s.llama2_70b.a800x8.n8192.calibrated": ("8k prefill, calibrated", 1.0, "s"),
+    "roofline.prefill_s.llama2_70b.a800x8.n8192.calibrated": ("8k prefill, calibrated, on 8 × A800", 1.0, "s"),
     "roofline.decode_step_s.llama2_70b.a800x8.b1.ideal": ("decode step at batch 1, ideal", 1e3, "ms"),
     "roofline.decode_step_s.llama2_70b.a800x8.b1.calibrated": ("decode step at batch 1, calibrated", 1e3, "ms"),
 }
@@ -543,8 +555,38 @@ def reproduce_table():
     from ..reproduce import collect
 
     rows = []
+    ref = "paper, or measured on 8 × A100"
     for x in collect("roofline"):
         label, scale, unit = _METRIC_LABELS.get(x.name, (x.name.removeprefix("roofline."), 1.0, x.unit))
-        rows.append({"quantity": label, "ours": _fmt(x.ours * scale),
-                     "paper or measured": "—" if x.paper is None else _fmt(x.paper * scale), "unit": unit})
+        paper = "—" if x.paper is None else _fmt(x.paper * scale)
+        if x.name == "roofline.prefill_s.llama2_70b.a800x8.n8192.calibrated":
+            # like for like: the measurement is on A100s, so compare the calibrated A100 time with it;
+            # the A800 time is a prediction with no measurement beside it
+            a100 = rf.prefill_time("llama2-70b", A100_NODE, 8192, preset="calibrated")
+            rows.append({"quantity": "8k prefill, calibrated, on 8 × A100", "ours": _fmt(a100 * scale),
+                         ref: paper, "unit": unit})
+            paper = "— (prediction)"
+        rows.append({"quantity": label, "ours": _fmt(x.ours * scale), ref: paper, "unit": unit})
     return pd.DataFrame(rows).style.hide(axis="index")
+
+
+def boxed(summary: str, *items):
+    """``items`` (tables: a pandas Styler or DataFrame; figures: a matplotlib Figure) inside one collapsed
+    ``<details>`` box headed ``summary``, as an HTML output: precision one click away from the main line."""
+    import base64
+    import io
+
+    from IPython.display import HTML
+
+    parts = []
+    for it in items:
+        if hasattr(it, "savefig"):
+            buf = io.BytesIO()
+            it.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+            import matplotlib.pyplot as plt
+            plt.close(it)
+            parts.append(f'<img alt="{summary}" style="max-width:100%" '
+                         f'src="data:image/png;base64,{base64.b64encode(buf.getvalue()).decode()}"/>')
+        else:
+            parts.append(it.to_html())
+    return HTML(f"<details><summary>{summary}</summary>\n\n" + "\n".join(parts) + "\n\n</details>")

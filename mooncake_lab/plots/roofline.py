@@ -263,7 +263,8 @@ def decode_vs_batch(df: pd.DataFrame, *, node_label: str = "8×A800"):
     ax_r.set_yscale("log")
     ax_r.yaxis.set_minor_locator(NullLocator())
     ax_r.set_ylabel("decode throughput (tokens/s, log)")
-    ax_r.set_title("Throughput grows almost ∝ batch\n(hollow: KV over capacity)")
+    over = not df["fits"].all()
+    ax_r.set_title("Throughput grows almost ∝ batch" + ("\n(hollow: KV over capacity)" if over else ""))
     ax_t.legend(fontsize="small")
     return fig
 
