@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 from conftest import TRACE_SETUPS
 from mooncake_lab import prefix_cache as pc
 from mooncake_lab.experiments import l03_cache as C, l03_traces as T
+from mooncake_lab.plots import cache as cache_plots
 from mooncake_lab.exercises import list_exercises
 from mooncake_lab.synthetic import synthetic_trace
 from mooncake_lab.traces import cached_trace
@@ -293,7 +294,8 @@ def test_reading_tables_label_their_columns_and_print_no_floats_as_counts():
         names = [str(c) for c in df.columns.get_level_values(-1)]
         assert not any("_" in n for n in names), names                                # no raw column names
     summary = frames[0]
-    assert summary.loc[tr.name, "requests"] == f"{len(tr):,}"
+    assert summary.loc[C.trace_label(tr), "requests"] == f"{len(tr):,}"
+    assert "synthetic:" not in " ".join(T.summary_table().index)            # row labels, not raw names
     cap = frames[3]
     assert cap.index[-1] == "∞" and cap.index[0] == "1,000"
     pool = frames[4]
@@ -409,11 +411,51 @@ def test_capacity_dashboard_eviction_control_switches_curve_paper_row_and_readou
     def legend():
         return " | ".join(text.get_text() for text in d.view._legend.get_texts())
 
-    assert "reference table" not in legend()             # block-weighted: the reference table is token-weighted
+    ref = "measured once on this trace"                  # the reference table's points (a regression check)
+    assert ref not in legend()             # block-weighted: the reference table is token-weighted
     d.controls["weight"].value = "token"
     # the reference table was measured on the released trace: drawn on it, never on the stand-in
-    assert ("reference table" in legend()) == (offline_traces == "released") and "Table 1, same policy" in legend()
+    assert (ref in legend()) == (offline_traces == "released") and "Table 1, same policy" in legend()
     d.controls["eviction"].value = "lfu"
-    assert "reference table" not in legend() and "Table 1, same policy" in legend()   # the reference table measured LRU
+    assert ref not in legend() and "Table 1, same policy" in legend()   # the reference table measured LRU
     with pytest.raises(ValueError, match=r"CapacityDashboard\(eviction=...\): got 'LFU'; allowed: one of 'lru', 'lfu', 'length_aware'"):
         CapacityDashboard(eviction="LFU")
+
+
+# ---- issue 25: one definition of "1 TB", tables in the order of the figures, labels not raw names --------
+def test_one_tb_is_one_nodes_cache_everywhere():
+    assert C.LOCAL_CAPACITY_BLOCKS == C.dram_bytes_to_blocks(1e12) == 5_960
+    lvg = C.local_vs_global(cached_trace("conversation"), routings=("random",))
+    assert lvg["capacity_per_instance_blocks"].tolist() == [10 * 5_960, 5_960]
+
+
+def test_table1_view_runs_from_small_to_unbounded_with_labelled_rows():
+    tr = cached_trace("conversation")
+    v = C.table1_view(C.table1_comparison(tr))
+    assert list(v.columns) == ["1,000", "10,000", "30,000", "50,000", "100,000", "∞"]
+    assert v.index.nlevels == 1 and v.index[0] == "LRU, paper (arXiv trace)"
+    box = C.table1_box(C.table1_comparison(tr))
+    assert box.startswith("<details><summary>") and "\n\n| " in box and box.endswith("\n\n</details>")
+
+
+def test_labels_read_as_the_prose_writes_them(small):
+    assert C.trace_label("synthetic:toolagent-like") == "tool & agent preset"
+    assert C.trace_label("conversation") == "conversation"
+    sweep = C.local_vs_global_sweep(small, n_instances=(2, 4))
+    fig = cache_plots.global_over_local(sweep, 2.22, 10, small.name)
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert "round-robin routing" in labels and not any("_" in t for t in labels)
+    assert fig.axes[0].get_ylabel().endswith("(×)")
+
+
+def test_hit_ratio_axes_print_percent(small):
+    curve = C.hit_ratio_vs_capacity(small, [10, 100, float("inf")])
+    fig = cache_plots.hit_ratio_curve(curve)
+    assert fig.axes[0].get_ylabel() == "hit ratio (%)"
+    assert fig.axes[0].yaxis.get_major_formatter()(0.25, 0) == "25%"
+
+
+def test_paper_comparison_says_what_is_the_same_and_what_is_not():
+    md = C.paper_comparison(cached_trace("conversation"))
+    assert "knee" not in md and "<details><summary>Why they differ</summary>" in md
+    assert "of its ceiling" in md and "At 1k blocks the paper's LRU has" in md

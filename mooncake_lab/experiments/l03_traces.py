@@ -20,7 +20,7 @@ from ..synthetic import TARGETS, synthetic_trace
 from ..traces import Trace, as_trace, cached_trace
 
 __all__ = ["trace_summary", "arrivals_per_minute", "length_cdf", "timestamp_gaps", "preset_calibration",
-           "PAPER_TABLE2", "trace_metrics", "summary_table", "gap_table"]
+           "PAPER_TABLE2", "trace_metrics", "summary_table", "gap_table", "gap_box"]
 
 #: FAST'25 Table 2 (also reference/mooncake_paper.md, Traces table): requests, average input and
 #: output length (tokens) and cache ratio (fraction) of the released traces.
@@ -54,11 +54,20 @@ def trace_summary(traces=("conversation", "synthetic", "toolagent-like")) -> pd.
     return df
 
 
-def summary_table(traces=("conversation", "synthetic", "toolagent-like")) -> pd.DataFrame:
-    """:func:`trace_summary` for reading: one row per trace, counts as integers, lengths in tokens."""
+def summary_table(traces=("conversation", "synthetic", "toolagent-like"), full: bool = False) -> pd.DataFrame:
+    """:func:`trace_summary` for reading: one row per trace, counts as integers, lengths in tokens.
+    The lecture shows four columns (requests, mean and p99 prompt, mean answer); ``full=True`` all."""
     from .l02_storage import _count
+    from .l03_cache import trace_label
 
     df = trace_summary(traces)
+    if not full:
+        return pd.DataFrame({
+            "requests": [_count(v) for v in df["requests"]],
+            "mean prompt (tokens)": [_count(v) for v in df["mean_input"]],
+            "p99 prompt (tokens)": [_count(v) for v in df["p99_input"]],
+            "mean answer (tokens)": [_count(v) for v in df["mean_output"]],
+        }, index=pd.Index([trace_label(n) for n in df["trace"]], name="trace"))
     return pd.DataFrame({
         "requests": [_count(v) for v in df["requests"]],
         "duration (s)": [_count(v) for v in df["duration_s"]],
@@ -69,7 +78,7 @@ def summary_table(traces=("conversation", "synthetic", "toolagent-like")) -> pd.
         "mean answer (tokens)": [_count(v) for v in df["mean_output"]],
         "distinct blocks": [_count(v) for v in df["unique_blocks"]],
         "distinct arrival times": [_count(v) for v in df["distinct_timestamps"]],
-    }, index=pd.Index(df["trace"], name="trace"))
+    }, index=pd.Index([trace_label(n) for n in df["trace"]], name="trace"))
 
 
 def arrivals_per_minute(trace="conversation", bin_s: float = 60.0) -> pd.DataFrame:
@@ -121,6 +130,13 @@ def gap_table(gaps: pd.DataFrame, n: int = 3) -> pd.DataFrame:
     return pd.DataFrame({"times seen": [_count(c) for c in top["count"]],
                          "share of all gaps (%)": [f"{100 * v:.1f}" for v in top["share"]]},
                         index=pd.Index([f"{g:.3f}" for g in top["gap_s"]], name="gap between arrival times (s)"))
+
+
+def gap_box(gaps: pd.DataFrame, n: int = 3) -> str:
+    """:func:`gap_table` as a markdown table inside a collapsible box."""
+    from .l03_cache import details, markdown_table
+
+    return details("The most common gaps between arrival times", markdown_table(gap_table(gaps, n)))
 
 
 def preset_calibration(seed: int = 0) -> pd.DataFrame:

@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from matplotlib.patches import Patch
-from matplotlib.ticker import NullLocator
+from matplotlib.ticker import NullLocator, PercentFormatter
 
 from . import PALETTE, new_figure, styled
 
@@ -23,6 +23,9 @@ __all__ = ["hit_ratio_curve", "pool_layout", "global_over_local", "policy_curves
 
 #: Legend names of the eviction policies (arXiv v3 Table 1's).
 _POLICY_LABELS = {"lru": "LRU", "lfu": "LFU", "length_aware": "LengthAware"}
+
+#: Legend names of the routings (as the prose writes them).
+_ROUTING_LABELS = {"random": "random", "round_robin": "round-robin", "session": "session (sticky)"}
 
 _TB = 1e12  # bytes per TB (decimal, as in FAST'25 §2.2)
 
@@ -62,7 +65,7 @@ class HitRatioChart:
         self.inf_note = ax.annotate("", (1.0, 0.0), xycoords=("axes fraction", "data"), xytext=(-4, 3),
                                     textcoords="offset points", ha="right", va="bottom", color=PALETTE[0])
         self.ref, = ax.plot([], [], "o", mfc="none", color=PALETTE[2], ms=8,
-                            label="reference table (token-weighted, measured on this trace)")
+                            label="check: values measured once on this trace (a regression test)")
         self.fixed = []                            # the 1 TB line: drawn once
         self.paper, = ax.plot([], [], "s", color=PALETTE[3], label="_paper")
         self._set_paper(paper)
@@ -77,7 +80,8 @@ class HitRatioChart:
         ax.set_title(" ", y=1.0)
         # two lines: on one, the label ran past the figure's edges on a projector
         dram = f"\nunder each: TB of {model_label} KV in DRAM" if block_bytes else ""
-        ax.set(xlabel=f"cache capacity (512-token blocks, log scale){dram}", ylabel="hit ratio (fraction)")
+        ax.set(xlabel=f"cache capacity (512-token blocks, log scale){dram}", ylabel="hit ratio (%)")
+        ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
         self._legend, self.static_state, self._xspan = None, None, None
         self.live = live
         if live:
@@ -178,12 +182,14 @@ class PoolLayoutChart:
         self.note = ax.text(0.5, 0.97, "", transform=ax.transAxes, ha="center", va="top")
         ax.set_xticks([0, 1], ["global pool", "local caches"])
         ax.set_title(" ", y=1.0)
-        ax.set(xlabel="cache layout (same total DRAM)", ylabel="hit ratio (token-weighted)")
+        ax.set(xlabel="cache layout (same total DRAM)", ylabel="hit ratio (token-weighted, %)")
+        ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
         self.bars = ax2.bar(np.arange(max(1, max_instances)), 0.0, color=PALETTE[1])
         self.load, = ax2.plot([], [], "o", color="black", label="share of all input tokens (load)")
         self.even = ax2.axhline(0, color="black", ls=":", lw=1, label="even load share (1 / instances)")
         ax2.set_title(" \n ", y=1.0)                # two lines, as update writes
-        ax2.set(xlabel="instance (index)", ylabel="fraction (hit ratio; load share)")
+        ax2.set(xlabel="instance (index)", ylabel="hit ratio; load share (%)")
+        ax2.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
         # bars change colour with the layout shown: the legend's bar key is neutral grey
         key = Patch(color="0.6", label="hit ratio per instance (token-weighted)")
         ax2.legend(handles=[key, self.load, self.even], loc="upper right")
@@ -210,7 +216,7 @@ class PoolLayoutChart:
             text.set_y(v)
             text.set_text(f"{v:.1%}")
         ratio = g / loc if loc > 0 else math.inf
-        note = f"global / local = ×{ratio:.2f}\n({n} local caches, {routing} routing)"
+        note = f"global / local = ×{ratio:.2f}\n({n} local caches, {_ROUTING_LABELS.get(routing, routing)} routing)"
         if paper_ratio is not None:
             note += f"\nFAST'25 Fig. 10: ×{paper_ratio:.2f}"
         self.note.set_text(note)
@@ -229,7 +235,7 @@ class PoolLayoutChart:
         self.even.set_visible(k > 1)
         self.even.set_ydata([1 / k] * 2)
         per = int(df["capacity_blocks"].iloc[0])
-        what = "one global pool" if selected == "global" else f"{k} local caches, {routing} routing"
+        what = "one global pool" if selected == "global" else f"{k} local caches, {_ROUTING_LABELS.get(routing, routing)} routing"
         ax2.set_title(f"Per instance: {what}\n{per:,} blocks each ({trace_name})", y=1.0)
         if ylims is None:
             top = max(0.5, float(df["hit_ratio"].max()), float(df["load_share"].max())) * 1.3
@@ -262,7 +268,7 @@ def global_over_local(sweep, paper_ratio: float | None = None, paper_n: int | No
     fig, ax = new_figure(height=4.0)
     loc = sweep[sweep["layout"] != "global pool"]
     for i, (r, g) in enumerate(loc.groupby("routing", sort=False)):
-        ax.plot(g["n_instances"], g["global_over_this"], "o-", color=PALETTE[i], label=f"{r} routing")
+        ax.plot(g["n_instances"], g["global_over_this"], "o-", color=PALETTE[i], label=f"{_ROUTING_LABELS.get(r, r)} routing")
     if paper_ratio is not None:
         ax.plot([paper_n], [paper_ratio], "*", ms=14, color=PALETTE[3],
                 label=f"paper: ×{paper_ratio} (FAST'25 Fig. 10, behind its scheduler)")
@@ -275,6 +281,11 @@ def global_over_local(sweep, paper_ratio: float | None = None, paper_n: int | No
     ax.set(xlabel="number of instances (local caches)", ylabel="hit ratio: global ÷ local (×)")
     ax.legend()
     return fig
+
+
+def _trace_label(name: str) -> str:
+    from ..experiments.l03_cache import trace_label
+    return trace_label(name)
 
 
 @styled
@@ -309,7 +320,7 @@ def policy_curves(curves, paper=None, paper_trace: str | None = None, block_byte
         ax.set_xscale("log")
         _log_block_ticks(ax, float(fin["capacity_blocks"].min()), float(fin["capacity_blocks"].max()), block_bytes)
         with_paper = paper is not None and name == paper_trace   # two lines: one ran past a projector's edge
-        ax.set_title(f"{name}\n" + ("squares: arXiv v3 Table 1 (arXiv trace)" if with_paper else "ours only"), y=1.0)
+        ax.set_title(f"{_trace_label(name)}\n" + ("squares: arXiv v3 Table 1 (arXiv trace)" if with_paper else "ours only"), y=1.0)
         ax.set(xlabel="cache capacity (512-token blocks, log scale)" + ("\nunder each: TB of KV in DRAM"
                                                                          if block_bytes else ""))
         ax.legend(loc="lower right")   # the curves rise to the right: the lower right is free
@@ -317,6 +328,7 @@ def policy_curves(curves, paper=None, paper_trace: str | None = None, block_byte
         top = max(top, float(paper["paper"].max()))
     axes[0].set_ylim(0, max(0.7, top + 0.15))
     for ax in axes:
-        ax.set_ylabel(f"hit ratio ({weight}-weighted, fraction)")
+        ax.set_ylabel(f"hit ratio ({weight}-weighted, %)")
+        ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
     fig.suptitle("Eviction policy vs cache capacity: one global pool")
     return fig
