@@ -76,7 +76,7 @@ TERMS: list[tuple[str, str, str, str]] = [
     ("ablation (leave-one-out)", "消融实验（逐一关闭）", "switch one mechanism off at a time and measure what the whole system loses", "08"),
     ("heterogeneous disaggregation (level 3)", "异构 PD 分离（第 3 级）", "prefill and decode on different accelerator types, e.g. H800 prefill + H20 decode", "08"),
     ("cost per million requests", "每百万请求成本", "USD of GPUs (and network) per hour ÷ requests served per hour × 10⁶", "08"),
-    ("break-even network price", "网络盈亏平衡价格", "price of moving KV (USD per GB) at which a heterogeneous fleet stops saving money", "08"),
+    ("break-even network price", "网络盈亏平衡价格", "price of moving KV (USD per TB) at which a heterogeneous fleet stops saving money", "08"),
     ("fleet fragmentation", "集群碎片化", "capacity lost because two node types cannot stand in for each other and each pool rounds up", "08"),
     ("KV-aware router", "KV 感知路由器", "a gateway that picks the instance for a request by its cached prefix and the instances' load (Dynamo, SGLang, llm-d, production-stack, AIBrix)", "09"),
     ("router-side belief (approximate cache knowledge)", "路由器侧缓存估计（近似缓存信息）", "what the router remembers having sent to each instance, used instead of asking the engines what they cache", "09"),

@@ -37,9 +37,9 @@ def _rejected_tokens_percent() -> float:
 
 
 def _break_even_usd_per_tb() -> float:
-    from ..experiments.l08_capstone import network_break_even_usd_per_gb
+    from ..experiments.l08_capstone import network_break_even_usd_per_tb
 
-    return network_break_even_usd_per_gb() * 1e3
+    return network_break_even_usd_per_tb()
 
 
 def least_ttft(req, view):
@@ -78,7 +78,7 @@ exercise(Exercise(
               "kvcentric": "KVCache-centric scheduling", "KVCache-centric": "KVCache-centric scheduling",
               "layerwise": "layer-wise transfer", "predicted": "early rejection",
               "prediction-based early rejection": "early rejection", "rejection": "early rejection"},
-    hint="Read the column \"share of the gain (%)\" of the table under the waterfall.",
+    hint="Read the shares in the note under the waterfall, or the box beside it.",
     why="Capacity counts requests, and turning away a few long prompts frees the prefill pool for many "
         "short ones. The TTFT check does the rejecting: the decode pool never binds here."))
 
@@ -98,17 +98,18 @@ exercise(Exercise(
     "between the pools (USD per TB) does 'H800 prefill + H20 decode' stop being cheaper than the cheaper "
     "homogeneous fleet?",
     answer=_break_even_usd_per_tb, unit="USD/TB", rel_tol=0.03,
-    hint="`c.network_break_even_usd_per_gb()` gives it in USD per GB; a TB is 1000 GB.",
+    hint="`c.network_break_even_usd_per_tb()` gives it, or the note under the fleet-cost chart.",
     why="A few cents per TB. A 12k-token prompt carries ≈ 3.9 GB of KV, so only a network that is already "
         "paid for (one RDMA fabric) keeps heterogeneity cheaper. Cloud cross-zone traffic (20 USD/TB) costs "
         "hundreds of times the saving."))
 
 exercise(Exercise(
     "08.least_ttft",
-    "Question 5 [your Conductor]: the policy `least_ttft` above (`return int(np.argmin(view.ttft_s))`) ties "
-    "exactly with one built-in policy on the leaderboard. Which: 'random', 'load', 'cache_aware' or "
-    "'kvcentric'?",
+    "Question 5 [your Conductor]: a policy `least_ttft` returns `int(np.argmin(view.ttft_s))`, the instance with "
+    "the smallest estimated TTFT. Work it out before you run it: which built-in policy does it tie exactly? "
+    "'random', 'load', 'cache_aware' or 'kvcentric'.",
     answer=_same_as_least_ttft, choices=("random", "load", "cache_aware", "kvcentric"),
     synonyms={"cache-aware": "cache_aware", "Algorithm 1": "kvcentric", "KVCache-centric": "kvcentric"},
-    hint="`view.ttft_s` = wait + fetch + prefill, with the fetch Algorithm 1 would make. Compare the rows.",
+    hint="`view.ttft_s` = wait + fetch + prefill, with the fetch Algorithm 1 would make. Which policy minimises "
+         "exactly that? Run `c.policy_leaderboard({\"least_ttft\": least_ttft})` and compare the rows.",
     why="Taking the smallest wait + fetch + prefill, with Algorithm 1's fetch rule, is Algorithm 1 itself."))

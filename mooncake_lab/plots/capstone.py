@@ -127,9 +127,13 @@ def outcome_bars(outcomes: dict, title: str = "What happened to each request", c
 
 
 @styled
-def fleet_costs(table, title: str = "Cost of serving the same load: homogeneous vs heterogeneous fleets"):
+def fleet_costs(table, title: str | None = None, rate_rps: float | None = None):
     """Stacked bars of USD per million requests (prefill GPUs, decode GPUs, KV transfer), one panel
-    per network price, one bar per fleet (rows of :func:`~mooncake_lab.experiments.l08_capstone.hetero_table`)."""
+    per network price, one bar per fleet (rows of :func:`~mooncake_lab.experiments.l08_capstone.hetero_table`).
+    The default title names the load the fleets were sized for, ``rate_rps`` (req/s of the conversation trace)."""
+    if title is None:
+        title = ("Cost of serving " + (f"{rate_rps:g} req/s of the conversation trace" if rate_rps else "the same load")
+                 + ": homogeneous vs heterogeneous fleets")
     nets = list(dict.fromkeys(table.network))
     if not nets:
         raise ValueError("table: got no rows; allowed: the rows of hetero_table()")
