@@ -563,11 +563,25 @@ def test_the_notebook_tables_are_for_people():
     assert t["m: matched blocks"].dtype.kind == "i" and t["D: live KV tokens"].tolist() == ["150,000", "60,000", "20,000", "200,000"]
     assert l09.parameters().loc["llmd_max_prefix_tokens", "default"] == "131,072"
     kc = l09.readable(l09.knowledge_cost(arch="coupled", routers=["sglang"]))
-    assert "sent on a stale belief" in kc.columns and "stale_share_belief" not in kc.columns
+    assert "sent on a stale belief (%)" in kc.columns and "stale_share_belief" not in kc.columns
+    raw = l09.knowledge_cost(arch="coupled", routers=["sglang"])
+    assert kc["sent on a stale belief (%)"].iloc[0] == round(100 * raw.stale_share_belief.iloc[0], 1)   # one unit: %
     sw = l09.sweep_table(l09.belief_sweep("sglang", (16, 0), cache_blocks=l09.SWEEP_CACHE_BLOCKS))
     assert list(sw.index) == ["16", "unbounded", "true cache (KV events)"]
     assert list(l09.weight_table(l09.dynamo_weight_sweep((0.0, 1.0))).index) == ["0", "1"]
-    assert set(l09.worked_table(l09.worked_request()).columns) >= {"instance 0", "choice, compiled"}
+    assert set(l09.worked_table(l09.worked_request(), compiled=True).columns) >= {"instance 0", "choice, compiled"}
+    assert "choice, compiled" not in l09.worked_table(l09.worked_request()).columns   # describe_worked says they agree
+    # round robin reads no cache and keeps no belief; only kvaware and Preble read a rate window
+    assert l09.overview().loc["prodstack_rr", "knows the caches by"].startswith("none")
+    bs = l09.belief_settings()
+    assert (bs.loc["prodstack_rr"].iloc[:2] == "—").all() and bs.loc["dynamo", "rate window (s)"] == "—"
+    assert bs.loc["preble", "rate window (s)"] == "180"
+    # every letter of §1's rules is paired with its parameter once
+    assert {"s", "κ", "ρ", "k_σ", "abs", "rel", "threshold", "w_p", "w_q", "w_kv"} <= set(l09.parameters()["symbol in §1"])
+    # tables as markdown: text left-aligned, numbers right-aligned, a box collapsible
+    md = l09.md_table(l09.readable(l09.knowledge_cost(arch="coupled")))
+    assert "| :--- | :--- |" in md and "---:" in md and "37919.95" not in md
+    assert l09.boxed("x", "y").startswith("<details><summary>x</summary>\n\n") and l09.boxed("x", "y").endswith("\n\n</details>")
     hot = l09.hot_first_block("conversation")
     assert l09.describe_hot_first_block(hot).startswith(f"{hot['sharing_first_block']:,} of {hot['requests']:,}")
 

@@ -101,7 +101,7 @@ def _prefix_tie():
     return (u * n, s, (s + 1) % n, choice) if ok else float("nan")
 
 
-claim("09.prefix_tie", "u·N = 1.2 here: instance 1 is not tied, 2 neither, 3 is", _prefix_tie)
+claim("09.prefix_tie", "u·N = 1.2: instance 1 is not tied, 2 neither, 3 is", _prefix_tie)
 
 
 def _slos():
@@ -116,3 +116,10 @@ not_a_claim("09.pd_readme", "fast-path spreads as 16 requests",
             "32 is claimed by 09.pd_code")
 claim("09.pd_code", "at the commit we implemented uses 32", lambda: _pd_router().aibrix_decode_max_request,
       source=_PD_SRC)
+
+
+claim("09.sweep_cache", "a smaller cache of 1,024 blocks each", lambda: _l09().SWEEP_CACHE_BLOCKS)
+claim("09.sweep_cache_q4", "The instances cache 1,024 blocks each", lambda: _l09().SWEEP_CACHE_BLOCKS)
+claim("09.sweep_cache_ex", "caching 1,024 blocks each", lambda: _l09().SWEEP_CACHE_BLOCKS, where="09.stale_percent")
+claim("09.dynamo_ttl", "its 120 s time-to-live", lambda: _l09().SYSTEM_DEFAULTS["dynamo"][2],
+      source="ai-dynamo/dynamo router_ttl_secs (notebooks/routers.md, Dynamo)")

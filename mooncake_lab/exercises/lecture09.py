@@ -49,8 +49,7 @@ _RULES_HINT = ("the state is `l09.changed_state()`, the change `l09.state_change
 
 exercise(Exercise(
     "09.changed_sglang",
-    "Question 1a [rules by hand]: in §2's worked state, instance 1 now holds 7 of the prompt's 8 blocks instead "
-    "of 2. Nothing else changes. Which instance does `sglang` pick now?",
+    "Question 1a: the instance `sglang` picks when instance 1 now holds 7 of the prompt's 8 blocks instead of 2.",
     answer=lambda: _changed_choice("sglang"), rel_tol=0.0, unit="instance",
     hint=_RULES_HINT + "SGLang first tests the balance: is max n − min n above abs, and max n above rel · min n? "
          "If not both, the deepest match wins when its match rate h/L is above the threshold.",
@@ -60,8 +59,7 @@ exercise(Exercise(
 
 exercise(Exercise(
     "09.changed_aibrix",
-    "Question 1b [rules by hand]: the same changed state (instance 1 now holds 7 of the prompt's 8 blocks instead "
-    "of 2). Which instance does `aibrix` pick now?",
+    "Question 1b: the instance `aibrix` picks when instance 1 now holds 7 of the prompt's 8 blocks instead of 2.",
     answer=lambda: _changed_choice("aibrix"), rel_tol=0.0, unit="instance",
     hint=_RULES_HINT + "AIBrix first compares the spread of in-flight requests with abs: that decides the "
          "candidates. Among them, the deepest match within the load bound mean n + k_σ·σ(n) wins.",
@@ -71,11 +69,11 @@ exercise(Exercise(
 
 exercise(Exercise(
     "09.prefix_imbalance",
-    "Question 2 [no load term]: on the conversation trace, disaggregated, at lecture 04's stress, what load "
-    "imbalance does `prodstack_prefix` reach? (Load imbalance: the prompt tokens the busiest instance computed "
-    "÷ the mean.)",
+    "Question 2: the load imbalance (busiest instance's computed prompt tokens ÷ the mean) of `prodstack_prefix` "
+    "on Mooncake's pools.",
     answer=_prefix_imbalance, rel_tol=0.03,
-    hint="`l09.leaderboard('conversation', 'disaggregated', 'lecture 04').load_imbalance`. Compare it with the "
+    hint="§3's board of the conversation trace on Mooncake's pools at lecture 04's stress has it: "
+         "`l09.leaderboard('conversation', 'disaggregated', 'lecture 04').load_imbalance`. Compare it with the "
          "number of prefill instances.",
     why="every prompt starts with the same block, so the longest match is always the instance that saw it first. "
         "prefixaware has no load term to break the tie: one instance gets all the work, and the imbalance equals "
@@ -83,10 +81,14 @@ exercise(Exercise(
 
 exercise(Exercise(
     "09.best_coupled",
-    "Question 3 [architecture]: on coupled nodes (conversation, lecture 04's stress), which router has the "
-    "highest SLO attainment?",
+    "Question 3: the router with the highest SLO attainment on coupled nodes.",
     answer=_best_coupled_router, choices=("dynamo", "sglang", "llmd", "prodstack_rr", "prodstack_prefix",
                                           "prodstack_kv", "aibrix", "preble"),
+    # the names §1's table gives the systems; production-stack's three routers go by their rules' names
+    synonyms={"SGLang model gateway": "sglang", "SGLang gateway": "sglang", "SGLang": "sglang",
+              "NVIDIA Dynamo": "dynamo", "Dynamo": "dynamo", "llm-d router": "llmd", "llm-d": "llmd",
+              "AIBrix": "aibrix", "Preble": "preble", "roundrobin": "prodstack_rr", "prefixaware": "prodstack_prefix",
+              "kvaware": "prodstack_kv"},
     hint="`l09.leaderboard('conversation', 'coupled', 'lecture 04')`, rows of kind 'router'.",
     why="a coupled node decodes where it prefills: every prompt token left to compute delays the decode steps "
         "beside it. So the TBT SLO separates the routers there (§3's TTFT / TBT split), and reusing the cache keeps "
@@ -94,11 +96,10 @@ exercise(Exercise(
 
 exercise(Exercise(
     "09.stale_percent",
-    "Question 4 [cost of belief]: the instances cache `l09.SWEEP_CACHE_BLOCKS` blocks each, and SGLang's router "
-    "tree has its default size (coupled, conversation, lecture 04's stress). What percentage of the requests go "
-    "to an instance the router believes holds more of their prefix than it does?",
+    "Question 4: the percentage of requests sent on a stale belief by SGLang with its default tree, the instances "
+    "caching 1,024 blocks each.",
     answer=_stale_percent, unit="%", rel_tol=0.05,
-    hint="`l09.belief_sweep('sglang', cache_blocks=l09.SWEEP_CACHE_BLOCKS)`: the row of SGLang's default size "
-         "(`l09.SYSTEM_DEFAULTS['sglang'][1]`), column `stale_share`. It is a fraction; give a percentage.",
+    hint="§4's sweep has it: the row of SGLang's default tree size (its belief box in §1), the column of "
+         "requests sent on a stale belief, in %.",
     why="the tree remembers what the router sent, not what the engine kept. The instance evicts blocks the tree "
         "still lists, and the prefill recomputes them."))

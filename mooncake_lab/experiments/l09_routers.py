@@ -43,7 +43,8 @@ __all__ = ["ROUTER_INFO", "ARCHITECTURES", "STRESS", "CONDUCTOR", "TRACES", "clu
            "describe_tbt_vs_ttft", "instance_shares", "describe_instance_shares", "DEFAULT_VARIANTS", "default_variants", "docs_box", "HISTORY", "history",
            "LABELS", "STATE_LABELS", "readable", "overview", "belief_settings", "parameters", "state_table",
            "request_table", "worked_table", "board_table", "sweep_table", "weight_table", "variants_table",
-           "describe_hot_first_block", "history_table"]
+           "describe_hot_first_block", "history_table", "md_table", "boxed", "state_rows", "rules_in_words",
+           "board_label", "trace_label", "ARCH_LABELS", "PERCENT", "PARAMETER_SYMBOLS"]
 
 #: Router → (system, what it implements, source file @ commit — notebooks/routers.md, "Sources").
 ROUTER_INFO = {
@@ -675,36 +676,38 @@ NOISE_SLO = 0.2
 
 
 def _board_name(key) -> str:
-    t, a, s = key
-    return f"{_trace(t).name}, {a}, {s}"
+    return board_label(key)
 
 
 def describe_leaderboards(boards: dict) -> str:
     """Markdown: a table with per board the winner, the best router, the Conductor's kvcentric and
     cache_aware, and the most uneven policy; then one short sentence per board whose order is noise
     (best SLO attainment under :data:`NOISE_SLO`) and per coupled board lighter at lecture 07's stress."""
-    rows, noise, lighter = [], [], []
+    rows, full, noise, lighter = [], [], [], []
     for (t, a, s), df in boards.items():
         routers = df[df.kind == "router"]
         worst = df.load_imbalance.idxmax()
-        rows.append(f"| {_board_name((t, a, s))} | {_best(df)} | {_best(routers)} | "
-                    f"{df.loc['kvcentric', 'slo_attainment']:.3f} | {df.loc['cache_aware', 'slo_attainment']:.3f} | "
-                    f"`{worst}` ({df.loc[worst, 'load_imbalance']:.2f}) |")
+        rows.append(f"| {_board_name((t, a, s))} | {_best(df)} | {_best(routers)} |")
+        full.append(f"| {_board_name((t, a, s))} | {df.loc['kvcentric', 'slo_attainment']:.3f} | "
+                    f"{df.loc['cache_aware', 'slo_attainment']:.3f} | `{worst}` ({df.loc[worst, 'load_imbalance']:.2f}) |")
         if df.slo_attainment.max() < NOISE_SLO:
             noise.append(f"{_board_name((t, a, s))} (best {df.slo_attainment.max():.3f})")
         other = next((boards[k] for k in boards if k[:2] == (t, a) and k[2] != s), None)
         if a == "coupled" and s == "lecture 07" and other is not None \
                 and df.slo_attainment.max() > other.slo_attainment.max():
-            lighter.append(f"{_trace(t).name} (best {df.slo_attainment.max():.3f} against "
+            lighter.append(f"{trace_label(t)} (best {df.slo_attainment.max():.3f} against "
                            f"{other.slo_attainment.max():.3f})")
-    out = ("| board: trace, architecture, stress | first (SLO attainment) | best router | `kvcentric` | "
-           "`cache_aware` | most uneven (load imbalance) |\n|---|---|---|---|---|---|\n" + "\n".join(rows))
+    out = ("**The winners of each board** (SLO attainment in brackets)\n\n"
+           "| board: trace, architecture, stress | first | best router |\n|:---|:---|:---|\n" + "\n".join(rows))
+    out += "\n\n" + boxed("The Conductor's two cache policies and the most uneven policy of each board",
+                          "| board | `kvcentric` | `cache_aware` | most uneven (load imbalance) |\n|:---|---:|---:|:---|\n"
+                          + "\n".join(full))
     if noise:
         out += (f"\n\nNo policy keeps even a fifth of the requests within the SLOs on {'; '.join(noise)}. "
                 "There the order of the board is noise.")
     if lighter:
         out += (f"\n\nCoupled nodes are lighter at lecture 07's stress than at lecture 04's on "
-                f"{'; '.join(lighter)}.")
+                f"{'; '.join(lighter)}. Lecture 07's nodes are faster, and that gains more than its faster replay costs.")
     return out
 
 
@@ -885,7 +888,7 @@ def docs_box(sweep: pd.DataFrame, variants: pd.DataFrame, boards: dict | None = 
     a, g = variants.loc["aibrix"], variants.loc["sglang"]
     rows = [
         ("Dynamo docs: `overlap_score_weight` 0 = \"pure load balancing\"; higher improves TTFT and costs ITL",
-         f"coupled, conversation: weight {w0:g} → {wmax:g}: mean TTFT {s.ttft_mean_s.loc[w0]:.2f} → "
+         f"coupled nodes, conversation: weight {w0:g} → {wmax:g}: mean TTFT {s.ttft_mean_s.loc[w0]:.2f} → "
          f"{s.ttft_mean_s.loc[wmax]:.2f} s, mean TBT {s.tbt_mean_ms.loc[w0]:.1f} → {s.tbt_mean_ms.loc[wmax]:.1f} ms, "
          f"hit ratio {s.hit_ratio.loc[w0]:.3f} → {s.hit_ratio.loc[wmax]:.3f} (default {w1:g}: "
          f"{s.ttft_mean_s.loc[w1]:.2f} s, {s.tbt_mean_ms.loc[w1]:.1f} ms)",
@@ -894,13 +897,13 @@ def docs_box(sweep: pd.DataFrame, variants: pd.DataFrame, boards: dict | None = 
              ": in a chunked coupled engine the prefill chunks a cache hit saves are the ones that stall the decode "
              "batch, so TBT falls too"))),
         ("AIBrix README: block 128, imbalance 16, σ factor 2 (the code: 4, 8, 1)",
-         f"coupled, conversation: code defaults {a.loc['code', 'slo_attainment']:.3f} SLO attainment, hit ratio {a.loc['code', 'hit_ratio']:.3f}; "
+         f"coupled nodes, conversation: code defaults {a.loc['code', 'slo_attainment']:.3f} SLO attainment, hit ratio {a.loc['code', 'hit_ratio']:.3f}; "
          f"README {a.loc['README', 'slo_attainment']:.3f}, {a.loc['README', 'hit_ratio']:.3f}",
-         (f"the README's store (block 128 characters, not 4) holds {128 // 4}× more of the prompts, and its wider "
-          "bound (imbalance 16, 2σ) lets more requests stay on their match"
+         (f"the README's blocks are 128 characters long, the code's 4. The same number of blocks then holds "
+          f"{128 // 4}× more of the prompts. Its wider bound (imbalance 16, 2σ) lets more requests stay on their match"
           + ("" if a.loc["README", "hit_ratio"] > a.loc["code", "hit_ratio"] else " — yet here it does not help"))),
-        ("SGLang `CacheAwareConfig::default()`: 0.5 / 32 / 1.1 / 10,000 chars (the CLI: 0.3 / 64 / 1.5 / 2^26)",
-         f"coupled, conversation: CLI {g.loc['CLI', 'slo_attainment']:.3f} SLO attainment, hit ratio {g.loc['CLI', 'hit_ratio']:.3f}; struct "
+        ("SGLang `CacheAwareConfig::default()`: 0.5 / 32 / 1.1 / 10,000 chars (the CLI: 0.3 / 64 / 1.5 / 2²⁶)",
+         f"coupled nodes, conversation: CLI {g.loc['CLI', 'slo_attainment']:.3f} SLO attainment, hit ratio {g.loc['CLI', 'hit_ratio']:.3f}; struct "
          f"defaults {g.loc['CacheAwareConfig::default', 'slo_attainment']:.3f}, "
          f"{g.loc['CacheAwareConfig::default', 'hit_ratio']:.3f}",
          (f"a 10,000-character tree holds {max(1, 10_000 // 4 // 512)} blocks of 512 tokens per worker: the router "
@@ -910,7 +913,7 @@ def docs_box(sweep: pd.DataFrame, variants: pd.DataFrame, boards: dict | None = 
         df = boards["conversation", "disaggregated", "lecture 04"]
         hot = hot_first_block("conversation")
         rows.append(("production-stack `prefixaware`: the code \"assume[s] that there is no eviction\"; no load term",
-                     f"disaggregated, conversation: load imbalance {df.loc['prodstack_prefix', 'load_imbalance']:.2f}, "
+                     f"Mooncake's pools, conversation: load imbalance {df.loc['prodstack_prefix', 'load_imbalance']:.2f}, "
                      f"SLO attainment {df.loc['prodstack_prefix', 'slo_attainment']:.3f}",
                      f"{100 * hot['share']:.1f} % of the prompts start with the same block, so the longest match "
                      "keeps naming the instance that first got it, and nothing counts its load"))
@@ -943,8 +946,8 @@ HISTORY = (
      "llm-d/llm-d-router @ ebab6879"),
     ("vLLM production-stack", "roundrobin, prefixaware, kvaware (implemented)", "2026-08-05",
      "vllm-project/production-stack @ a6c01db0"),
-    ("AIBrix", "prefix-cache router, Preble port (implemented)", "2026-08-23", "vllm-project/aibrix @ e3e10f9e"),
-    ("Preble", "E2 exploit/explore scheduler (implemented)", "no date in our notes",
+    ("AIBrix", "prefix-cache router, ported from Preble (implemented)", "2026-08-23", "vllm-project/aibrix @ e3e10f9e"),
+    ("Preble", "E2 scheduler: exploit the cache or explore by load (implemented)", "no date in our notes",
      "WukLab/preble multi_node/global_scheduler_with_time.py @ 0c962c4c"),
 )
 
@@ -989,27 +992,87 @@ LABELS = {
     "slo_attainment": "SLO attainment", "hit_ratio": "hit ratio", "fetched_tokens": "fetched tokens",
     "load_imbalance": "load imbalance (busiest ÷ mean)",
     "ttft_slo": "within TTFT SLO", "tbt_slo": "within TBT SLO",
-    "prefill_share_during_decode": "decode time beside a prefill",
+    "prefill_share_during_decode": "decode time beside a prefill (%)",
     "default": "default knowledge", "hit_ratio_true": "hit ratio, true", "hit_ratio_belief": "hit ratio, belief",
     "ttft_mean_true_s": "mean TTFT, true (s)", "ttft_mean_belief_s": "mean TTFT, belief (s)",
-    "ttft_ratio": "TTFT belief ÷ true", "stale_share_belief": "sent on a stale belief",
-    "stale_share": "sent on a stale belief", "missed_tokens_share": "prompt tokens believed, not cached",
+    "ttft_ratio": "TTFT belief ÷ true", "stale_share_belief": "sent on a stale belief (%)",
+    "stale_share": "sent on a stale belief (%)", "missed_tokens_share": "prompt tokens believed, not cached (%)",
     "tbt_mean_ms": "mean TBT (ms)", "tbt_tail_mean_ms": "slowest-decile TBT (ms)",
 }
 #: :data:`WORKED_STATE`'s fields → the labels of :func:`state_table` (the rule's symbol in front).
 STATE_LABELS = {
-    "matched_blocks": "m: matched blocks", "tree_blocks": "tree blocks", "pending_tokens": "P: tokens to prefill",
+    "matched_blocks": "m: matched blocks", "tree_blocks": "router tree (blocks)", "pending_tokens": "P: tokens to prefill",
     "live_kv_tokens": "D: live KV tokens", "inflight": "n: in flight", "queued": "q: queued",
     "recent_requests": "r: requests in window", "recent_prefill_s": "W: prefill s in window",
     "deepest_entered": "deepest block stored at (s)"}
+#: Shares (0–1) the lecture's tables show in % (one unit with the prose and the figures).
+PERCENT = ("stale_share", "stale_share_belief", "missed_tokens_share", "prefill_share_during_decode")
+#: The architectures as the lecture names them (prose, tables and figures).
+ARCH_LABELS = {"disaggregated": "Mooncake's pools", "coupled": "coupled nodes"}
+
+
+def trace_label(t) -> str:
+    """A trace as the lecture names it: its key ("conversation", "toolagent-like"), else its name."""
+    return t if isinstance(t, str) else _trace(t).name
+
+
+def board_label(key) -> str:
+    """A board ``(trace, arch, stress)`` as the lecture names it: "conversation, Mooncake's pools, lecture 04"."""
+    t, a, s = key
+    return f"{trace_label(t)}, {ARCH_LABELS.get(a, a)}, {s}"
+
+
+def _cell(v) -> str:
+    if isinstance(v, (bool, np.bool_)):
+        return str(v)
+    if isinstance(v, (int, np.integer)):
+        return f"{int(v):,}"
+    if isinstance(v, (float, np.floating)):
+        return "" if not math.isfinite(v) else f"{v:,.3f}".rstrip("0").rstrip(".") if abs(v) < 1000 else f"{v:,.0f}"
+    return str(v).replace("|", "\\|")
+
+
+def md_table(df: pd.DataFrame, index: bool = True) -> str:
+    """``df`` as a markdown table: text columns left-aligned, numbers right-aligned, numbers as printed
+    (thousands with commas, floats as ``readable`` rounded them); a MultiIndex header joined with ", "."""
+    cols = [", ".join(map(str, c)) if isinstance(c, tuple) else str(c) for c in df.columns]
+    number = re.compile(r"[−-]?[\d,]+(\.\d+)?")
+    num = [pd.api.types.is_numeric_dtype(df[c]) or (df[c].dtype == object and len(df) > 0 and all(
+        isinstance(v, (int, float, np.integer, np.floating)) or number.fullmatch(str(v)) for v in df[c]))
+        for c in df.columns]
+    head, rule = cols, ["---:" if n else ":---" for n in num]
+    def places(c) -> int:   # the decimals a float column was rounded to (≤ 3), the same on every row
+        x = pd.to_numeric(df[c], errors="coerce").dropna().astype(float) if df[c].dtype.kind == "f" else None
+        if x is None or not len(x):
+            return -1
+        return next((d for d in range(4) if np.allclose(x.round(d), x, rtol=0, atol=1e-9)), 3)
+    dec = [places(c) for c in df.columns]
+    fmt = lambda v, d: (f"{v:,.{d if abs(v) < 1000 else 0}f}" if d >= 0 and isinstance(v, (float, np.floating)) and math.isfinite(v)   # noqa: E731
+                        else _cell(v))
+    rows = [[fmt(v, d) for v, d in zip(r, dec)] for r in df.itertuples(index=False, name=None)]
+    if index:
+        name = df.index.name if not isinstance(df.index, pd.MultiIndex) else ", ".join(map(str, df.index.names))
+        head, rule = [name or ""] + head, [":---"] + rule
+        labels = [", ".join(map(str, i)) if isinstance(i, tuple) else str(i) for i in df.index]
+        rows = [[lab] + r for lab, r in zip(labels, rows)]
+    return "\n".join("| " + " | ".join(r) + " |" for r in [head, rule, *rows])
+
+
+def boxed(summary: str, *parts: str) -> str:
+    """Markdown: ``parts`` (markdown, a table from :func:`md_table` …) in a collapsible ``<details>`` box."""
+    body = "\n\n".join(parts)
+    return f"<details><summary>{summary}</summary>\n\n{body}\n\n</details>"
 
 
 def readable(df: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
     """``df`` with the lecture's labels (:data:`LABELS`) for its columns, floats rounded to ``digits``
-    (seconds and milliseconds to 2 and 1), whole-number columns as integers."""
+    (seconds and milliseconds to 2 and 1; the shares of :data:`PERCENT` in % to 1), whole-number columns as
+    integers."""
     out = df.copy()
     for c in out.columns:
-        if pd.api.types.is_float_dtype(out[c]):
+        if c in PERCENT:
+            out[c] = (100 * out[c].astype(float)).round(1)
+        elif pd.api.types.is_float_dtype(out[c]):
             d = 1 if c.endswith("_ms") else 2 if c.endswith("_s") else digits
             out[c] = out[c].round(d)
     return out.rename(columns=LABELS)
@@ -1018,8 +1081,15 @@ def readable(df: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
 def overview() -> pd.DataFrame:
     """What each router is and what it knows of the caches by default (from :func:`router_table`)."""
     t = router_table()
-    kn = {"true": "true caches (KV events or a cache controller)", "belief": "its belief (what it sent where)"}
-    return pd.DataFrame({"system": t.system, "rule": t.rule, "knows the caches by": t.knowledge.map(kn)})
+    kn = {"true": "the true caches", "belief": "its belief"}
+    knows = t.knowledge.map(kn).where(t.index != "prodstack_rr", "none: round robin reads no cache")
+    return pd.DataFrame({"system": t.system.str.replace(" (E2)", "", regex=False), "knows the caches by": knows})
+
+
+def rules_in_words() -> pd.DataFrame:
+    """Each router's rule in words, as :data:`ROUTER_INFO` gives it."""
+    t = router_table()
+    return pd.DataFrame({"rule in words": t.rule})
 
 
 def belief_settings() -> pd.DataFrame:
@@ -1028,10 +1098,13 @@ def belief_settings() -> pd.DataFrame:
     t = router_table()
     ttl = t.belief_ttl_s.map(lambda x: "none" if not math.isfinite(x) else f"{x:,.0f}")
     size = t.belief_blocks.map(lambda x: f"{x:,}" if isinstance(x, (int, np.integer)) else x)
+    # round robin keeps no belief; only production-stack's kvaware (r) and Preble (W) read the rate window
+    ttl, size = ttl.where(t.index != "prodstack_rr", "—"), size.where(t.index != "prodstack_rr", "—")
+    windowed = t.index.isin(["prodstack_kv", "preble"])
     short = {"least_kv": "least KV", "least_requests": "fewest requests", "least_queued": "fewest waiting",
              "round_robin": "round robin", "aibrix_pd": "AIBrix's PD router"}
     return pd.DataFrame({"belief size (512-token blocks)": size, "belief time-to-live (s)": ttl,
-                         "rate window (s)": t.window_s.map(lambda x: f"{x:,.0f}"),
+                         "rate window (s)": t.window_s.map(lambda x: f"{x:,.0f}").where(windowed, "—"),
                          "decode node on the pools": t.decode_choice.map(short)})
 
 
@@ -1045,7 +1118,18 @@ def parameters() -> pd.DataFrame:
         if isinstance(v, (int, np.integer)):
             return f"{v:,}"
         return f"{v:,g}"
-    return pd.DataFrame({"default": t["default"].map(fmt)}, index=t.index)
+    return pd.DataFrame({"symbol in §1": [PARAMETER_SYMBOLS.get(p, "") for p in t.index],
+                         "default": t["default"].map(fmt)}, index=t.index)
+
+
+#: RouterConfig's fields → the letters of §1's rules (the rest are named in words there or not in a rule).
+PARAMETER_SYMBOLS = {
+    "dynamo_overlap_credit": "κ", "dynamo_prefill_scale": "s", "dynamo_request_weight": "ρ",
+    "dynamo_temperature": "T", "sglang_cache_threshold": "threshold", "sglang_balance_abs": "abs",
+    "sglang_balance_rel": "rel", "llmd_prefix_weight": "w_p", "llmd_queue_weight": "w_q",
+    "llmd_kv_weight": "w_kv", "llmd_max_prefix_tokens": "M (in tokens)", "prodstack_kv_threshold": "threshold",
+    "aibrix_imbalance_abs": "abs", "aibrix_std_factor": "k_σ", "preble_decode_len": "decode length",
+    "preble_tpot_s": "TPOT"}
 
 
 def state_table(state: dict | None = None) -> pd.DataFrame:
@@ -1060,6 +1144,14 @@ def state_table(state: dict | None = None) -> pd.DataFrame:
     return df.rename_axis("instance")
 
 
+def state_rows(state: dict | None = None) -> pd.DataFrame:
+    """:func:`state_table` turned on its side: one row per number (labelled with the rule's symbol), one column
+    per instance — four narrow columns instead of ten."""
+    t = state_table(state).T
+    t.columns = [f"instance {i}" for i in t.columns]
+    return t.rename_axis("")
+
+
 def request_table(request: dict | None = None) -> pd.DataFrame:
     """:data:`WORKED_REQUEST` (or ``request``) as a one-row table with labels."""
     q = WORKED_REQUEST if request is None else request
@@ -1068,15 +1160,16 @@ def request_table(request: dict | None = None) -> pd.DataFrame:
                           "KV tokens an instance holds": f"{q['kv_cap']:,.0f}"}], index=["the request"])
 
 
-def worked_table(table: pd.DataFrame) -> pd.DataFrame:
+def worked_table(table: pd.DataFrame, compiled: bool = False) -> pd.DataFrame:
     """:func:`worked_request`'s table with labels: the numbers each rule compares, per instance, its choice by
-    the plain-Python rule and by the compiled kernel."""
+    the plain-Python rule (and, with ``compiled``, by the compiled kernel: :func:`describe_worked` says whether
+    they agree)."""
     cols = {c: f"instance {c[1:]}" for c in table.columns if re.fullmatch(r"i\d+", c)}
     out = table.rename(columns={**cols, "compares": "numbers compared", "choice": "choice",
                                 "route (numba)": "choice, compiled"})
     out["numbers compared"] = out["numbers compared"].map(
         lambda s: ", ".join(SCORE_LABELS.get(k.strip(), k.strip()) for k in s.split(",")))
-    return out
+    return out if compiled else out.drop(columns="choice, compiled")
 
 
 #: :func:`~mooncake_lab.sim.routers_reference.rule_scores`' keys → the symbols of the lecture's rule table.
@@ -1093,8 +1186,8 @@ def board_table(boards: dict, stress: str | None = None, metric: str = "slo_atta
     if not keys:
         raise fail("stress", stress, ", ".join(sorted({repr(k[2]) for k in boards})), "l09.board_table")
     names = [p for p in (*ROUTERS, *CONDUCTOR) if all(p in boards[k].index for k in keys)]
-    label = lambda t: t if isinstance(t, str) else _trace(t).name   # noqa: E731
-    tup = [(a, label(t)) if stress is not None else (s, a, label(t)) for t, a, s in keys]
+    label, arch = trace_label, lambda a: ARCH_LABELS.get(a, a)   # noqa: E731
+    tup = [(arch(a), label(t)) if stress is not None else (s, arch(a), label(t)) for t, a, s in keys]
     cols = pd.MultiIndex.from_tuples(tup, names=["architecture", "trace"] if stress is not None
                                      else ["stress", "architecture", "trace"])
     data = np.array([[boards[k].loc[p, metric] for k in keys] for p in names], dtype=float)

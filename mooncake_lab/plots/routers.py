@@ -36,8 +36,8 @@ def leaderboard_bars(boards: dict, metric: str = "slo_attainment", label: str = 
         ax.set_yticks(y, df.index)
         ax.set_xlim(0, 1.15 if metric == "slo_attainment" else float(np.nanmax(df[metric])) * 1.15 or 1.0)
         ax.set_xlabel(label)
-        t, a, s = key
-        ax.set_title(f"{t}, {a}, {s} stress")
+        from ..experiments.l09_routers import board_label
+        ax.set_title(f"{board_label(key)} stress")
     for ax in axes[len(keys):]:
         ax.set_visible(False)
     handles = [axes[0].bar([0], [0], color=c, label=k) for k, c in KIND_COLORS.items()]
@@ -47,7 +47,7 @@ def leaderboard_bars(boards: dict, metric: str = "slo_attainment", label: str = 
 
 
 @styled
-def belief_sweep(df, title: str = "SGLang's router tree vs the true cache (coupled, conversation)"):
+def belief_sweep(df, title: str = "SGLang's router tree vs the true cache (coupled nodes, conversation)"):
     """Hit ratio and SLO attainment (left) and the share of requests sent to blocks the instance no
     longer held (right) against the belief's capacity (blocks per instance, log; 0 = unbounded shown
     at the right end); dashed: the true-cache run."""
@@ -80,7 +80,7 @@ def belief_sweep(df, title: str = "SGLang's router tree vs the true cache (coupl
 
 
 @styled
-def dynamo_weight(df, title: str = "Dynamo's overlap_score_weight (coupled, conversation)"):
+def dynamo_weight(df, title: str = "Dynamo's overlap_score_weight (coupled nodes, conversation)"):
     """Mean TTFT (s, left axis) and mean TBT (ms, right axis) against the weight."""
     fig, ax = new_figure(1, 1, width=7.5, height=4.4)
     w = df.index.to_numpy(dtype=float)
