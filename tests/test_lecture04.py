@@ -5,6 +5,7 @@ Traces are read by name through ``cached_trace`` with downloads disabled: the re
 """
 from __future__ import annotations
 
+import re
 import math
 
 import numpy as np
@@ -322,7 +323,7 @@ def test_algorithm1_fetches_by_prefix_ratio_even_when_the_fetch_is_slower():
     fast = S.slow_network(network_gbps=None)                                  # the default RDMA: it pays
     assert fast.loc[[1, 2], "fetch_pays"].all()
     note = S.slow_network_note(10.0)
-    assert "2.68 s" in note and "prefix ratio" in note
+    assert "2.68 s" in note and "the ratio decides, not the times" in note
 
 
 def test_long_prompts_carry_half_the_calibrated_work_and_the_order_holds_under_both_presets():
@@ -508,17 +509,26 @@ def test_generated_notes_lead_with_one_or_two_short_sentences_and_box_the_rest()
         assert 1 <= len(main.sentences) <= 3, (name, main.sentences)
         assert all(words(x) <= LONG for x in main.sentences), (name, main.sentences)
         assert note.count("<details>") == 1 and "</summary>\n\n" in note and note.rstrip().endswith("</details>"), name
-    assert "instance 1: 12 blocks" in notes["slow"].split("<details>")[1]   # the numbers sit in the box
+    box = notes["slow"].split("<details>")[1]                              # the numbers sit in the box
+    assert "| 1 | 0.20 | 12 | 2.01 | 1.85 | 2.68 | 2.21 | no |" in box          # the queue term shown
+    assert "0.20 + 2.00 = 2.21 s" in box and "idle (0.00 s queued): 2.00 s" in box
+    assert re.search(r"local hits rise from \d+% to \d+%", notes["contention"].split("<details>")[1])
+    for name in ("preset", "contention", "jam"):                          # each note's table is in its box
+        assert "\n|---|" in notes[name].split("<details>")[1], name
 
 
 def test_tables_for_people_have_labels_units_and_whole_counts():
     from mooncake_lab.traces import cached_trace
 
-    est = S.estimate_view(S.estimate_table())
+    est = S.estimate_view(S.estimate_table(), full=True)
     assert est.index.name == "instance" and list(est["best/local"]) == ["1", "4", "∞"]
+    short = S.estimate_view(S.estimate_table())
+    assert list(short.columns) == ["queued (s)", "blocks held", "may fetch", "cache-aware estimate (s)",
+                                   "KVCache-centric estimate (s)", "KVCache-centric picks"]
+    assert list(short["may fetch"]) == ["no", "yes", "yes"]            # instance 0: ratio 1, but best = local
     assert list(est["KVCache-centric picks"]) == ["", "★", ""]
     req = S.example_requests()
-    assert list(req.index) == ["A", "B", "C", "E"] and req.loc["E", "block ids (0–15: the document)"] == "0–15, 78–81"
+    assert list(req.index) == ["A", "B", "C", "D"] and req.loc["D", "block ids (0–15: the document)"] == "0–15, 78–81"
     assert req.loc["A", "prompt (tokens)"] == "30,500"
     work = S.worked_view(S.worked_example())
     assert list(work.index) == ["random", "load balancing", "cache-aware", "KVCache-centric"]

@@ -192,8 +192,8 @@ claim("04.as_noise", "exact (estimator noise 0;", lambda: _cfg().estimator_noise
 claim("04.as_slo", "| TTFT SLO | 30 s | 30 s, drawn as a dashed line | 30 s |", lambda: [
     paper.SLO_TTFT_S, _plot_slo(), _cfg().ttft_slo_s], source=paper.SLO_SOURCE)
 # ---- section 2: the worked example ------------------------------------------------------------
-claim("04.doc", "a 16-block document (8,192 tokens)", lambda: [_doc_blocks(), _doc_blocks() * _bt()])
-claim("04.A", "request A on instance 0, which is still busy with it for ≈ 13.5 s", lambda: [0, _t().loc[0, "queue_s"]])
+claim("04.A", "went to instance 0,\n  which is still busy with it for ≈ 13.5 s", lambda: [0, _t().loc[0, "queue_s"]])
+claim("04.A_doc", "request A, a 16-block document (8,192 tokens)", lambda: [_doc_blocks(), _doc_blocks() * _bt()])
 claim("04.B", "first **4** blocks on instance 1", lambda: [_local1(), 1])
 claim("04.C", "request C keeps instance 2 busy for another 0.55 s", lambda: [2, _t().loc[2, "queue_s"]])
 claim("04.E", "the whole document plus 4 blocks of its own, 10,000 tokens", lambda: [
@@ -217,12 +217,13 @@ claim("04.picks", "Cache-aware picks instance 1 and recomputes 7,952 tokens; KVC
       lambda: [_w().loc["cache_aware", "prefill_instance"], _w().loc["cache_aware", "computed_tokens"],
                _w().loc["kvcentric", "prefill_instance"]])
 claim("04.3x", "**3× shorter TTFT for the same request**", lambda: _w().loc["cache_aware", "ttft_s"] / _w().loc["kvcentric", "ttft_s"])
-claim("04.sim", "queue + fetch + prefill = 0.650 s", lambda: _w().loc["kvcentric", "ttft_s"])
-not_a_claim("04.random_inst", "its instance 0 is not the table's", "instance 0 names an instance, not a quantity")
+claim("04.sim", "queue + fetch + prefill = 0.65 s", lambda: _w().loc["kvcentric", "ttft_s"])
 claim("04.random", "`random` happened to draw instance 0 (3.2 s: 1.2 s of queue left", lambda: [
     _w().loc["random", "prefill_instance"], _w().loc["random", "ttft_s"], _w().loc["random", "queue_wait_s"]])
+claim("04.random_table", "13.5 s of the table, where A sits on instance 0", lambda: [_t().loc[0, "queue_s"], 0])
+not_a_claim("04.random_inst2", "the table's instance 0", "instance 0 names an instance, not a quantity")
+not_a_claim("04.random_inst", "its instance 0 is not the table's", "instance 0 names an instance, not a quantity")
 claim("04.load", "is lucky to find 4", lambda: _w().loc["load", "cached_tokens"] / _bt())
-claim("04.thr_default", "ours defaults to 1: any longer prefix", lambda: _cfg().kvcache_balancing_threshold)
 claim("04.try_thr", "threshold above 4 (instance 1 may no longer fetch", lambda: [_t().loc[1, "ratio"], 1])
 # "… 10 Gbps (computed below: Algorithm 1 fetches where fetching is slower)": the slider's floor, if so there
 claim("04.try_net", "network down to 10 Gbps", lambda: when(
@@ -250,14 +251,17 @@ claim("04.steep", "from 0.35× to 0.45× load balancing goes from 13 s to 320 s"
     0.35, 0.45, _sweep().loc[0.35, "load"], _sweep().loc[0.45, "load"]], rel_tol=0.02, trace=R)
 # ---- section 4 --------------------------------------------------------------------------------
 claim("04.tool", "(23,608 requests, the size", _toolagent_n)
-claim("04.tool_speed", "at *its* balanced speed, 0.5× (ρ₀ = 2.03 at 1×)", lambda: [
-    _s().REPLAY_SPEEDS["toolagent-like"], _rho1("toolagent-like"), _at_1x()])
+claim("04.tool_speed", "runs at 0.5×, *its* balanced speed 0.49× rounded (ρ₀ = 2.03 at 1×)", lambda: [
+    _s().REPLAY_SPEEDS["toolagent-like"], 1 / _rho1("toolagent-like"), _rho1("toolagent-like"), _at_1x()])
 claim("04.box", "Each box spans the 25th–75th percentile of TTFT, whiskers 5–95%", lambda: [
     *_box_percentiles()])
 claim("04.slo", "the dashed line the 30 s SLO", lambda: paper.SLO_TTFT_S, source=paper.SLO_SOURCE)
-claim("04.fig8m_fit", "The calibrated fit extrapolates past 8k tokens (section 3)", lambda: _fit_max_tokens() / 1000)
 claim("04.comp_speed", "Each policy on the conversation trace at 0.4×", lambda: _s().REPLAY_SPEEDS["conversation"])
-claim("04.fig8m_rho", "under `modern` (ρ₀ = 1)", _balanced)
+claim("04.fig8m_rho", "each workload at its own ρ₀ = 1 speed (the\nsolutions draw it)", _balanced)
+claim("04.cal_fit", "a fit to measured prefills of up to 8k tokens (lecture 01)", lambda: _fit_max_tokens() / 1000)
+claim("04.mod_speed", "so its ρ₀ = 1 speed is 1.75×, not 0.4×", lambda: [
+    _balanced(), _s().preset_check_speed("conversation"), _s().DEFAULT_REPLAY_SPEED], trace=R)
+not_a_claim("04.rank1", "(rank 1, the system prompt)", "rank 1 names the most popular block, not a quantity")
 # ---- section 5 --------------------------------------------------------------------------------
 claim("04.hit_blind", "≈ 13% of prompt tokens", lambda: 100 * _comp().loc["load", "hit_ratio"], trace=R)
 claim("04.hit_kvc", "KVCache-centric reuses ≈ 37%", lambda: 100 * _comp().loc["kvcentric", "hit_ratio"], trace=R)
@@ -288,8 +292,8 @@ claim("04.net_testbed", "800 Gbps is the testbed's 4 × 200 Gbps NICs", lambda: 
 claim("04.net_min", "recommends at least 100 Gbps", lambda: _s().CONTENTION_GBPS[0],  # documented as §5.4.2's minimum
       source="FAST'25 §5.4.2")
 claim("04.net_speed", "same trace, 0.4×, calibrated preset", lambda: _s().DEFAULT_REPLAY_SPEED)
-claim("04.net_rep", "KVCache-centric runs at 100 Gbps without and with contention",
-      lambda: _s().CONTENTION_GBPS[0])
+claim("04.net_rep", "KVCache-centric runs at 100 Gbps without and with contention (band: the blocks\nranked 2–10",
+      lambda: [_s().CONTENTION_GBPS[0], 2, _s().contention_replicas()[False].shape[1]])
 claim("04.net_rep_n", "(8 instances here", _n_prefill)
 claim("04.net_sum", "contention costs little on this trace at 100 Gbps", lambda: _s().CONTENTION_GBPS[0])
 
@@ -300,8 +304,8 @@ claim("04.jam_setup", "25 Gbps is a quarter of the 100 Gbps", lambda: [
     _s().JAM_GBPS, _s().CONTENTION_GBPS[0]], source="FAST'25 §5.4.2 (100 Gbps; JAM_GBPS = a quarter of it)")
 claim("04.jam_cluster", "on 8 prefill + 8 decode instances", lambda: [
     _s().jam_config().n_prefill, _s().jam_config().n_decode])
-claim("04.jam_ttft", "KVCache-centric's mean TTFT is then ≈ 5,575 s, cache-aware's ≈ 1.42 s", lambda: [
-    _jam().loc["kvcentric", "ttft_mean_s"], _jam().loc["cache_aware", "ttft_mean_s"]], trace=R)
+claim("04.jam_none", "all 12,031 requests then go to the first holder", lambda: round(
+    _jam().loc["kvcentric", "requests"] * _jam().loc["kvcentric", "busiest_share"]), trace=R)
 claim("04.jam_sum", "At 25 Gbps under `modern` it breaks", lambda: _s().JAM_GBPS)
 
 
@@ -325,7 +329,7 @@ claim("04.dash_noise", "estimator noise 0.5: the Conductor's estimates off by ±
 claim("04.dash_2x", "2× replay, the paper's overload", lambda: _on_slider("speed", 2), source="arXiv v3 Table 3")
 # ---- exercises (markdown) ---------------------------------------------------------------------
 claim("04.q1", "(balancing threshold 1), which prefill instance — 0, 1\nor 2", _worked_q)
-claim("04.q3", "the capacity of 8 prefill instances?", _n_prefill)
+claim("04.q3", "the capacity of 8 prefill instances? Give it to two decimals", _n_prefill)
 claim("04.q5", "(The paper's: 92.07 / 6.26 = 14.7.)", lambda: [_P8["random"], _P8["kvcentric"], _P8["random"] / _P8["kvcentric"]],
       source=_FIG8)
 claim("04.sum_speed", "replay the trace at **0.4×**, where its offered prefill load without cache is ≈ 1.0 of 8 nodes",
@@ -343,7 +347,7 @@ claim("04.e2_hint", "Instance 1's ratio best/local is 16/4 = 4 < 8, so it must u
 claim("04.e2_why", "instance 2, although busy for another 0.55 s: fetching all 16 blocks and computing 1,808 tokens "
       "beats recomputing 7,952 tokens on instance 1", lambda: [
           _w8(), _t().loc[2, "queue_s"], _doc_blocks(), _computed(2), _ca_computed1(), 1], where=E2)
-claim("04.e3_q", "the capacity of 8 prefill instances", _n_prefill, where=E3)
+claim("04.e3_q", "the capacity of 8 prefill instances? Give it to two decimals", _n_prefill, where=E3)
 claim("04.e3_hint", "at 1× is Σ prefill_time(L, 0) / (8 × duration)", lambda: [_at_1x(), 0, _n_prefill()], where=E3)
 claim("04.e3_why", "On the released trace ≈ 1/2.55 ≈ 0.39×: the 0.4×", lambda: [
     1, _rho1(), 1 / _rho1(), _s().DEFAULT_REPLAY_SPEED], trace=R, where=E3)

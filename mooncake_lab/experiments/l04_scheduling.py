@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -33,6 +34,9 @@ from ..roofline import cm_kv_transfer_time, cm_prefill_time, cm_total_prefill_ti
 from ..traces import Trace, trace_from_requests
 from ..validate import choice, fail, integer, real_array
 from .common import as_trace as _trace, simulate_at_speed
+
+if TYPE_CHECKING:
+    from IPython.display import Markdown
 
 __all__ = ["policy_runs", "policy_comparison", "offered_prefill_load", "balanced_replay_speed",
            "speed_sweep", "ttft_samples", "instance_queues", "hot_block_replicas", "replica_table", "replica_summary",
@@ -254,7 +258,7 @@ def worked_example_trace(example_blocks: int = 20) -> Trace:
     * t = 0 s, B: the document's first 4 blocks + 4 of its own (4,000 tokens) → instance 1 (instance
       0 is busy); instance 1 now holds ``d0..d3``, and is idle again by 0.8 s.
     * t = 0 s, C: 14 unrelated blocks (7,000 tokens) → instance 2, busy until ≈ 1.35 s.
-    * t = 0.8 s, **E**: the whole document + ``example_blocks − 16`` blocks of its own
+    * t = 0.8 s, **D**: the whole document + ``example_blocks − 16`` blocks of its own
       (``512·example_blocks − 240`` tokens; 10,000 tokens for 20 blocks).
     """
     if not (isinstance(example_blocks, (int, np.integer)) and 17 <= example_blocks <= 256):
@@ -444,6 +448,7 @@ def slow_network(network_gbps: float = 10.0, threshold: float = 1.0, preset: str
     out = pd.DataFrame({"fetched_blocks": np.where(t["remote"], t["best_blocks"] - t["local_blocks"], 0)},
                        index=t.index)
     out["fetched_GB"] = out["fetched_blocks"] * bt * _kv_bytes_per_token() / 1e9
+    out["queue_s"] = t["queue_s"]
     out["transfer_s"] = t["transfer_s"]
     out["kvcentric_s"] = t["kvcentric_s"]
     out["cache_aware_s"] = t["cache_aware_s"]
@@ -462,23 +467,50 @@ def _box(summary: str, body: str) -> str:
     return f"\n\n<details><summary>{summary}</summary>\n\n{body}\n\n</details>"
 
 
+def md_table(df: pd.DataFrame) -> str:
+    """A table for people (:func:`for_people`'s text cells) as markdown, to show inside a box."""
+    idx = list(df.index.names) if isinstance(df.index, pd.MultiIndex) else [df.index.name or ""]
+    head = [str(n or "") for n in idx] + [str(c) for c in df.columns]
+    rows = []
+    for key, r in df.iterrows():
+        keys = list(key) if isinstance(key, tuple) else [key]
+        rows.append([str(k) for k in keys] + [str(v) for v in r.to_numpy()])
+    def line(cells):
+        return "| " + " | ".join(c.replace("|", "\\|").replace("$", "\\$") for c in cells) + " |"
+    return "\n".join([line(head), "|" + "---|" * len(head)] + [line(r) for r in rows])
+
+
+def boxed_table(summary: str, df: pd.DataFrame, text: str = "") -> Markdown:
+    """``df`` (a table for people) as markdown inside a collapsible box headed ``summary``, after ``text``."""
+    from IPython.display import Markdown
+    return Markdown(text + _box(summary, md_table(df)))
+
+
 def slow_network_note(network_gbps: float = 10.0) -> str:
-    """The worked example at ``network_gbps``, computed (lecture 04, §2): one sentence, then the
-    per-instance numbers and the reason in a box."""
+    """The worked example at ``network_gbps``, computed (lecture 04, §2): one sentence, then in a box
+    the per-instance numbers (queue, fetch, both estimates) and why cache-aware's own run is faster."""
     s = slow_network(network_gbps)
     chosen = int(worked_example(network_gbps=network_gbps).loc["kvcentric", "prefill_instance"])
     ca = worked_example(network_gbps=network_gbps, policies=("cache_aware",)).loc["cache_aware", "ttft_s"]
     kv = worked_example(network_gbps=network_gbps, policies=("kvcentric",)).loc["kvcentric", "ttft_s"]
-    parts = [f"instance {p}: {int(r.fetched_blocks)} blocks = {r.fetched_GB:.2f} GB in {r.transfer_s:.2f} s, "
-             f"estimate {r.kvcentric_s:.2f} s with the fetch vs {r.cache_aware_s:.2f} s without"
-             for p, r in s.iterrows() if r.fetched_blocks > 0]
-    how = "the fetch makes E slower" if kv > ca else "the fetch still pays"
-    head = (f"**At {network_gbps:g} Gbps {how}:** KVCache-centric sends E to instance {chosen} with a TTFT of "
+    q_ca = estimate_table(network_gbps=network_gbps, policy="cache_aware")["queue_s"]
+    how = "the fetch makes D slower" if kv > ca else "the fetch still pays"
+    head = (f"**At {network_gbps:g} Gbps {how}:** KVCache-centric sends D to instance {chosen} with a TTFT of "
             f"{kv:.2f} s; cache-aware, which never fetches, gets {ca:.2f} s.")
-    body = (f"Algorithm 1 still fetches: {'; '.join(parts) or 'nothing'}. The branch is decided by the prefix "
-            f"ratio best/local ≥ threshold, not by comparing times"
-            + (", so here the fetch makes every estimate *worse*. A higher threshold, or a rule that fetches "
-               "only when it shortens the estimate, avoids that." if not s["fetch_pays"].any() else "."))
+    r = s.loc[chosen]
+    body = (f"Algorithm 1 still fetches wherever best/local ≥ the threshold: the ratio decides, not the times"
+            + (", so here the fetch makes every estimate *worse*. A higher threshold, or a rule that fetches only "
+               "when it shortens the estimate, avoids that." if not s["fetch_pays"].any() else "."))
+    if abs(r.queue_s - q_ca.loc[chosen]) > 5e-3:
+        res = _example_run("kvcentric", 1.0, 20, network_gbps, "calibrated").requests
+        b = res.iloc[1]
+        body += (f"\n\nThe queue differs between the two runs. Under KVCache-centric request B fetched its "
+                 f"{int(b.fetched_tokens) // int(worked_example_trace().block_tokens)} document blocks too, "
+                 f"which takes {b.fetch_s:.2f} s at this speed. So instance {chosen} still has {r.queue_s:.2f} s "
+                 f"of queued work when D arrives, and the estimate without the fetch there is {r.queue_s:.2f} + "
+                 f"{r.cache_aware_s - r.queue_s:.2f} = {r.cache_aware_s:.2f} s. Cache-aware's own run finds "
+                 f"instance {chosen} idle ({q_ca.loc[chosen]:.2f} s queued): {ca:.2f} s.")
+    body += "\n\nKVCache-centric's estimates at this speed:\n\n" + md_table(slow_network_view(s))
     return head + _box("The estimates at this speed", body)
 
 
@@ -535,8 +567,9 @@ def preset_note(trace: Trace | str = "conversation") -> str:
     beyond = (f"its prefill alone exceeds 30 s above {sh['min_tokens']:,.0f} tokens, and those "
               f"{sh['share_requests']:.1f}% of requests carry {sh['share_work']:.0f}% of the prefill work"
               if sh["share_requests"] > 0 else "no prefill exceeds 30 s")
-    return head + _box("How far the calibrated fit extrapolates on this trace",
-                       f"On the {tr.name} trace (p99 prompt {sh['p99_tokens']:,.0f} tokens) under calibrated, {beyond}.")
+    return head + _box("Both presets' means, and how far the calibrated fit extrapolates",
+                       f"On the {tr.name} trace (p99 prompt {sh['p99_tokens']:,.0f} tokens) under calibrated, {beyond}."
+                       f"\n\n" + md_table(preset_view(chk)))
 
 
 def preset_check_speed(trace: Trace | str = "conversation") -> float:
@@ -740,7 +773,7 @@ def holder_jam_note(table: pd.DataFrame, trace: Trace | str = "conversation") ->
                 f"*with* the fetch and never considers recomputing there: the holder's queue (a "
                 f"{kv.busiest_queue_s:,.0f} s wait on average) always looks shorter. Cache-aware never fetches: an "
                 f"instance without the prefix recomputes it, and its busiest instance takes "
-                f"{ca.busiest_share:.0%} of the requests.")
+                f"{ca.busiest_share:.0%} of the requests.\n\n" + md_table(jam_view(table)))
         return head + _box("The run, and the mechanism measured", body)
     verdict = ("still beats" if kv.ttft_mean_s < ca.ttft_mean_s else "trails")
     head = (f"**On {JAM_GBPS:g} Gbps NICs Algorithm 1 does not break on this trace:** KVCache-centric's mean TTFT "
@@ -751,7 +784,7 @@ def holder_jam_note(table: pd.DataFrame, trace: Trace | str = "conversation") ->
             f"fetched, and the busiest instance takes {kv.busiest_share:.0%} of the requests: an instance that "
             f"holds the shared prefix itself does not fetch it through the first holder's link.\n\n"
             f"It is decided at the start of the replay: on the released trace no request ever leaves the first "
-            f"holder (the text above the cell).")
+            f"holder (the text above the cell).\n\n" + md_table(jam_view(table)))
     return head + _box("The run, and why it does not break", body)
 
 
@@ -821,7 +854,7 @@ def contention_note(table: pd.DataFrame, bite: pd.DataFrame, replicas: dict,
     ca0, ca1 = t[(g0, False, 'cache_aware')], t[(g0, True, 'cache_aware')]
     head = (f"**At {g0:g} Gbps contention {'costs little' if little else 'costs TTFT'}:** KVCache-centric's mean "
             f"TTFT {_moved(kv0, kv1)} with shared links. "
-            f"**Where it bites** (the table below): on {gb:g} Gbps NICs under `{CHECK_PRESET}` it "
+            f"**Where it bites:** on {gb:g} Gbps NICs under `{CHECK_PRESET}` it "
             f"{_moved(b_off, b_on, '.3f')} ({b_on / b_off - 1:+.0%}) and "
             f"{'still beats' if b_on < b_ca else 'falls behind'} cache-aware's {b_ca:.3f} s.")
     body = (f"On the {tr.name} trace at {g0:g} Gbps cache-aware's mean TTFT {_moved(ca0, ca1)}; no mean "
@@ -838,7 +871,14 @@ def contention_note(table: pd.DataFrame, bite: pd.DataFrame, replicas: dict,
             f"{x:.1f}× as many KV streams per second. On {gb:g} Gbps NICs the Conductor makes {bd.given_up:,.0f} "
             f"fewer fetches than the {bd.fetches_free:,.0f} on a free network, and KV streams to decode wait "
             f"{1e3 * bd.stream_wait_mean_s:,.0f} ms on average.")
-    return head + _box("The numbers behind this", body)
+    br = bite.xs(gb, level="gbps")
+    loc = {on: br.loc[(on, "kvcentric"), "hit_ratio"] - br.loc[(on, "kvcentric"), "fetched_ratio"] for on in (False, True)}
+    body += (f" The fetched share of prompt tokens falls from {br.loc[(False, 'kvcentric'), 'fetched_ratio']:.0%} to "
+             f"{br.loc[(True, 'kvcentric'), 'fetched_ratio']:.0%}, yet the hit ratio stays at "
+             f"{br.loc[(True, 'kvcentric'), 'hit_ratio']:.0%}: local hits rise from {loc[False]:.0%} to {loc[True]:.0%}. "
+             f"The Conductor uses the local prefix instead.\n\n"
+             + md_table(contention_view(bite)))
+    return head + _box("The numbers behind this, and the runs on slow NICs", body)
 
 
 # ------------------------------------------------------------------------------- tables for people
@@ -901,12 +941,12 @@ def _block_ranges(blocks) -> str:
 
 
 #: The worked example's requests by the names the lecture gives them.
-EXAMPLE_NAMES = ("A", "B", "C", "E")
+EXAMPLE_NAMES = ("A", "B", "C", "D")
 
 
 def example_requests(example_blocks: int = 20) -> pd.DataFrame:
     """The worked example's requests for people: arrival (s), prompt (tokens) and block ids as ranges,
-    one row per request A, B, C, E (the document is blocks 0–15)."""
+    one row per request A, B, C, D (the document is blocks 0–15)."""
     ex = worked_example_trace(example_blocks)
     df = pd.DataFrame({"arrives at (s)": [f"{a:g}" for a in ex.arrival_s],
                        "prompt (tokens)": [f"{int(n):,}" for n in ex.input_len],
@@ -916,8 +956,13 @@ def example_requests(example_blocks: int = 20) -> pd.DataFrame:
     return df
 
 
-def estimate_view(table: pd.DataFrame) -> pd.DataFrame:
-    """:func:`estimate_table` for people (times in s)."""
+def estimate_view(table: pd.DataFrame, full: bool = False) -> pd.DataFrame:
+    """:func:`estimate_table` for people (times in s): the columns the argument needs, or all (``full``)."""
+    if not full:
+        return for_people(table, {"queue_s": ("queued (s)", "s2"), "local_blocks": ("blocks held", "int"),
+                                  "remote": ("may fetch", "yes"), "cache_aware_s": ("cache-aware estimate (s)", "s2"),
+                                  "kvcentric_s": ("KVCache-centric estimate (s)", "s2"),
+                                  "chosen": ("KVCache-centric picks", "star")}, index_name="instance")
     return for_people(table, {"queue_s": ("queued (s)", "s2"), "local_blocks": ("blocks held", "int"),
                               "ratio": ("best/local", "ratio"), "remote": ("may fetch", "yes"),
                               "transfer_s": ("fetch (s)", "s3"), "prefill_s": ("KVCache-centric prefill (s)", "s2"),
@@ -926,19 +971,24 @@ def estimate_view(table: pd.DataFrame) -> pd.DataFrame:
                               "chosen": ("KVCache-centric picks", "star")}, index_name="instance")
 
 
-def worked_view(table: pd.DataFrame) -> pd.DataFrame:
-    """:func:`worked_example` for people: what the simulator did with request E under each policy."""
+def worked_view(table: pd.DataFrame, full: bool = False) -> pd.DataFrame:
+    """:func:`worked_example` for people: what the simulator did with request D under each policy (the
+    instance, tokens computed and TTFT; every column with ``full``)."""
+    if not full:
+        return for_people(table, {"prefill_instance": ("instance", "int"),
+                                  "computed_tokens": ("computed tokens", "int"), "ttft_s": ("TTFT (s)", "s2")},
+                          index_name="policy")
     return for_people(table, {"prefill_instance": ("instance", "int"), "queue_wait_s": ("queue (s)", "s2"),
                               "fetch_s": ("fetch (s)", "s3"), "prefill_s": ("prefill (s)", "s2"),
                               "fetched_tokens": ("fetched tokens", "int"),
-                              "computed_tokens": ("computed tokens", "int"), "ttft_s": ("TTFT (s)", "s3")},
+                              "computed_tokens": ("computed tokens", "int"), "ttft_s": ("TTFT (s)", "s2")},
                       index_name="policy")
 
 
 def slow_network_view(table: pd.DataFrame) -> pd.DataFrame:
     """:func:`slow_network` for people."""
-    return for_people(table, {"fetched_blocks": ("blocks fetched", "int"), "fetched_GB": ("fetched (GB)", "s2"),
-                              "transfer_s": ("fetch (s)", "s2"), "kvcentric_s": ("estimate with the fetch (s)", "s2"),
+    return for_people(table, {"queue_s": ("queued (s)", "s2"), "fetched_blocks": ("blocks fetched", "int"),
+                              "fetched_GB": ("fetched (GB)", "s2"), "transfer_s": ("fetch (s)", "s2"), "kvcentric_s": ("estimate with the fetch (s)", "s2"),
                               "cache_aware_s": ("estimate without it (s)", "s2"),
                               "fetch_pays": ("the fetch pays", "yes")}, index_name="instance")
 
@@ -955,12 +1005,18 @@ def preset_view(table: pd.DataFrame) -> pd.DataFrame:
     return for_people(table, cols, index_name="policy")
 
 
-def comparison_view(comp: pd.DataFrame) -> pd.DataFrame:
-    """:func:`policy_comparison` for people (the columns the lecture discusses)."""
+def comparison_view(comp: pd.DataFrame, full: bool = False) -> pd.DataFrame:
+    """:func:`policy_comparison` for people: mean, median, p90 TTFT, SLO share and the paper's mean
+    (every column the lecture discusses with ``full``)."""
+    if not full:
+        return for_people(comp, {"ttft_mean_s": ("mean TTFT (s)", "s1"), "ttft_p50_s": ("median (s)", "s1"),
+                                 "ttft_p90_s": ("p90 (s)", "s1"), "ttft_slo_attainment": ("TTFT ≤ 30 s", "pct"),
+                                 "paper_ttft_mean_s": ("paper's mean TTFT (s)", "s2")}, index_name="policy")
     return for_people(comp, {"ttft_mean_s": ("mean TTFT (s)", "s1"), "ttft_p50_s": ("median (s)", "s1"),
                              "ttft_p90_s": ("p90 (s)", "s1"), "ttft_p99_s": ("p99 (s)", "s1"),
-                             "ttft_slo_attainment": ("TTFT ≤ 30 s", "pct"), "hit_ratio": ("hit ratio", "pct"),
-                             "fetched_ratio": ("fetched", "pct"), "prefill_busy": ("prefill pool busy", "pct"),
+                             "ttft_slo_attainment": ("TTFT ≤ 30 s", "pct"),
+                             "hit_ratio": ("hit ratio (of prompt tokens)", "pct"),
+                             "fetched_ratio": ("fetched (of prompt tokens)", "pct"), "prefill_busy": ("prefill pool busy", "pct"),
                              "paper_ttft_mean_s": ("paper's mean TTFT (s)", "s2")}, index_name="policy")
 
 
