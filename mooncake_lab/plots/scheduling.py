@@ -196,8 +196,8 @@ def instance_queues_grid(queues: dict):
         ax.set_xlabel("time (min)")
     for ax in axes[n:]:
         ax.set_visible(False)
-    fig.suptitle("Per-instance prefill queue over time (one line per instance, in shades of the policy's colour; "
-                 "dashed: 30 s; note each panel's scale)")
+    fig.suptitle("Prefill queue of each instance over time\n(a line per instance; dashed: 30 s; "
+                 "each panel has its own scale)")
     return fig
 
 
