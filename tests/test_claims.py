@@ -228,7 +228,7 @@ def test_helpers_read_the_code():
     assert C.default_of(ex.decode_ridge_batch, "context_per_seq") == 1024
     with pytest.raises(InputError, match=r"default_of\(decode_ridge_batch\)\.name: got 'context'.*context_per_seq"):
         C.default_of(ex.decode_ridge_batch, "context")
-    assert C.answer_of("01.kv_bytes") == 327_680
+    assert C.answer_of("01.kv_bytes") == 640     # 320 KiB per token × 2,048 tokens, in MiB
     with pytest.raises(InputError, match=r"answer_of\.exercise_id: got '01\.kv_byte'.*01\.kv_bytes"):
         C.answer_of("01.kv_byte")
     assert C.notebook_arg("05", "l05.gantt", "x") == 4

@@ -330,7 +330,7 @@ claim("05.e3_q", "TP across 8 nodes on a 131,072-token", lambda: _q3_x_and_n(), 
 claim("05.e3_q2", "prefill need at 87 GB/s per node", _bw, where=E3)
 claim("05.e3_hint", "2 all-reduces × 80 layers × 2(X−1)/X × 8,192 × 2 B", lambda: [
     2, _m().n_layers, 2, -1, _m().d_model, _m().bytes_per_param], where=E3)
-claim("05.e3_hint2", "Only the ring factor 2(X−1)/X changes from X = 4", lambda: [2, -1, 4], where=E3)
+claim("05.e3_hint2", "Only the ring factor 2(X−1)/X changes from X = 4", lambda: [2, -1, notebook_arg("05", "l05.schemes_vs_length", "x")], where=E3)
 claim("05.e3_why", "The ring factor grows from 1.5 to 1.75: 4.59 MB per token × 131,072 / 87 GB/s ≈ 6.9 s", lambda: [
     2 * 3 / 4, 2 * 7 / 8, _tp_bytes(8) / 1e6, N, _bw(), _tp_comm_s(8)], where=E3)
 claim("05.e3_why2", "more than at 4 nodes, while the compute per node halves to 3.12 s", lambda: [
