@@ -1,9 +1,9 @@
 """Build the course as browsable HTML: ``make course`` (``python -m mooncake_lab.course``).
 
 Every notebook (lectures in order, then their solutions) is executed in a fresh kernel, one after
-another in this process, and written as HTML with its figures and the widgets' final state
-(nbconvert's lab template; the widgets render where the page can load the Jupyter widgets
-manager). ``index.html`` lists the lectures in order, titled by each notebook's first heading,
+another in this process, and written as HTML with its figures (nbconvert's lab template). Each
+dashboard appears as a picture of its state after the run, with its controls' values; other
+widgets keep their final state and render where the page can load the Jupyter widgets manager. ``index.html`` lists the lectures in order, titled by each notebook's first heading,
 with links to the worked answers.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from queue import Empty
 
-__all__ = ["build_course", "notebook_title", "course_notebooks", "notebook_client"]
+__all__ = ["build_course", "notebook_title", "course_notebooks", "notebook_client", "static_dashboards"]
 
 ROOT = Path(__file__).resolve().parents[1]
 #: A hang guard per cell, not a speed target (the budget is ≤ 60 s per notebook).
@@ -89,6 +89,29 @@ def _index_html(entries: list[dict]) -> str:
             + "\n".join(rows) + "\n</ol>\n</body></html>\n")
 
 
+_WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def static_dashboards(nb) -> int:
+    """Show each dashboard of the executed notebook ``nb`` as its picture and caption (the
+    ``image/png`` and ``text/plain`` it publishes beside its widget view), not as a live widget:
+    a page without a kernel cannot recompute a move, and its widgets need scripts from a CDN
+    that an offline page cannot load. Other widgets are left as they are. Returns how many."""
+    n = 0
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            if _WIDGET_VIEW in data and "image/png" in data:
+                caption = html.escape(str(data.get("text/plain", "")))
+                data["text/html"] = (f'<figure class="mooncake-dashboard" style="margin:0">'
+                                     f'<img src="data:image/png;base64,{data["image/png"]}" alt="{caption}">'
+                                     f'<figcaption style="font-size:90%;color:#444">{caption}</figcaption></figure>')
+                for key in (_WIDGET_VIEW, "image/png"):
+                    del data[key]
+                n += 1
+    return n
+
+
 def _link_notes(body: str, folder: Path, out: Path) -> str:
     """``body`` (a page's HTML) with its links to the course's notes (``folder/*.md``, e.g. ``routers.md``)
     pointed at their HTML, written beside the lectures in ``out`` (``routers.html``)."""
@@ -142,6 +165,7 @@ def build_course(out_dir: str | Path = ROOT / "build" / "course", notebooks: lis
             notebook_client(nb, p).execute()
         except CellExecutionError as err:
             raise CellExecutionError(f"{p.name}: {err}", err.ename, err.evalue) from None
+        static_dashboards(nb)
         body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": notebook_title(nb) or p.stem}})
         body = _link_notes(body, p.parent.parent if is_solution else p.parent, out)
         (out / rel).parent.mkdir(parents=True, exist_ok=True)

@@ -5,6 +5,7 @@ so here only the two cheapest notebooks are built, plus two tiny notebooks writt
 from __future__ import annotations
 
 import re
+from html import escape as html_escape
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -219,3 +220,40 @@ def test_the_lectures_cite_only_notes_that_are_in_the_course():
                     if not (nb_path.parent / target).resolve().is_file():
                         missing.append(f"{nb_path.name}: {target}")
     assert not missing, missing
+
+
+def test_dashboards_are_pictures_with_their_settings_in_the_html(tmp_path):
+    """A page without a kernel cannot move a slider: each dashboard is shown as drawn after the run,
+    captioned with its controls' values, and needs no script from a CDN; a plain widget is left live."""
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# Dashboards\n\ntext"),
+        nbformat.v4.new_code_cell("from mooncake_lab.dashboards.roofline import RooflineDashboard\n"
+                                  "RooflineDashboard()"),
+        nbformat.v4.new_code_cell("import ipywidgets as w\nw.IntSlider(value=37, description='probe')"),
+    ])
+    path = tmp_path / "01_dash.ipynb"
+    nbformat.write(nb, path)
+    course.build_course(tmp_path / "out", [path], log=lambda *_: None)
+    page = (tmp_path / "out" / "01_dash.html").read_text(encoding="utf-8")
+    figures = re.findall(r'<figure class="mooncake-dashboard".*?</figure>', page, flags=re.S)
+    assert len(figures) == 1, figures
+    assert re.search(r'<img[^>]+src="data:image/png;base64,iVBORw0KGgo', figures[0])   # a PNG
+    from mooncake_lab.dashboards.roofline import RooflineDashboard
+    d = RooflineDashboard()
+    caption = d.static_caption()
+    assert html_escape(caption) in figures[0]
+    for name, w in d.controls.items():   # every control named with the value it shows
+        assert (w.description or name).rstrip(": ") in caption
+    assert page.count('<script type="application/vnd.jupyter.widget-view+json">') == 1   # the slider only
+    assert '"value": 37' in page
+
+
+def test_a_dashboard_publishes_its_picture_beside_the_widget():
+    import base64
+
+    from mooncake_lab.dashboards.roofline import RooflineDashboard
+    d = RooflineDashboard()
+    bundle = d._repr_mimebundle_()
+    assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == d.widget.model_id
+    assert base64.b64decode(bundle["image/png"]) == d.png
+    assert bundle["text/plain"] == d.static_caption() and "run the notebook" in bundle["text/plain"]

@@ -34,6 +34,7 @@ computation.
 """
 from __future__ import annotations
 
+import base64
 import functools
 import html
 import io
@@ -79,6 +80,21 @@ def _png(canvas) -> bytes:
     header = struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)   # 8-bit RGB, deflate, no filter, no interlace
     return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows.tobytes(), 1))
             + chunk(b"IEND", b""))
+
+
+def _shown_value(w) -> str:
+    """A control's value as its front end shows it: a selection's label, a slider's readout, on/off."""
+    if isinstance(w, widgets.Checkbox | widgets.ToggleButton):
+        return "on" if w.value else "off"
+    label = getattr(w, "label", None)
+    if isinstance(label, str):
+        return label
+    if isinstance(w.value, float):
+        try:
+            return format(w.value, getattr(w, "readout_format", "") or "g")
+        except ValueError:
+            return f"{w.value:g}"
+    return str(w.value)
 
 
 def render_png(fig) -> bytes:
@@ -415,5 +431,17 @@ class Dashboard:
         with figure_style(self.figure):
             return self._render(force_background=True) == self.png
 
-    def _ipython_display_(self):
-        display(self.widget)
+    def static_caption(self) -> str:
+        """One line naming the dashboard and its controls' values, for a picture of it shown without a kernel."""
+        shown = ", ".join(f"{(w.description or name).rstrip(': ')} = {_shown_value(w)}"
+                          for name, w in self.controls.items())
+        head = f"{self.title} — " if self.title else ""
+        return f"{head}{shown}. A picture of the dashboard; run the notebook to move its controls."
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        """The live widget, and for a page without a kernel (``make course``, a notebook viewer) a
+        picture of it as drawn now with :meth:`static_caption` (front ends with widgets show the widget)."""
+        bundle = dict(self.widget._repr_mimebundle_(include=include, exclude=exclude) or {})
+        bundle["image/png"] = base64.b64encode(self.png).decode("ascii")
+        bundle["text/plain"] = self.static_caption()
+        return bundle
