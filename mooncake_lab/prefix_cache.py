@@ -4,8 +4,8 @@ A request's prompt is a chain of 512-token blocks (dense ids, see :class:`~moonc
 Block ``j`` of a request can be reused only if blocks ``0..j`` are all cached (its KV depends on the
 whole prefix), so a lookup returns the number of *leading* cached blocks.
 
-Semantics (they reproduce the measured table of ``reference/mooncake_paper.md`` to ±0.1 point)
------------------------------------------------------------------------------------------------
+Semantics (they reproduce the hit ratios measured on the released traces, ``l03_cache.REFERENCE_HIT``, to ±0.1 point)
+-----------------------------------------------------------------------------------------------------------------------
 1. Requests are served in trace order. For each request: **lookup first** (count the leading
    blocks present), **then touch every block of the request** whether it hit or not (the prefill
    computed the missing ones, and they are stored), evicting blocks by the cache's policy so the

@@ -102,9 +102,9 @@ def _check_model(m: SessionModel, where: str) -> SessionModel:
     return SessionModel(**vals)
 
 
-# Targets: conversation and synthetic = measured on the released files (reference/mooncake_paper.md,
-# "Measured on those two files"); toolagent = FAST'25 Table 2 (23,608 requests in one hour, avg input
-# 8,596, avg output 182, cache ratio 59%). Ratios are fractions.
+# Targets: conversation and synthetic = measured on the released files at trace_data.PINNED_COMMIT
+# (tests/test_synthetic.py recomputes them from the files); toolagent = FAST'25 Table 2 (23,608 requests
+# in one hour, avg input 8,596, avg output 182, cache ratio 59%). Ratios are fractions.
 TARGETS: dict[str, dict[str, float]] = {
     "conversation-like": {"requests": 12_031, "duration_s": 3_537, "mean_input": 12_035, "mean_output": 343,
                           "cache_ratio": 0.374, "median_input": 6_909, "p99_input": 85_400},
@@ -148,7 +148,7 @@ PRESETS: dict[str, SessionModel] = {
 
 #: Which preset stands in for each released trace when the real file is unavailable. The arXiv
 #: trace has the toolagent trace's size and lengths (23,608 requests, ≈ 8,590 / 182 tokens) but a
-#: lower cache ratio (≈ 50% vs 59%; reference/mooncake_paper.md).
+#: lower cache ratio (≈ 50% vs 59%: measured on the released arXiv file; FAST'25 Table 2).
 STAND_IN = {"conversation": "conversation-like", "synthetic": "synthetic-like",
             "toolagent": "toolagent-like", "arxiv": "toolagent-like"}
 

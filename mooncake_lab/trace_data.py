@@ -27,7 +27,7 @@ __all__ = ["TraceFile", "TRACE_FILES", "PINNED_COMMIT", "ENV_DATA", "ENV_OFFLINE
            "fetch", "where_is", "data_sources", "verify", "TraceMismatchWarning"]
 
 #: Commit of github.com/kvcache-ai/Mooncake that added the FAST'25 traces ("add FAST25 release",
-#: 2025-02-21; files unchanged since) — /work/shared/data/mooncake_traces/MANIFEST.md.
+#: 2025-02-21; files unchanged since).
 PINNED_COMMIT = "3cca71daccf2a7afb8fe3f0295358f70e3a69fdb"
 BASE_URL = f"https://raw.githubusercontent.com/kvcache-ai/Mooncake/{PINNED_COMMIT}/"
 ENV_DATA = "MOONCAKE_LAB_DATA"
@@ -55,8 +55,7 @@ class TraceFile:
     n_requests: int              # FAST'25 Table 2 / MANIFEST.md
 
 
-# Sizes, line counts and hashes: /work/shared/data/mooncake_traces/MANIFEST.md and
-# reference/mooncake_paper.md (Traces table).
+# Sizes, line counts and sha256 of the files at PINNED_COMMIT (line counts: FAST'25 Table 2).
 TRACE_FILES: dict[str, TraceFile] = {
     "conversation": TraceFile("conversation", ("conversation_trace.jsonl",),
                               "FAST25-release/traces/conversation_trace.jsonl",

@@ -31,8 +31,8 @@ __all__ = ["hit_ratio_vs_capacity", "paper_table1_points", "local_vs_global", "b
 DEFAULT_CAPACITIES = (1_000, 3_000, 10_000, 30_000, 50_000, 100_000, 300_000, math.inf)
 
 _REF_SOURCE = "measured once on the released trace (l03_cache.REFERENCE_HIT): a regression check, not a paper value"
-#: Token-weighted global-LRU hit ratio measured on the released traces (reference/mooncake_paper.md,
-#: "Measured on those two files" table); keys are capacities in blocks, math.inf = infinite cache.
+#: Token-weighted global-LRU hit ratio measured once on the released traces (trace_data.PINNED_COMMIT)
+#: with prefix_cache; keys are capacities in blocks, math.inf = infinite cache.
 REFERENCE_HIT = {
     "conversation": {math.inf: 0.374, 1_000: 0.045, 10_000: 0.216, 30_000: 0.332, 100_000: 0.371},
     "synthetic": {math.inf: 0.651, 1_000: 0.086, 10_000: 0.432, 30_000: 0.636, 100_000: 0.651},

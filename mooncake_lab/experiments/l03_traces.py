@@ -22,7 +22,7 @@ from ..traces import Trace, as_trace, cached_trace
 __all__ = ["trace_summary", "arrivals_per_minute", "length_cdf", "timestamp_gaps", "preset_calibration",
            "PAPER_TABLE2", "trace_metrics", "summary_table", "gap_table", "gap_box"]
 
-#: FAST'25 Table 2 (also reference/mooncake_paper.md, Traces table): requests, average input and
+#: FAST'25 Table 2: requests, average input and
 #: output length (tokens) and cache ratio (fraction) of the released traces.
 PAPER_TABLE2 = paper.FAST25_TABLE2
 _T2 = "FAST'25 Table 2"

@@ -37,7 +37,7 @@ _MODEL = get_model("llama2-70b")
 #: One 512-token block of LLaMA2-70B KV (BF16): 512 × 327,680 B = 160 MiB; one of its 80 layers: 2 MiB.
 KV_BLOCK_BYTES = int(512 * _MODEL.kv_bytes_per_token())
 KV_LAYER_BYTES = KV_BLOCK_BYTES // _MODEL.n_layers
-#: FAST'25 §5.4.1 (reference/mooncake_paper.md): Transfer Engine bandwidth over 4×200 Gbps and
+#: FAST'25 §5.4.1, Fig. 12: Transfer Engine bandwidth over 4×200 Gbps and
 #: 8×400 Gbps RoCE, GB/s.
 FAST25_RDMA_GBPS = {"4×200 Gbps RDMA": 87.0, "8×400 Gbps RDMA": 190.0}
 
