@@ -80,6 +80,34 @@ FIG8_SOURCE = f"{ARXIV}, Fig. 8 (8P+8D, 23k real requests)"
 #: The size of that experiment: prefill and decode instances, requests (arXiv v3 §8).
 FIG8_N_PREFILL, FIG8_N_DECODE, FIG8_REQUESTS = 8, 8, 23_000
 
+#: FAST'25 §4.2, Fig. 5: mean TTFT (s) per scheduling policy. "We build a MOONCAKE cluster consisting of
+#: 16 8×A800 nodes, and replay the conversation trace detailed in §5.2.1" (the trace the course ships),
+#: LLaMA2-70B. Keys are the simulator's policies lecture 04 maps them to: "global cache-aware" (§4.2: the
+#: best prefix in the pool, fetched and replicated) → kvcentric; "local cache-aware" (§4.1: each
+#: instance's own prefix) → cache_aware; "load balancing" → load; "random" → random.
+FAST25_FIG5_TTFT_S = {"random": 19.65, "load": 5.27, "cache_aware": 3.58, "kvcentric": 3.07}
+FAST25_FIG5_SOURCE = f"{FAST25} §4.2, Fig. 5 (16 × 8×A800 nodes, LLaMA2-70B, conversation trace)"
+#: Nodes of the Fig. 5 cluster (FAST'25 §4.2; the prefill/decode split is not stated there).
+FAST25_FIG5_NODES = 16
+#: FAST'25 §4.2, the forwarding rule in prose (Algorithm 1's pseudocode shows only the ratio test).
+FAST25_FORWARD_RULE_QUOTE = ("Conductor forwards the cache's location and the request to an alternative instance "
+                             "if the estimated additional prefill time is shorter than the transfer time")
+FAST25_THRESHOLD_QUOTE = ("we prefer to compute the input tokens if the best remote prefix match length is no "
+                          "larger than the current local reusable prefix multiplied by a threshold")
+#: FAST'25 §5.4.2, Fig. 13: mean TTFT on the synthetic trace (§5.2.1) at simulated network bandwidths from
+#: 24 to 400 Gbps (the end points, Gbit/s); above 100 Gbps the mean TTFT stays below 2 s; "We recommend a
+#: minimum network bandwidth of 100 Gbps".
+FAST25_FIG13_GBPS_RANGE = (24.0, 400.0)
+FAST25_FIG13_MIN_GBPS = 100.0
+FAST25_FIG13_TTFT_BOUND_S = 2.0
+FAST25_FIG13_SOURCE = (f"{FAST25} §5.4.2, Fig. 13 (synthetic trace, 24 → 400 Gbps; mean TTFT below 2 s above "
+                       "100 Gbps; 'we recommend a minimum network bandwidth of 100 Gbps')")
+#: FAST'25 Fig. 14, the end-to-end latency breakdown of one request (prompts 8k … 128k): at a 128k-token prompt a 95% cached
+#: prefix cuts the prefill time by 92% and the TTFT by 86% (overheads included).
+FAST25_FIG14 = {"prompt_tokens": 131_072, "cached_share": 0.95, "prefill_cut": 0.92, "ttft_cut": 0.86}
+FAST25_FIG14_SOURCE = (f"{FAST25} Fig. 14 (128k-token prompt, prefix cache ratio 0% vs 95%: prefill "
+                       "−92%, TTFT −86%)")
+
 # ---- 05 long-context prefill -----------------------------------------------------------------
 #: arXiv v3 §3: chunked pipeline prefill starts when uncached tokens exceed ``prefill_chunk``,
 #: "typically > 1,000 tokens".

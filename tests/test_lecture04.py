@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from mooncake_lab import check, sim
+from mooncake_lab import check, paper, sim
 from mooncake_lab.experiments import l04_scheduling as S
 from mooncake_lab.roofline import cm_kv_transfer_time, cm_prefill_time, kv_transfer_time, prefill_time
 from mooncake_lab.synthetic import synthetic_trace
@@ -146,8 +146,16 @@ def test_metrics_names_and_source():
                 for p in ("kvcentric", "cache_aware") for n in ("free", "shared")]
              + [f"scheduling.contention.{k}.100gbps" for k in ("fetches_given_up", "fetch_wait_mean_s")]
              + [f"scheduling.contention.bite.ttft_mean_s.{p}.{n}" for p in ("kvcentric", "cache_aware")
-                for n in ("free", "shared")])
+                for n in ("free", "shared")]
+             + [f"scheduling.fast25.fig5.{k}.{p}" for k in ("ttft_mean_s", "over_best")
+                for p in ("random", "load", "cache_aware", "kvcentric")]
+             + [f"scheduling.fast25.fig13.ttft_mean_s.{g:g}gbps" for g in S.FIG13_GBPS]
+             + [f"scheduling.fast25.fig14.{k}" for k in ("prefill_cut", "ttft_cut")])
     assert sorted(ms) == sorted(names)
+    # the paper column holds only the same metric: Fig. 5's means, its bound from 100 Gbps up, Fig. 14's cuts
+    assert ms["scheduling.fast25.fig5.ttft_mean_s.kvcentric"].paper == paper.FAST25_FIG5_TTFT_S["kvcentric"]
+    assert ms["scheduling.fast25.fig13.ttft_mean_s.24gbps"].paper is None
+    assert ms["scheduling.fast25.fig14.ttft_cut"].paper == paper.FAST25_FIG14["ttft_cut"]
     tab = S.contention_comparison()
     assert ms["scheduling.contention.ttft_mean_s.kvcentric.100gbps.shared"].ours == tab.loc[(100.0, True, "kvcentric"),
                                                                                            "ttft_mean_s"]
@@ -469,7 +477,7 @@ def test_holder_jam_measures_why_shared_links_break_algorithm_one(trace_setup):
         assert kv.busiest_share == 1.0 and kv.busiest == kv.first_holder and math.isnan(kv.elsewhere_first_s)
         assert kv.fetches == 0 and kv.busiest_stream_wait_s > 1000 and kv.busiest_queue_s > 1000
         assert kv.ttft_mean_free_s < 1.1 * ca.ttft_mean_free_s   # the shared links do it
-        assert "break Algorithm 1 outright" in note and f"All {len(tr):,} requests went to instance" in note
+        assert "break Algorithm 1's literal pseudocode" in note and f"All {len(tr):,} requests went to instance" in note
         assert f"{kv.ttft_mean_s:,.0f} s, cache-aware's {ca.ttft_mean_s:.2f} s" in note
     else:
         assert tr.name == "synthetic:conversation-like"
@@ -594,3 +602,25 @@ def test_q4_asks_one_decimal_and_accepts_it():
     v = q.answer()
     assert check("04.hit_gain", round(v, 1)).correct and check("04.hit_gain", v).correct
     assert not check("04.hit_gain", round(v, 1) - 0.1).correct
+
+
+def test_fig14_breakdown_hand_worked():
+    """Fig. 14: the prefill part is max(compute, DRAM load) and the 0%-cached row has no load; the cut
+    is 1 − prefill(95%) / prefill(0%), both from the cost model."""
+    t = S.fig14_breakdown()
+    c = sim.ClusterConfig(preset=S.CHECK_PRESET).resolve().cost
+    from mooncake_lab.roofline import cm_prefill_time
+    L = paper.FAST25_FIG14["prompt_tokens"]
+    assert t.iloc[0]["prefill (with cache load)"] == pytest.approx(float(cm_prefill_time(c, L, 0)))
+    cached = int(t.iloc[1]["cached_tokens"])
+    assert cached % 512 == 0 and abs(cached / L - 0.95) < 512 / L
+    cuts = S.fig14_cuts(t)
+    assert 0 < cuts["ttft_cut"] < cuts["prefill_cut"] < 1
+
+
+def test_forward_if_faster_never_fetches_a_slower_transfer():
+    """The prose's time rule vs the literal pseudocode on the jam's set-up: it does not pile everything onto
+    one instance, and its mean TTFT is no worse than cache-aware's."""
+    t = S.time_rule_jam("conversation")
+    assert t.loc["time rule", "busiest_share"] < 1.0
+    assert t.loc["time rule", "ttft_mean_s"] <= 1.05 * t.loc["cache-aware", "ttft_mean_s"]

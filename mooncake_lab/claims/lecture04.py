@@ -184,7 +184,7 @@ claim("04.as_paper_n", "23k real requests (the arXiv trace", lambda: paper.FIG8_
 claim("04.as_conv_n", "the released conversation trace, 12,031 requests", lambda: _n_requests(), trace=R)
 claim("04.as_tool_n", "toolagent-like one, 23,608 requests", _toolagent_n)
 claim("04.as_fit", "a fit to prefills up to 8k tokens", lambda: _fit_max_tokens() / 1000)
-claim("04.as_load", "replay at 0.4×, where ρ₀ ≈ 1.0 (§3) | 1× |", lambda: [
+claim("04.as_load", "replay at 0.4×, where ρ₀ ≈ 1.0 (§4) | 1× |", lambda: [
     _s().DEFAULT_REPLAY_SPEED, _rho1() * _s().DEFAULT_REPLAY_SPEED, _at_1x()], trace=R)
 claim("04.as_thr", "| 1: any longer prefix elsewhere qualifies | 1 |", lambda: [
     default_of(_s().worked_example, "threshold"), _cfg().kvcache_balancing_threshold])
@@ -231,8 +231,6 @@ claim("04.try_net", "network down to 10 Gbps", lambda: when(
     10 ** _bounds()["network_gbps_log10"][0]))
 claim("04.try_len", "a 120-block prompt", lambda: _bounds()["example_blocks"][1])
 # ---- section 3: offered load --------------------------------------------------------------------
-claim("04.fig8_setup", "on 23k real requests on 8P+8D", lambda: [paper.FIG8_REQUESTS / 1000, paper.FIG8_N_PREFILL,
-                                                                 paper.FIG8_N_DECODE], source="arXiv v3 §8")
 not_a_claim("04.rho_below", "Below 1, even a cache-blind", _SAT)
 not_a_claim("04.rho_formula", "(L_i, 0)", "a formula's argument (prefill time with 0 cached tokens), not a quantity")
 not_a_claim("04.sum_odds", "queues explode like ρ/(1−ρ)", _FORMULA)
@@ -250,7 +248,7 @@ claim("04.coincide", "means (6.3 s, 55 s) land near the paper's 6.26 s and 60.41
 claim("04.steep", "from 0.35× to 0.45× load balancing goes from 13 s to 320 s", lambda: [
     0.35, 0.45, _sweep().loc[0.35, "load"], _sweep().loc[0.45, "load"]], rel_tol=0.02, trace=R)
 # ---- section 4 --------------------------------------------------------------------------------
-claim("04.tool", "(23,608 requests, the size", _toolagent_n)
+claim("04.tool", "23,608 requests, the size", _toolagent_n)
 claim("04.tool_speed", "runs at 0.5×, *its* balanced speed 0.49× rounded (ρ₀ = 2.03 at 1×)", lambda: [
     _s().REPLAY_SPEEDS["toolagent-like"], 1 / _rho1("toolagent-like"), _rho1("toolagent-like"), _at_1x()])
 claim("04.box", "Each box spans the 25th–75th percentile of TTFT, whiskers 5–95%", lambda: [
@@ -443,3 +441,30 @@ claim("04.sol_q5d", "(P-K: ρ/(1−ρ) · E[S] · (1 + C²)/2 ≈ 12.5 × 5.4 s 
 def _plot_slo() -> float:
     from ..plots import scheduling as P
     return P._SLO_S
+
+# ---- FAST'25 Figs. 5, 13, 14 (issue 26 §1) and the prefill cache of §2
+_F5 = paper.FAST25_FIG5_SOURCE
+
+
+def _tb_tokens_m() -> float:
+    from ..experiments import l03_cache
+    return l03_cache.DRAM_BYTES_PER_TB / _kv() / 1e6
+
+
+claim("04.f5_as_cluster", "| cluster of Fig. 5 | 16 nodes of 8 × A800; the prefill/decode split not stated | 8P+8D (§3) |",
+      lambda: [paper.FAST25_FIG5_NODES, _node_gpus(), _s().fig5_config()["n_prefill"], _s().fig5_config()["n_decode"]],
+      source=_F5)
+claim("04.f5_as_load", "Fig. 5: 1×; Fig. 8: replay", lambda: _s().FIG5_SPEED)
+claim("04.f5_as_cache", "≈ 1 TB ≈ 3M tokens per node (FAST'25 §2.2, §5.3) | Figs. 5, 13: 1 TB, lecture 03's 5,960 blocks",
+      lambda: [1, paper.TOKENS_PER_TB_M, 1, _s().fig5_cache_blocks()], source="FAST'25 §2.2")
+claim("04.f5_nodes", "on 16 nodes of 8 × A800", lambda: [paper.FAST25_FIG5_NODES, _node_gpus()], source=_F5)
+claim("04.f5_cache", "with 1 TB of cache per prefill node", lambda: __import__("mooncake_lab.experiments.l03_cache", fromlist=["x"]).DRAM_BYTES_PER_TB / 1e12)
+claim("04.f5_box_nodes", "§4.2 names 16 nodes but not how many prefill. We run 8 prefill + 8 decode nodes",
+      lambda: [paper.FAST25_FIG5_NODES, _s().fig5_config()["n_prefill"], _s().fig5_config()["n_decode"]], source=_F5)
+claim("04.f5_box_cache", "1 TB of DRAM, ≈ 3M tokens: lecture 03's 5,960 blocks",
+      lambda: [1, _tb_tokens_m(), _s().fig5_cache_blocks()], rel_tol=0.05)
+claim("04.f14", "A 128k-token prompt with 95% of it cached", lambda: [paper.FAST25_FIG14["prompt_tokens"] / 1024,
+                                                                     100 * paper.FAST25_FIG14["cached_share"]],
+      source=paper.FAST25_FIG14_SOURCE)
+claim("04.f13", "The paper sweeps 24 to 400 Gbps on its synthetic trace,\nlinks shared, and recommends at least 100 Gbps",
+      lambda: [*paper.FAST25_FIG13_GBPS_RANGE, paper.FAST25_FIG13_MIN_GBPS], source=paper.FAST25_FIG13_SOURCE)
