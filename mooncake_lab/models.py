@@ -25,6 +25,7 @@ Counting conventions (units: FLOP, bytes, tokens):
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -33,7 +34,7 @@ import numpy as np
 from .validate import InputError, _is_real, describe, integer, real
 
 __all__ = ["ModelConfig", "MODELS", "get_model", "LLAMA2_70B", "LLAMA2_7B", "LLAMA3_70B",
-           "OPT_13B", "DEEPSEEK_V3", "fast25_eq1_prefill_flops"]
+           "OPT_13B", "DEEPSEEK_V3", "DEEPSEEK_V3_FP8", "fast25_eq1_prefill_flops"]
 
 
 #: Largest token/batch count a cost formula takes: 10**15, far past any context (DeepSeek-V3: 128k)
@@ -285,8 +286,23 @@ DEEPSEEK_V3 = ModelConfig(
     n_experts=256, top_k=8, n_shared_experts=1, d_ff_expert=2048, n_dense_layers=3,
     source="Hugging Face deepseek-ai/DeepSeek-V3 config.json (MTP module not counted)")
 
+#: DeepSeek-V3 as DeepSeek released it: FP8 weights, BF16 KV cache. The checkpoint's config.json sets
+#: ``quantization_config = {"fmt": "e4m3", "quant_method": "fp8", "weight_block_size": [128, 128]}``: the
+#: layers' linear weights are 1-byte E4M3 with one FP32 scale per 128 × 128 block (+0.02%). The
+#: embeddings, LM head, norms and router stay BF16 in the checkpoint (+0.3% of the weights); we count
+#: every weight at 1 byte, which gives the "671 GB" of the release. The KV cache stays BF16: DeepSeek's
+#: reference inference code (deepseek-ai/DeepSeek-V3@1c6947e6ab906b2e6052d90b2c1808c14ed126df:
+#: inference/generate.py sets ``torch.set_default_dtype(torch.bfloat16)``; inference/model.py's MLA
+#: allocates its ``kv_cache`` (512 latent) and ``pe_cache`` (64 RoPE key) buffers in that default dtype).
+#: Only bytes change: FLOP counts are the BF16 model's, and the roofline still runs at BF16 peaks.
+DEEPSEEK_V3_FP8 = dataclasses.replace(
+    DEEPSEEK_V3, name="DeepSeek-V3-FP8", bytes_per_param=1, kv_bytes_per_elem=2,
+    source="Hugging Face deepseek-ai/DeepSeek-V3 config.json (quantization_config: FP8 E4M3 weights, "
+           "128×128 block scales); KV in BF16 as deepseek-ai/DeepSeek-V3@1c6947e6:inference/generate.py "
+           "and inference/model.py store it (MTP module not counted)")
+
 MODELS: dict[str, ModelConfig] = {m.name: m for m in (LLAMA2_70B, LLAMA2_7B, LLAMA3_70B, OPT_13B,
-                                                      DEEPSEEK_V3)}
+                                                      DEEPSEEK_V3, DEEPSEEK_V3_FP8)}
 
 
 def _norm(s: str) -> str:
@@ -295,7 +311,7 @@ def _norm(s: str) -> str:
 
 _MODEL_KEYS = {_norm(k): m for k, m in MODELS.items()}
 _MODEL_KEYS.update({"llama70b": LLAMA2_70B, "llama270b": LLAMA2_70B, "opt13b": OPT_13B,
-                    "deepseekv3": DEEPSEEK_V3, "dsv3": DEEPSEEK_V3})
+                    "deepseekv3": DEEPSEEK_V3, "dsv3": DEEPSEEK_V3, "dsv3fp8": DEEPSEEK_V3_FP8})
 
 
 def get_model(name: str | ModelConfig) -> ModelConfig:

@@ -191,7 +191,7 @@ def test_binary_prefix_hint_only_for_answers_in_bytes(demos):
     assert "binary" in check("99.bytes", 327_680 * 1.024 ** 2).message
     for k in (2, -2, 3):
         assert "binary" not in check("99.pflop", 5.7 * 1.024 ** k).message
-    v = check("01.prefill_pflop_8k", 1.143)
+    v = check("01.prefill_pflop_4k", 1.143)
     assert not v and "binary" not in v.message
     # the closest factor is named: an answer in GiB for GB is 1.024⁻³ off, not 1.024⁻² (both within 3%)
     from mooncake_lab.exercises import list_exercises

@@ -246,11 +246,11 @@ def test_exercise_values_by_hand():
     assert check("01.kv_bytes", 2 * 80 * 8 * 128 * 2 * 2048 / 2**20)       # 640 MiB
     assert not check("01.kv_bytes", 2 * 80 * 64 * 128 * 2 * 2048 / 2**20)  # MHA count: 8× too many
     assert not check("01.kv_bytes", 2 * 80 * 8 * 128 * 2)                  # one token, not the sequence
-    assert check("01.prefill_pflop_8k", 0.585)
-    assert not check("01.prefill_pflop_8k", 1.214)               # the lecture's 8k prompt
-    assert check("01.measured_mfu_8k", 0.42)
-    assert not check("01.measured_mfu_8k", 42)                   # a percentage, not a fraction
-    assert not check("01.measured_mfu_8k", 0.314)                # the lecture's 8k prefill
+    assert check("01.prefill_pflop_4k", 0.585)
+    assert not check("01.prefill_pflop_4k", 1.214)               # the lecture's 8k prompt
+    assert check("01.measured_mfu_2k", 0.42)
+    assert not check("01.measured_mfu_2k", 42)                   # a percentage, not a fraction
+    assert not check("01.measured_mfu_2k", 0.314)                # the lecture's 8k prefill
     assert check("01.decode_ridge_batch", 186)
     assert not check("01.decode_ridge_batch", 237)               # 1,024-token contexts
     assert not check("01.decode_ridge_batch", 152)               # forgot the KV reads

@@ -295,6 +295,7 @@ def test_paper_decode_semantics_make_every_policy_reject_the_same():
         assert lec["after_prefill_baseline"] > 0 and len({lec[f"rejected_{p}"] for p in ov.POLICIES}) == 3, name
     text = ov.describe_semantics(table)
     assert "no policy rejects a single request" in text and "Nothing is overloaded" in text
+    assert "on preset `modern`" in text            # the preset is named: §3's 2,195 rejections are on `calibrated`
     assert "prefill-bound" not in text
 
 
@@ -331,7 +332,13 @@ def test_isolation_table_the_memory_load_decides_the_ordering(trace):
     assert t.loc[("paper's + 40k-token nodes + memory load", mild), "paper_ordering"]
     assert t.loc[("lecture's", mild), "paper_ordering"]
     assert ov.ISOLATION["paper's + 40k-token nodes + memory load"]["output_lengths"] == "unknown"
-    assert "the paper's ordering appears at paper's + 40k-token nodes + memory load" in ov.describe_isolation(t)
+    text = ov.describe_isolation(t)
+    assert "Table 3's ordering appears in" in text and f'"paper\'s + 40k-token nodes + memory load" at {mild:g}×' in text
+    assert f"of {len(t)} runs" in text
+    if all(t.loc[("paper's + 40k-token decode nodes", v), "after_prefill_early"] == 0
+           and len({t.loc[("paper's + 40k-token decode nodes", v), f"rejected_{p}"] for p in ov.POLICIES}) == 1
+           for v in ov.ISOLATION_SPEEDS):      # toolagent-like: exactly the same rejections under the TBT load
+        assert "under the TBT load alone, no decode check fires" in text
 
 
 def test_split_table_decode_binds_only_when_starved():

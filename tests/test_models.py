@@ -139,3 +139,33 @@ def test_bad_decode_input():
         L70.decode_flops(0, 100)
     with pytest.raises(ValueError, match=r"^context_tokens must "):
         L70.decode_bytes(1, float("nan"))
+
+
+def test_deepseek_v3_fp8_hand_checked():
+    # FP8 release: same shapes and parameters, 1 byte per weight → 671,026,279,424 B ≈ 671 GB (half of BF16)
+    fp8, bf16 = M.DEEPSEEK_V3_FP8, M.DEEPSEEK_V3
+    assert fp8.parameters() == bf16.parameters() == 671_026_279_424
+    assert fp8.weight_bytes() == fp8.parameters() * 1 == bf16.weight_bytes() / 2
+    assert round(fp8.weight_bytes() / 1e9) == 671
+    # KV stays BF16 (DeepSeek's inference code): 61 × (512 + 64) × 2 B = 70,272 B, as in BF16
+    assert fp8.kv_bytes_per_token() == bf16.kv_bytes_per_token() == 61 * 576 * 2 == 70_272
+    # FLOPs do not depend on the storage format
+    assert fp8.prefill_flops(4096) == bf16.prefill_flops(4096)
+    assert M.get_model("deepseek-v3-fp8") is fp8 and M.get_model("DSV3_FP8") is fp8
+
+
+def test_deepseek_v3_fp8_fits_h20_node_not_h800():
+    from mooncake_lab import hardware as H, roofline as rf
+    fp8 = M.DEEPSEEK_V3_FP8
+    # 8 × H20: 8 × 96 GiB = 768 GiB; 90% usable = 742,170,348,748.8 B; minus 671,026,279,424 B of weights
+    # = 71,144,069,324.8 B of KV / 70,272 B per token ≈ 1,012,410 tokens
+    h20_kv = 0.9 * 8 * 96 * 2**30 - 671_026_279_424
+    assert H.H20_NODE.hbm_bytes == 768 * 2**30
+    assert rf.decode_kv_capacity_tokens(fp8, H.H20_NODE) == pytest.approx(h20_kv / 70_272, rel=1e-12)
+    assert 1.01e6 < h20_kv / 70_272 < 1.02e6
+    # 8 × H800: 640 GiB = 687.19 GB; the weights are 97.6% of it, above the 90% share → no KV room
+    assert H.H800_NODE.hbm_bytes == 640 * 2**30
+    assert 0.97 < 671_026_279_424 / (640 * 2**30) < 0.98
+    assert rf.decode_kv_capacity_tokens(fp8, H.H800_NODE) == 0.0
+    # BF16 weights (1.34 TB) fit neither node
+    assert rf.decode_kv_capacity_tokens(M.DEEPSEEK_V3, H.H20_NODE) == 0.0

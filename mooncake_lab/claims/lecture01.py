@@ -100,14 +100,14 @@ def _q():
 
 
 def _pf_n() -> float:
-    """Prompt of exercise 01.prefill_pflop_8k, tokens, if the exercise's answer is its prefill in PFLOP, else NaN."""
+    """Prompt of exercise 01.prefill_pflop_4k, tokens, if the exercise's answer is its prefill in PFLOP, else NaN."""
     n = _q().Q2_TOKENS
-    return when(math.isclose(answer_of("01.prefill_pflop_8k") * 1e15, _v()["m"].prefill_flops(n)), n)
+    return when(math.isclose(answer_of("01.prefill_pflop_4k") * 1e15, _v()["m"].prefill_flops(n)), n)
 
 
 def _pf_unit() -> float:
-    """FLOP per unit of exercise 01.prefill_pflop_8k's answer (1e15: it asks for PFLOP)."""
-    return _v()["m"].prefill_flops(_pf_n()) / answer_of("01.prefill_pflop_8k")
+    """FLOP per unit of exercise 01.prefill_pflop_4k's answer (1e15: it asks for PFLOP)."""
+    return _v()["m"].prefill_flops(_pf_n()) / answer_of("01.prefill_pflop_4k")
 
 
 def _kv_n() -> float:
@@ -117,12 +117,12 @@ def _kv_n() -> float:
 
 
 def _mfu_q() -> list:
-    """[TP, prompt tokens, measured ms] of exercise 01.measured_mfu_8k, if its answer is that row's MFU."""
+    """[TP, prompt tokens, measured ms] of exercise 01.measured_mfu_2k, if its answer is that row's MFU."""
     q, x = _q(), _v()
     key = (q.Q3_TP, q.Q3_TOKENS)
     meas = x["ex"].measured_prefill_mfu()
     t = float(meas[(meas.tp == key[0]) & (meas.prompt_tokens == key[1])]["measured_s"].iloc[0])
-    ok = math.isclose(answer_of("01.measured_mfu_8k"), x["mfu"][key])
+    ok = math.isclose(answer_of("01.measured_mfu_2k"), x["mfu"][key])
     return [when(ok, key[0]), when(ok, key[1]), when(ok, 1e3 * t)]
 
 
@@ -312,6 +312,24 @@ claim("01.mla_h800", "8 × H800, never: 242 < 295)",
       lambda: [8, _v()["ds_key"] / _v()["ds"].kv_bytes_per_token(), _v()["ridge_h800"]]
       if _v()["ds_ridge_b_h800"] == float("inf") else [0, 0, 0, 0])
 
+def _fp8() -> dict:
+    """DeepSeek-V3-FP8 on one 8-GPU H20 and H800 node: weights, HBM, KV room (tokens) under the 90% share."""
+    from ..hardware import GIB, H20_NODE, H800_NODE
+    from ..models import DEEPSEEK_V3_FP8 as f
+    rf = _v()["rf"]
+    return dict(f=f, h20=H20_NODE, h800=H800_NODE, GIB=GIB, w=f.weight_bytes(),
+                cap_h20=rf.decode_kv_capacity_tokens(f, H20_NODE), cap_h800=rf.decode_kv_capacity_tokens(f, H800_NODE))
+
+
+claim("01.fp8_weights", "DeepSeek released the weights in FP8, one byte each: 671 GB",
+      lambda: _fp8()["w"] / 1e9 if _fp8()["f"].bytes_per_param == 1 else 0, source="Hugging Face deepseek-ai/DeepSeek-V3 config.json")
+claim("01.fp8_h20", "On 8 × H20 (768 GiB of HBM) these weights leave room\nfor ≈ 1.01 M tokens of KV.",
+      lambda: [_fp8()["h20"].n_gpus, _fp8()["h20"].hbm_bytes / _fp8()["GIB"], _fp8()["cap_h20"] / 1e6])
+claim("01.fp8_h800", "On 8 × H800 (640 GiB) they fill 98% of HBM, above the 90% an engine may use:\nno room for KV.",
+      lambda: [_fp8()["h800"].n_gpus, _fp8()["h800"].hbm_bytes / _fp8()["GIB"],
+               100 * _fp8()["w"] / _fp8()["h800"].hbm_bytes, 100 * _v()["kv_frac"]]
+      if _fp8()["cap_h800"] == 0 else [0, 0, 0, 0])
+
 # --- dashboard 1 ---------------------------------------------------------------------------------
 claim("01.dash1_h800", "H800\n(ridge 295 FLOP/B); DeepSeek-V3 with 32k",
       lambda: [_v()["ridge_h800"], 32])
@@ -460,26 +478,26 @@ claim("01.x_kv_hint", "head dim × 2 bytes", lambda: _v()["m"].kv_bytes_per_elem
 claim("01.x_kv_why", "320 KiB per token × 2,048 tokens = 640 MiB; with 64 KV heads (MHA) it would be 8×",
       lambda: [_v()["kv"] / 1024, _kv_n(), answer_of("01.kv_bytes"), _v()["m"].n_heads, _v()["m"].gqa_ratio],
       where="01.kv_bytes")
-claim("01.x_pf_q", "one 4,096-token", _pf_n, where="01.prefill_pflop_8k")
-claim("01.x_pf_q2", "in PFLOP (1e15).", _pf_unit, where="01.prefill_pflop_8k")
+claim("01.x_pf_q", "one 4,096-token", _pf_n, where="01.prefill_pflop_4k")
+claim("01.x_pf_q2", "in PFLOP (1e15).", _pf_unit, where="01.prefill_pflop_4k")
 claim("01.x_pf_hint", "n × 137.4 GFLOP (matmuls + LM head) + causal attention 2.62 MFLOP × n²/2.",
-      lambda: [_v()["per_tok"] / 1e9, _v()["att"] / 1e6, 2], where="01.prefill_pflop_8k")
+      lambda: [_v()["per_tok"] / 1e9, _v()["att"] / 1e6, 2], where="01.prefill_pflop_4k")
 claim("01.x_pf_why", "0.563 PFLOP in the matmuls and LM head + 0.022 in causal attention ≈ 0.585 PFLOP",
       lambda: [(_v()["m"].prefill_flops_breakdown(_pf_n())["linear"] + _v()["m"].prefill_flops_breakdown(_pf_n())["lm_head"]) / 1e15,
-               _v()["m"].prefill_flops_breakdown(_pf_n())["attention"] / 1e15, answer_of("01.prefill_pflop_8k")],
-      where="01.prefill_pflop_8k")
+               _v()["m"].prefill_flops_breakdown(_pf_n())["attention"] / 1e15, answer_of("01.prefill_pflop_4k")],
+      where="01.prefill_pflop_4k")
 claim("01.x_pf_why2", "less than half the 8k prompt's 1.21, because attention grows as n².",
-      lambda: [8 if answer_of("01.prefill_pflop_8k") < 0.5 * _v()["br8"]["total"] / 1e15 else 0,
-               _v()["br8"]["total"] / 1e15], where="01.prefill_pflop_8k")
+      lambda: [8 if answer_of("01.prefill_pflop_4k") < 0.5 * _v()["br8"]["total"] / 1e15 else 0,
+               _v()["br8"]["total"] / 1e15], where="01.prefill_pflop_4k")
 claim("01.x_mfu_q", "TP8 prefill of 2,048 tokens (274 ms on 8 × A100, 312",
       lambda: [_mfu_q()[1], _mfu_q()[2], 8, _v()["A100"].flops_bf16 / 1e12] if _mfu_q()[0] == 8 else [0] * 4,
-      where="01.measured_mfu_8k")
+      where="01.measured_mfu_2k")
 claim("01.x_mfu_hint", "8 × 312e12). Give a fraction (0.4), not a percentage (40).",
-      lambda: [8, _v()["A100"].flops_bf16, round(answer_of("01.measured_mfu_8k"), 1),
-               round(100 * answer_of("01.measured_mfu_8k"), -1)], where="01.measured_mfu_8k")
+      lambda: [8, _v()["A100"].flops_bf16, round(answer_of("01.measured_mfu_2k"), 1),
+               round(100 * answer_of("01.measured_mfu_2k"), -1)], where="01.measured_mfu_2k")
 claim("01.x_mfu_why", "0.287 PFLOP / (0.274 s × 2.496 PFLOP/s) ≈ 0.42: better than the 8k prompt's 0.31.",
       lambda: [_v()["m"].prefill_flops(_mfu_q()[1]) / 1e15, _mfu_q()[2] / 1e3, _v()["nd100"].peak_flops / 1e15,
-               answer_of("01.measured_mfu_8k"), 8, _v()["mfu"][(8, 8192)]], where="01.measured_mfu_8k")
+               answer_of("01.measured_mfu_2k"), 8, _v()["mfu"][(8, 8192)]], where="01.measured_mfu_2k")
 claim("01.x_ridge_q", "512-token contexts turns compute-bound on 8×A800", lambda: [_ridge_ctx(), _v()["nd"].n_gpus],
       where="01.decode_ridge_batch")
 claim("01.x_ridge_hint", "b·512·KV bytes per token) equal to the ridge point 312e12 / 2.039e12 ≈ 153",
@@ -554,7 +572,7 @@ claim("01.sol_q3_mfu", "= 0.2869 PFLOP / (0.274 s × 8 × 312 TFLOP/s)\n= 0.2869
       lambda: [_w("m").prefill_flops(_mfu_q()[1]) / 1e15, _mfu_q()[2] / 1e3, 8, _w("A100").flops_bf16 / 1e12,
                _w("m").prefill_flops(_mfu_q()[1]) / 1e15, _mfu_q()[2] / 1e3, 8 * _w("A100").flops_bf16 / 1e15,
                _w("m").prefill_flops(_mfu_q()[1]) / 1e15, _mfu_q()[2] / 1e3 * 8 * _w("A100").flops_bf16 / 1e15,
-               answer_of("01.measured_mfu_8k")], where=_S)
+               answer_of("01.measured_mfu_2k")], where=_S)
 claim("01.sol_q3_8k", "Better than the 8k prompt's 0.31.", lambda: [8, _w("mfu")[(8, 8192)]], where=_S)
 claim("01.sol_q3_tp4", "reached 0.43 on 8k and 0.57 on 2k prompts", lambda: [
     _w("mfu")[(4, 8192)], 8, _w("mfu")[(4, 2048)], 2], where=_S)

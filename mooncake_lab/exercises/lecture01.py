@@ -18,11 +18,11 @@ def _kv_bytes() -> float:
     return get_model("llama2-70b").kv_bytes_per_token() * Q1_TOKENS / 2**20
 
 
-def _prefill_pflop_8k() -> float:
+def _prefill_pflop_4k() -> float:
     return get_model("llama2-70b").prefill_flops(Q2_TOKENS) / 1e15
 
 
-def _explain_pflop_8k(value: float, ok: bool) -> str:
+def _explain_pflop_4k(value: float, ok: bool) -> str:
     """Names the two counts a wrong answer most likely is: FAST'25 Eq. 1, or attention without the causal ½."""
     import math
 
@@ -41,7 +41,7 @@ def _explain_pflop_8k(value: float, ok: bool) -> str:
     return ""
 
 
-def _measured_mfu_8k() -> float:
+def _measured_mfu_2k() -> float:
     from ..experiments.l01_roofline import measured_prefill_mfu
     df = measured_prefill_mfu()
     return float(df[(df["tp"] == Q3_TP) & (df["prompt_tokens"] == Q3_TOKENS)]["mfu"].iloc[0])
@@ -66,17 +66,17 @@ exercise(Exercise(
     why="320 KiB per token × 2,048 tokens = 640 MiB; with 64 KV heads (MHA) it would be 8× more."))
 
 exercise(Exercise(
-    "01.prefill_pflop_8k", "FLOPs of the prefill of one 4,096-token LLaMA2-70B prompt, in PFLOP (1e15).",
-    answer=_prefill_pflop_8k, unit="PFLOP", rel_tol=0.02,
+    "01.prefill_pflop_4k", "FLOPs of the prefill of one 4,096-token LLaMA2-70B prompt, in PFLOP (1e15).",
+    answer=_prefill_pflop_4k, unit="PFLOP", rel_tol=0.02,
     hint="n × 137.4 GFLOP (matmuls + LM head) + causal attention 2.62 MFLOP × n²/2.",
     why="0.563 PFLOP in the matmuls and LM head + 0.022 in causal attention ≈ 0.585 PFLOP: "
         "less than half the 8k prompt's 1.21, because attention grows as n².",
-    explain=_explain_pflop_8k))
+    explain=_explain_pflop_4k))
 
 exercise(Exercise(
-    "01.measured_mfu_8k", "MFU of the measured TP8 prefill of 2,048 tokens (274 ms on 8 × A100, 312 TFLOP/s "
+    "01.measured_mfu_2k", "MFU of the measured TP8 prefill of 2,048 tokens (274 ms on 8 × A100, 312 TFLOP/s "
     "each), as a fraction.",
-    answer=_measured_mfu_8k, unit="(fraction of peak)", rel_tol=0.03,
+    answer=_measured_mfu_2k, unit="(fraction of peak)", rel_tol=0.03,
     hint="MFU = prefill FLOPs / (seconds × 8 × 312e12). Give a fraction (0.4), not a percentage (40).",
     why="0.287 PFLOP / (0.274 s × 2.496 PFLOP/s) ≈ 0.42: better than the 8k prompt's 0.31."))
 

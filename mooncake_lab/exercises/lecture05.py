@@ -79,6 +79,10 @@ exercise(Exercise(
 
 #: Question 5's store bandwidth, GB/s: the rate a straight line through the paper's Fig. 7 bars gives.
 Q5_BW_GBS = 52.0
+#: Question 5's tolerance: the 52 GB/s is itself read off a figure (the fit gives 51.9), so the answer is
+#: 10.3 ms and a student's "≈ 10 ms" (−3.1%) or 0.34 s × 128/52 / 80 = 10.5 ms (+1.3%) must pass; the
+#: lecture's 128 GB/s value (4.19 ms) and the serialized 826 ms stay far outside.
+Q5_REL_TOL = 0.06
 
 
 def _store_hidden_ms() -> float:
@@ -92,9 +96,9 @@ def _store_hidden_ms() -> float:
 exercise(Exercise(
     "05.store_exposed_ms", "With layer-wise store at the paper's 52 GB/s instead of 128 GB/s, how many "
                            "milliseconds of KV store does a 131,072-token LLaMA2-70B prefill still wait for?",
-    answer=_store_hidden_ms, unit="ms", rel_tol=0.03,
+    answer=_store_hidden_ms, unit="ms", rel_tol=Q5_REL_TOL,
     hint="Only the last layer's store is exposed, if one layer's store is shorter than one layer's compute: "
-         "(n × 320 KiB / 52 GB/s) / 80.",
+         "(n × 320 KiB / 52 GB/s) / 80. The 52 GB/s is read off a figure, so an answer within 6% passes.",
     why="43 GB / 52 GB/s = 0.83 s serialized, / 80 layers ≈ 10.3 ms layer-wise, still far below the "
         "0.31 s a layer computes. The paper's layer-wise bars are ≈ 0.1 s: a fixed cost per prefill "
         "that we do not model (section 4)."))
