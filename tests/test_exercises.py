@@ -317,3 +317,14 @@ def test_a_number_may_carry_the_name_its_question_gives_it():
         assert check("99.code", -800).message.startswith("Right: \u2212800.")   # a minus sign, not a hyphen
     finally:
         _REGISTRY.pop("99.code")
+
+
+def test_binary_hint_never_states_a_ratio_the_answer_does_not_have(demos):
+    """Within a wide tolerance an answer 3-7% off would reach a 1.024^k factor: it is a plain wrong answer,
+    and the feedback never calls it '1.049 times' the expected value (issue 25's review of lecture 02)."""
+    want = 327_680
+    for off in (1.03, 1.06, 0.95, 0.97):
+        msg = check("99.bytes", want * off).message
+        assert "binary" not in msg, (off, msg)
+    msg = check("99.bytes", want * 1.024 ** 2).message
+    assert "binary" in msg and f"{1.024 ** 2:.4g} times" in msg

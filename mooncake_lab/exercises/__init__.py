@@ -381,8 +381,11 @@ def _unit_slip(value: float, expected: float, ex: Exercise) -> str:
     r, tol = value / expected, max(ex.rel_tol, 0.005)
     unit = ex.unit.strip()
     in_bytes = unit.endswith(("B", "B/s", "byte", "bytes"))   # only byte units have binary prefixes
-    near = [(abs(r / factor - 1), factor, text) for factor, text in _SLIPS + (_BINARY if in_bytes else [])
-            if math.isclose(r, factor, rel_tol=tol)]
+    # A binary slip is exact (1.024^k), and its factors lie only 2.4% apart: it is named only where the
+    # answer sits within 0.2% of one, never because a wide tolerance reaches it.
+    near = [(abs(r / factor - 1), factor, text) for factor, text in _SLIPS if math.isclose(r, factor, rel_tol=tol)]
+    near += [(abs(r / factor - 1), factor, text) for factor, text in (_BINARY if in_bytes else [])
+             if math.isclose(r, factor, rel_tol=0.002)]
     if not near:
         return ""
     _, factor, text = min(near)   # the closest (1.024⁻³ for GiB vs GB, not 1.024⁻² within a 3% tolerance)
@@ -395,7 +398,7 @@ def _unit_slip(value: float, expected: float, ex: Exercise) -> str:
                 "a percentage only where asked (the value, not a fraction of it)"
         return f"Your answer is {text} the expected value: give {what}; {where}."
     if (factor, text) in _BINARY:
-        return (f"Your answer is {text} the expected value: decimal vs binary units? 1 KB = 1000 B but "
+        return (f"Your answer is {r:.4g} times the expected value: decimal vs binary units? 1 KB = 1000 B but "
                 f"1 KiB = 1024 B (MiB = 1024², GiB = 1024³); {where}.")
     e = round(math.log10(factor))
     other = _prefixed(unit, e)
