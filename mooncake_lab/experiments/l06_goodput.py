@@ -469,7 +469,7 @@ def paper_box(ratio: pd.DataFrame, cap: pd.DataFrame, pdr: pd.DataFrame, coupled
          f"{ratio.loc['vllm', 100]:.1f}% at 100 ms)",
          f"at its own load the trace loads our 16 simulated nodes lightly: every cluster serves ≥ "
          f"{ratio[100].min():.1f}% within 100 ms; the paper's vLLM met 100 ms for only ≈ "
-         f"{_paper.FIG1_AT_100MS_PERCENT['vllm']:.0f}% — its GPUs and engine were slower than our cost model"
+         f"{_paper.FIG1_AT_100MS_PERCENT['vllm']:.0f}% — on the same A800s; the paper does not say why, and our cost model leaves out an engine's own overheads (scheduling, sampling)"
          + ("" if semantics is None else ". " + describe_semantics(semantics, box=False))),
         ("vLLM + chunked prefill at TBT ≤ 100 ms", f"the worst vLLM variant (≈ {_paper.FIG1_AT_100MS_PERCENT['vllm_chunked']:.0f}%)",
          f"{ratio.loc['vllm + chunked prefill', 100]:.1f}%; baselines worst → best: "
