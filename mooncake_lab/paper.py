@@ -20,6 +20,11 @@ SLO_TBT_S = 0.1
 SLO_SOURCE = f"{ARXIV}, §8 (real-workload experiments)"
 #: Share of requests vLLM served within the TBT SLO in the real-workload run, % (arXiv v3 §8).
 VLLM_TBT_SLO_MET_PCT = 57
+
+#: vLLM V1's default chunked-prefill token budget per step for its OpenAI server: 8,192 on GPUs with
+#: >= 70 GB (A100 excluded), 2,048 on others (vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults;
+#: v0.4-0.5 chunked at 512). Not a Mooncake paper number: a fact about the baseline engine today.
+VLLM_V1_BATCHED_TOKENS = {"other": 2048, "70GB+": 8192}
 #: RDMA bandwidth per node of the testbed, Gbit/s (arXiv v3 §8.1: "up to 800 Gbps").
 ARXIV_RDMA_GBPS = 800
 

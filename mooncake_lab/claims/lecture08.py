@@ -105,6 +105,9 @@ claim("08.setup", "16 nodes of 8×A800", lambda: (_g().N_NODES, _node("a800x8").
 claim("08.slos", "(TTFT) ≤ 30 s and time between tokens (TBT) ≤ 100, 200 or 300 ms",
       lambda: (_g().TTFT_SLO_S, *_g().TBT_SLOS_MS), source="FAST'25 §5.1")
 claim("08.chunk", "cuts prompts into 512-token chunks", lambda: _c().config_of("coupled_chunked").prefill_chunk)
+claim("08.vllm_budget", "server budget of 2,048 or 8,192 tokens a step, by GPU",
+      lambda: (paper.VLLM_V1_BATCHED_TOKENS["other"], paper.VLLM_V1_BATCHED_TOKENS["70GB+"]),
+      source="vLLM V1 vllm/engine/arg_utils.py EngineArgs.get_batch_defaults (OpenAI server context)")
 claim("08.speeds", "from 0.5× to 8× its own rate", lambda: (min(_c().SPEEDS), max(_c().SPEEDS)))
 claim("08.conv", "the conversation trace has 12,031 requests, 3.40 req/s at 1×",
       lambda: (len(_conv()), _g().trace_rate(_conv()), 1), trace="released")
