@@ -495,3 +495,17 @@ def test_box_holds_tables_and_figures_collapsed():
     fig = plots.fleet_costs(c.hetero_table(c.HETERO_RATE_RPS))
     h = c.box("Chart", fig, t)
     assert isinstance(h, HTML) and "data:image/png;base64," in h.data and h.data.endswith("</details>")
+
+
+def test_reproduce_rows_quote_no_paper_number_for_another_metric():
+    """Issue 26: our 90% capacity gains are a rate; FAST'25's +59% … +498% are share gains at the trace's own
+    load, so no capacity-gain row carries them in its paper column; and no share is named after prediction-based
+    rejection, whose decode forecast rejects nothing here (the part switches all admission off)."""
+    from mooncake_lab.experiments.l08_capstone import _metrics
+
+    ms = _metrics()
+    gains = [m for m in ms if "capacity_gain" in m.name]
+    assert gains and all(m.paper is None for m in gains)
+    assert all("not comparable" in m.source for m in ms if m.name.startswith("capstone.capacity_gain_range"))
+    shares = [m.name for m in ms if ".share." in m.name]
+    assert any(".share.early_rejection." in n for n in shares) and not any("predicted" in n for n in shares)
