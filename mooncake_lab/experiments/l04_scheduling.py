@@ -54,7 +54,7 @@ __all__ = ["policy_runs", "policy_comparison", "offered_prefill_load", "balanced
            "forward_if_faster", "time_rule_jam", "time_rule_note",
            "PAPER_FIG8_TTFT_S", "DEFAULT_REPLAY_SPEED", "REPLAY_SPEEDS", "TRACES", "POLICIES", "SWEEP_SPEEDS"]
 
-#: arXiv v3 Fig. 8: average TTFT (s) per policy, 8P+8D, 23k real requests (reference/mooncake_paper.md).
+#: arXiv v3 Fig. 8: average TTFT (s) per policy, 8P+8D, 23k real requests (:mod:`mooncake_lab.paper`).
 PAPER_FIG8_TTFT_S = paper.FIG8_TTFT_S
 _FIG8 = "arXiv v3 Fig. 8 (8P+8D, 23k real requests of the arXiv trace, not the conversation trace)"
 POLICIES = tuple(sim.PREFILL_POLICIES)
@@ -1126,7 +1126,7 @@ def paper_vs_ours(trace: Trace | str, comp: pd.DataFrame, net: pd.DataFrame, bit
 
 
 # ------------------------------------------------------------------------------- FAST'25 Figs. 5, 13, 14
-#: FAST'25 §4.2, Fig. 5 (reference/mooncake_paper.md; :mod:`mooncake_lab.paper`): mean TTFT (s) per policy
+#: FAST'25 §4.2, Fig. 5 (:mod:`mooncake_lab.paper`): mean TTFT (s) per policy
 #: on the conversation trace, 16 × 8×A800 nodes. Keys are the simulator's policies (global cache-aware →
 #: kvcentric, local cache-aware → cache_aware).
 PAPER_FIG5_TTFT_S = paper.FAST25_FIG5_TTFT_S
