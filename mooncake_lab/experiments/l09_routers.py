@@ -947,7 +947,7 @@ HISTORY = (
     ("vLLM production-stack", "roundrobin, prefixaware, kvaware (implemented)", "2026-08-05",
      "vllm-project/production-stack @ a6c01db0"),
     ("AIBrix", "prefix-cache router, ported from Preble (implemented)", "2026-08-23", "vllm-project/aibrix @ e3e10f9e"),
-    ("Preble", "E2 scheduler: exploit the cache or explore by load (implemented)", "no date in our notes",
+    ("Preble", "E2 scheduler: exploit the cache or explore by load (implemented)", "2024-05-07",
      "WukLab/preble multi_node/global_scheduler_with_time.py @ 0c962c4c"),
 )
 
