@@ -940,8 +940,7 @@ def _metrics() -> list[Metric]:
                               "× − 1 vs coupled", None, here + "; ≥ 90% of prompt tokens instead of requests"))
         if math.isfinite(capacity_gain(cap, 100)):
             for part, r in gain_shares(cap, 100).iterrows():
-                # "predicted" switches admission off entirely: its share is early rejection's, and lecture 08's
-                # admission table shows every rejection is on the predicted TTFT, not on the decode forecast
+                # the "predicted" part switches all admission off (MECHANISMS): its share is early rejection's
                 name, note = (("early_rejection", "; the part measured by admission='none' (all admission checks off)")
                               if part == "predicted" else (part, ""))
                 out.append(Metric(f"capstone.{key}share.{name}.tbt100ms", float(r.share), "fraction of the gain", None,
