@@ -42,7 +42,7 @@ from .models import ModelConfig, _check_count, get_model
 from .validate import integer, real, reals
 
 __all__ = [
-    "CostModel", "cost_model", "cm_prefill_time", "cm_total_prefill_time", "cm_decode_step_time", "cm_kv_transfer_time",
+    "CostModel", "cost_model", "cm_prefill_time", "cm_prefill_reuse_time", "cm_overlapped_time", "cm_total_prefill_time", "cm_decode_step_time", "cm_kv_transfer_time",
     "prefill_time", "decode_step_time", "kv_transfer_time", "kv_load_time", "decode_kv_capacity_tokens",
     "tp_allreduce_bytes_per_token", "mfu", "arithmetic_intensity", "attainable_flops", "ridge_point",
     "prefill_intensity", "decode_intensity",
@@ -70,6 +70,8 @@ class CostModel:
     kv_bytes_per_token: float      # 13: bytes
     kv_capacity_tokens: float      # 14: decode KV capacity of the node, tokens
     decode_attn_s_per_pair: float  # 15: decode attention per (decoding token × attended key)
+    dram_load_s_per_token: float   # 16: loading one token's KV from host DRAM into HBM (host-to-device)
+    n_layers: float                # 17: layers the node runs (the steps a layer-wise load overlaps over)
 
     def as_array(self) -> np.ndarray:
         """The coefficients as a float64 array (what numba kernels take)."""
@@ -98,6 +100,26 @@ def cm_prefill_time(c, n_new, n_cached):
     compute = c[9] + n * (c[1] + c[2]) + c[3] * n * (cached + 0.5 * n)
     memory = c[4] + c[5] * _experts_touched(c, n) + c[8] * (cached + n)
     return c[0] + max(compute, memory)
+
+
+@njit(cache=True)
+def cm_overlapped_time(transfer_s, compute_s, n_layers):
+    """Seconds for ``compute_s`` of work and ``transfer_s`` of KV movement split over ``n_layers``
+    layers, one overlapping the other (a two-stage pipeline, one layer per step: load layer i+1 while
+    layer i computes): max(transfer, compute) + min(transfer, compute) / n_layers."""
+    return max(transfer_s, compute_s) + min(transfer_s, compute_s) / n_layers
+
+
+@njit(cache=True)
+def cm_prefill_reuse_time(c, n_new, n_cached):
+    """Prefill time (s) of ``n_new`` tokens after ``n_cached`` cached ones whose KV first comes from host
+    DRAM: the load (``n_cached`` × c[16]) overlaps the compute layer by layer (:func:`cm_overlapped_time`
+    over c[17] layers). c[16] = 0 (no load charged) or nothing cached: :func:`cm_prefill_time` exactly."""
+    compute = cm_prefill_time(c, n_new, n_cached)
+    load = c[16] * float(n_cached)
+    if load <= 0.0:
+        return compute
+    return cm_overlapped_time(load, compute, c[17])
 
 
 @njit(cache=True)
@@ -176,6 +198,8 @@ def cost_model(model, node, preset="ideal") -> CostModel:
         kv_bytes_per_token=m.kv_bytes_per_token(),
         kv_capacity_tokens=decode_kv_capacity_tokens(m, nd, p.kv_usable_fraction),
         decode_attn_s_per_pair=m.decode_attention_flops_coefficient() / (peak * p.attn_efficiency_at(tp)),
+        dram_load_s_per_token=m.kv_bytes_per_token() / nd.tier("dram").bandwidth,
+        n_layers=float(m.n_layers),
     )
 
 

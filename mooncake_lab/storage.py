@@ -15,7 +15,7 @@ import math
 from .calibration import IDEAL, Preset
 from .hardware import get_node
 from .models import _check_count, get_model
-from .roofline import _check_positive, kv_load_time, prefill_time
+from .roofline import _check_positive, cm_overlapped_time, kv_load_time, prefill_time
 from .validate import InputError, flag, integer, real
 
 __all__ = ["SEED_MFU", "seed_preset", "recompute_time", "reload_time", "reload_speedup",
@@ -115,5 +115,5 @@ def layerwise_time(transfer_s: float, compute_s: float, n_layers: int, overlap: 
     n_layers = integer(n_layers, "n_layers", lo=1, hi=10_000, where="layerwise_time")
     overlap = flag(overlap, "overlap", where="layerwise_time")
     if overlap:
-        return max(transfer_s, compute_s) + min(transfer_s, compute_s) / n_layers
+        return float(cm_overlapped_time(transfer_s, compute_s, float(n_layers)))
     return transfer_s + compute_s

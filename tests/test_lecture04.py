@@ -68,13 +68,20 @@ def test_worked_example_estimates_by_hand_and_simulator_agrees():
     assert t["remote"].tolist() == [False, True, True]   # instance 0 holds the best; ratios 4 and ∞ ≥ 1
     # instance 1 fetches 12 blocks = 6,144 tokens and computes 10,000 − 8,192 = 1,808 after 8,192 cached
     assert t.loc[1, "transfer_s"] == pytest.approx(kv_transfer_time("llama2-70b", "a800x8", 6144, "calibrated"))
-    assert t.loc[1, "prefill_s"] == pytest.approx(prefill_time("llama2-70b", "a800x8", 1808, 8192, "calibrated"))
+    # … while it loads the 8,192 cached tokens from DRAM (327,680 B each at 128 GB/s), layer by layer
+    compute = prefill_time("llama2-70b", "a800x8", 1808, 8192, "calibrated")
+    load = 8192 * 327_680 / 128e9
+
+    def overlapped(a, b):  # two-stage pipeline over 80 layers
+        return max(a, b) + min(a, b) / 80
+    assert t.loc[1, "prefill_s"] == pytest.approx(overlapped(compute, load))
     # instance 2 is still busy with C (7,000 tokens from t = 0): queue = p(7000) − 0.8 s
     assert t.loc[2, "queue_s"] == pytest.approx(float(cm_prefill_time(c, 7000, 0)) - 0.8)
     assert t.loc[2, "kvcentric_s"] == pytest.approx(t.loc[2, "queue_s"] + float(cm_kv_transfer_time(c, 8192))
-                                                    + float(cm_prefill_time(c, 1808, 8192)))
+                                                    + overlapped(float(cm_prefill_time(c, 1808, 8192)), load))
     # cache-aware on instance 1: compute 7,952 after its 2,048 local tokens
-    assert t.loc[1, "cache_aware_s"] == pytest.approx(float(cm_prefill_time(c, 7952, 2048)))
+    assert t.loc[1, "cache_aware_s"] == pytest.approx(overlapped(float(cm_prefill_time(c, 7952, 2048)),
+                                                                 2048 * 327_680 / 128e9))
     assert t.index[t["chosen"]].tolist() == [1]
     got = S.worked_example(threshold=1.0)
     kv = got.loc["kvcentric"]
@@ -614,6 +621,10 @@ def test_fig14_breakdown_hand_worked():
     assert t.iloc[0]["prefill (with cache load)"] == pytest.approx(float(cm_prefill_time(c, L, 0)))
     cached = int(t.iloc[1]["cached_tokens"])
     assert cached % 512 == 0 and abs(cached / L - 0.95) < 512 / L
+    # 95% cached: the load of the prefix (KV bytes / 128 GB/s) overlaps the compute layer by layer
+    compute, load = float(cm_prefill_time(c, L - cached, cached)), cached * 327_680 / 128e9
+    assert t.iloc[1]["prefill (with cache load)"] == pytest.approx(max(compute, load) + min(compute, load) / 80)
+    assert t.iloc[1]["decode: load cache DRAM→HBM"] == pytest.approx(L * 327_680 / 128e9)
     cuts = S.fig14_cuts(t)
     assert 0 < cuts["ttft_cut"] < cuts["prefill_cut"] < 1
 

@@ -18,7 +18,9 @@ def test_single_request_timeline_by_hand():
     # One 1,024-token request (2 blocks), 3 output tokens, ideal preset, LLaMA2-70B on 8×A800.
     # TTFT = prefill(1024 new, 0 cached); KV streams layer-wise: x = 1024 × 3.2768e-6 s = 3.3554 ms,
     # prefill p ≈ 64 ms ⇒ exposed = max(x/80, x − p·79/80) = x/80 = 41.9 µs.
-    # Decode: step 1 at context 1024+1 = 1025, step 2 at 1026 (batch 1); finish = ready + both.
+    # The decode node then loads the 1,024 tokens' KV from DRAM into HBM: h = 1024 × 327,680 B /
+    # 128 GB/s = 2.62 ms (dram_hbm_load). Decode: step 1 at context 1024+1 = 1025, step 2 at 1026
+    # (batch 1); finish = ready + both.
     cfg = sim.ClusterConfig(n_prefill=1, n_decode=1, **IDEAL)
     c = cfg.resolve().cost
     tr = make([2.0], [1024], [3], [[7, 8]])
@@ -27,12 +29,14 @@ def test_single_request_timeline_by_hand():
     assert r.ttft_s == pytest.approx(p) and r.queue_wait_s == 0
     x = cm_kv_transfer_time(c, 1024)
     assert x == pytest.approx(1024 * 3.2768e-6)
-    assert r.decode_ready_s - r.prefill_end_s == pytest.approx(x / 80)
+    h = 1024 * 327_680 / 128e9
+    assert c[16] * 1024 == pytest.approx(h)
+    assert r.decode_ready_s - r.prefill_end_s == pytest.approx(x / 80 + h)
     s1, s2 = cm_decode_step_time(c, 1, 1025), cm_decode_step_time(c, 1, 1026)
-    assert r.finish_s == pytest.approx(2.0 + p + x / 80 + s1 + s2)
-    # intervals: [x/80 + s1, s2]; mean = their average, tail (ceil(10% of 2) = 1) = the larger
-    assert r.tbt_mean_s == pytest.approx((x / 80 + s1 + s2) / 2)
-    assert r.tbt_tail_s == pytest.approx(max(x / 80 + s1, s2))
+    assert r.finish_s == pytest.approx(2.0 + p + x / 80 + h + s1 + s2)
+    # intervals: [x/80 + h + s1, s2]; mean = their average, tail (ceil(10% of 2) = 1) = the larger
+    assert r.tbt_mean_s == pytest.approx((x / 80 + h + s1 + s2) / 2)
+    assert r.tbt_tail_s == pytest.approx(max(x / 80 + h + s1, s2))
 
 
 def test_serialized_transfer_exposes_all_of_it():
@@ -41,8 +45,9 @@ def test_serialized_transfer_exposes_all_of_it():
     lw = sim.simulate(tr, sim.ClusterConfig(**base)).requests.iloc[0]
     se = sim.simulate(tr, sim.ClusterConfig(layerwise_kv_transfer=False, **base)).requests.iloc[0]
     x = 4096 * 3.2768e-6  # 13.4 ms at 100 GB/s (ideal: 800 Gbps × efficiency 1)
-    assert se.decode_ready_s - se.prefill_end_s == pytest.approx(x)
-    assert lw.decode_ready_s - lw.prefill_end_s == pytest.approx(x / 80)
+    h = 4096 * 327_680 / 128e9  # then 10.5 ms from the decode node's DRAM into HBM, either way
+    assert se.decode_ready_s - se.prefill_end_s == pytest.approx(x + h)
+    assert lw.decode_ready_s - lw.prefill_end_s == pytest.approx(x / 80 + h)
 
 
 def test_fifo_queue_wait():
@@ -61,7 +66,13 @@ def test_cache_hit_skips_the_cached_prefix_and_keeps_one_token():
     tr = make([0.0, 100.0], [1536, 1536], [2, 2], [[1, 2, 3], [1, 2, 3]])
     df = sim.simulate(tr, cfg).requests
     assert df.cached_tokens.tolist() == [0, 1535]
-    assert df.prefill_s[1] == pytest.approx(cm_prefill_time(cfg.resolve().cost, 1, 1535))
+    # it loads the 1,535 cached tokens from DRAM (15.7 µs of a 80-layer pipeline each layer) while it
+    # computes one token: compute-bound, so only one layer's load shows (max + min / 80)
+    compute, load = cm_prefill_time(cfg.resolve().cost, 1, 1535), 1535 * 327_680 / 128e9
+    assert load < compute
+    assert df.prefill_s[1] == pytest.approx(compute + load / 80)
+    off = sim.simulate(tr, cfg.replace(dram_hbm_load=False)).requests
+    assert off.prefill_s[1] == pytest.approx(compute)
 
 
 def test_cache_aware_follows_the_prefix_and_load_does_not():
@@ -93,8 +104,10 @@ def test_kvcentric_fetches_the_remote_prefix_and_replicates_it():
     assert df.prefill_instance[1] == 1 and df.fetch_source[1] == 0
     assert df.fetched_tokens[1] == 10240 and df.cached_tokens[1] == 10240
     assert df.fetch_s[1] == pytest.approx(cm_kv_transfer_time(c, 10240))
+    # the fetched 10,240 tokens are loaded from DRAM while the 512 new ones compute (layer by layer)
+    compute, load = cm_prefill_time(c, 512, 10240), 10240 * 327_680 / 128e9
     assert df.prefill_end_s[1] == pytest.approx(df.prefill_start_s[1] + df.fetch_s[1]
-                                                + cm_prefill_time(c, 512, 10240))
+                                                + max(compute, load) + min(compute, load) / 80)
     assert df.fetched_tokens[2] == 0 and df.cached_tokens[2] == 10240  # local on either instance now
     # cache_aware never fetches
     ca = sim.simulate(tr, cfg.replace(prefill_policy="cache_aware")).requests

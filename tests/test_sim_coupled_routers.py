@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from test_sim_engines import assert_invariants, assert_same, prefix_traces
 from mooncake_lab import sim
-from mooncake_lab.roofline import cm_decode_step_time, cm_prefill_time
+from mooncake_lab.roofline import cm_decode_step_time, cm_prefill_reuse_time, cm_prefill_time
 from mooncake_lab.sim import coupled_reference
 from mooncake_lab.sim.routers import ROUTERS, RouterConfig
 from mooncake_lab.sim.run import memory_estimate
@@ -123,7 +123,9 @@ def hand_trace():
     assert t3 < p1 and t3 < p0 + s1 + s2
     tr = make([0.0, 0.0, t2, t3], [1024, 2048, 1536, 1536], [10, 10, 2, 2],
               [[0, 1], [10, 11, 12, 13], [0, 1, 20], [10, 11, 30]])
-    p2 = cm_prefill_time(c, 512, 1024)
+    p2 = cm_prefill_reuse_time(c, 512, 1024)  # the 1,024 cached tokens come from DRAM while it computes
+    compute, load = cm_prefill_time(c, 512, 1024), 1024 * 327_680 / 128e9
+    assert p2 == pytest.approx(max(compute, load) + min(compute, load) / 80, rel=1e-12)
     expect = {"pending_tokens": [[0, 0], [1024, 0], [0, 2048], [512, 2048]],
               "live_kv_tokens": [[0, 0], [1024, 0], [1026, 2048], [1026, 2048]],
               "inflight": [[0, 0], [1, 0], [1, 1], [2, 1]],

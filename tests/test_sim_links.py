@@ -155,7 +155,9 @@ def test_heavier_contended_trace_agrees(admission, layerwise):
 
 # ---------------------------------------------------------------- a hand-worked example
 EPS = 0.01
-HOT = dict(n_prefill=4, n_decode=1, network_gbps=60.0, cache_capacity_blocks=100, network_contention=True)
+# The hand-worked examples time the links; DRAM ↔ HBM loads (tests/test_sim_dram_load.py) are switched off.
+HOT = dict(n_prefill=4, n_decode=1, network_gbps=60.0, cache_capacity_blocks=100, network_contention=True,
+           dram_hbm_load=False)
 
 
 def hot_holder_trace():
@@ -221,7 +223,8 @@ def test_a_fetch_uses_the_gap_before_a_stream():
     PA + 2ε + f]: in the gap before r0's stream, so nothing waits and every time equals the
     uncontended run's."""
     ids = [0, 1, 2, 3] + list(range(10, 18)) + [0, 1, 2, 3, 100]
-    cfg = sim.ClusterConfig(n_prefill=2, n_decode=1, network_gbps=60.0, layerwise_kv_transfer=False)
+    cfg = sim.ClusterConfig(n_prefill=2, n_decode=1, network_gbps=60.0, layerwise_kv_transfer=False,
+                            dram_hbm_load=False)
     c = cfg.resolve().cost
     PA, P0, f = cm_prefill_time(c, 2048, 0), cm_prefill_time(c, 4096, 0), cm_kv_transfer_time(c, 2048)
     tr = trace_from_requests([0.0, PA + EPS, PA + 2 * EPS], [2048, 4096, 2560], [1, 2, 2], [4, 8, 5], ids, name="gap")
@@ -245,7 +248,7 @@ def test_a_busy_send_link_delays_the_stream():
     ids = list(range(8)) + list(range(100, 101))
     tr = trace_from_requests([0.0, 0.0], [4096, 512], [2, 2], [8, 1], ids, name="stream")
     cfg = sim.ClusterConfig(n_prefill=1, n_decode=1, network_gbps=2.0, layerwise_kv_transfer=False,
-                            network_contention=True)
+                            network_contention=True, dram_hbm_load=False)
     c = cfg.resolve().cost
     x0, x1 = cm_kv_transfer_time(c, 4096), cm_kv_transfer_time(c, 512)
     end0 = cm_prefill_time(c, 4096, 0)
@@ -275,7 +278,7 @@ def test_two_streams_to_one_decode_node_queue_on_its_receive_link():
     nodes, r1 is bound to node 1 (node 0 has r0's KV in flight): different receive links, no wait."""
     eps, L = 0.01, 4096
     cfg = sim.ClusterConfig(n_prefill=2, n_decode=1, network_gbps=10.0, layerwise_kv_transfer=False,
-                            network_contention=True, decode_binding="arrival")
+                            network_contention=True, decode_binding="arrival", dram_hbm_load=False)
     c = cfg.resolve().cost
     P, x = cm_prefill_time(c, L, 0), cm_kv_transfer_time(c, L)
     assert x > eps

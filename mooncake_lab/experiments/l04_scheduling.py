@@ -34,7 +34,8 @@ import pandas as pd
 from .. import paper, sim
 from ..prefix_cache import block_popularity, replica_counts, simulate_lru
 from ..reproduce import Metric, figure_group, metric_group
-from ..roofline import cm_decode_step_time, cm_kv_transfer_time, cm_prefill_time, cm_total_prefill_time
+from ..roofline import (cm_decode_step_time, cm_kv_transfer_time, cm_prefill_reuse_time, cm_prefill_time,
+                        cm_total_prefill_time)
 from ..traces import Trace, trace_from_requests
 from ..validate import choice, fail, integer, real_array
 from .common import as_trace as _trace, simulate_at_speed
@@ -304,7 +305,8 @@ def estimate_table(threshold: float = 1.0, example_blocks: int = 20, network_gbp
 
     The state each instance is in when the request arrives (queued work, leading blocks cached)
     is read from a simulation of the setup requests under ``policy``; the estimates use the
-    simulator's own cost functions (``cm_prefill_time``, ``cm_kv_transfer_time``). Columns:
+    simulator's own cost functions (``cm_prefill_reuse_time``: the compute overlapped with loading the
+    cached prefix from DRAM, as the simulator charges it; ``cm_kv_transfer_time``). Columns:
     ``queue_s``, ``local_blocks``, ``best_blocks``, ``ratio`` (best/local, ∞ if local is 0),
     ``remote`` (kvcentric fetches the best prefix: best > local and ratio ≥ threshold),
     ``transfer_s``, ``prefill_s``, ``cache_aware_s`` (queue + prefill with the local prefix) and
@@ -341,8 +343,8 @@ def estimate_table(threshold: float = 1.0, example_blocks: int = 20, network_gbp
     t["cached_tokens"] = [tokens(best if r else lb) for r, lb in zip(t["remote"], t["local_blocks"])]
     t["transfer_s"] = [float(cm_kv_transfer_time(c, tokens(best) - tokens(lb))) if r else 0.0
                        for r, lb in zip(t["remote"], t["local_blocks"])]
-    t["prefill_s"] = [float(cm_prefill_time(c, L - ct, ct)) for ct in t["cached_tokens"]]
-    t["cache_aware_s"] = [q + float(cm_prefill_time(c, L - tokens(lb), tokens(lb)))
+    t["prefill_s"] = [float(cm_prefill_reuse_time(c, L - ct, ct)) for ct in t["cached_tokens"]]
+    t["cache_aware_s"] = [q + float(cm_prefill_reuse_time(c, L - tokens(lb), tokens(lb)))
                           for q, lb in zip(t["queue_s"], t["local_blocks"])]
     t["kvcentric_s"] = t["queue_s"] + t["transfer_s"] + t["prefill_s"]
     col = "kvcentric_s" if policy == "kvcentric" else "cache_aware_s"
@@ -1334,17 +1336,17 @@ def fig14_breakdown(prompt_tokens: int | None = None, cached_shares=(0.0, None),
                     decode_tokens: int = 128) -> pd.DataFrame:
     """FAST'25 Fig. 14's five parts (s) for one request on an idle cluster, per prefix-cache share (rows;
     ``None`` = the paper's 95%): schedule and queue (0: one request, the Conductor's decision is not
-    timed); layer-wise prefill = max(compute of the uncached tokens, load of the cached prefix from DRAM
-    at the host-to-device bandwidth, FAST'25 Table 1); the prompt's KV to decode at the NIC's speed; the
-    decode node's DRAM→HBM load of it; ``decode_tokens`` decode steps. ``ttft_s`` = the first four."""
-    from ..models import get_model
+    timed); layer-wise prefill = the compute of the uncached tokens overlapped with loading the cached
+    prefix from DRAM at the host-to-device bandwidth (FAST'25 Table 1), as the simulator charges it
+    (:func:`~mooncake_lab.roofline.cm_prefill_reuse_time`); the prompt's KV to decode at the NIC's speed;
+    the decode node's DRAM→HBM load of it (the simulator's rule 6c); ``decode_tokens`` decode steps.
+    ``ttft_s`` = the first four."""
 
     L = integer(paper.FAST25_FIG14["prompt_tokens"] if prompt_tokens is None else prompt_tokens,
                 "prompt_tokens", lo=1, where="fig14_breakdown")
     n = integer(decode_tokens, "decode_tokens", lo=0, where="fig14_breakdown")
     cfg = sim.ClusterConfig(preset=preset)
     c = cfg.resolve().cost
-    kv = float(get_model(cfg.model).kv_bytes_per_token())
     bt = 512
     rows = []
     for share in cached_shares:
@@ -1352,9 +1354,8 @@ def fig14_breakdown(prompt_tokens: int | None = None, cached_shares=(0.0, None),
         if not 0.0 <= share < 1.0:
             raise fail("cached_shares", share, "shares in [0, 1)", "fig14_breakdown")
         cached = int(round(share * L / bt)) * bt
-        compute = float(cm_prefill_time(c, L - cached, cached))
-        load = cached * kv / paper.H2D_BW
-        parts = [0.0, max(compute, load), float(cm_kv_transfer_time(c, L)), L * kv / paper.H2D_BW,
+        parts = [0.0, float(cm_prefill_reuse_time(c, L - cached, cached)), float(cm_kv_transfer_time(c, L)),
+                 L * c[16],
                  float(sum(cm_decode_step_time(c, 1, L + i) for i in range(n)))]
         rows.append({"cached_share": share, "cached_tokens": cached, **dict(zip(FIG14_PARTS, parts)),
                      "ttft_s": sum(parts[:4])})

@@ -347,7 +347,8 @@ _PD_MEANING = dict(zip(PD_ASSUMPTIONS, (
     ("a looser TBT SLO", "the TBT SLO"),
     ("a sweep whose top is no longer reached", "the top of the replay-speed sweep"),
     ("the `calibrated` cost model", "the cost preset"),
-    ("decode chosen when the KV is ready, output lengths known, an uncontended network (`sim.SIMPLE_SEMANTICS`)",
+    ("decode chosen when the KV is ready, output lengths known, an uncontended network, DRAM ↔ HBM loads free "
+     "(`sim.SIMPLE_SEMANTICS`)",
      "the decode semantics"),
     ("every answer longer, the prompts unchanged", "how much of a request's work is decode (its answer against its prompt)"),
 )))

@@ -58,7 +58,8 @@ TRACES = ("toolagent-like", "conversation")
 DEFAULT_SPEED = 2.0  # arXiv v3 §8.2: the trace replayed at 2× speed
 #: The lecture's decode semantics, pinned (not ClusterConfig's defaults, which are the paper's): the decode
 #: instance chosen when the KV is ready, load = max(TBT / SLO, KV / capacity), output lengths known in
-#: advance (KV reserved at admission, no preemption), an uncontended network. The lecture says so and its
+#: advance (KV reserved at admission, no preemption), an uncontended network, DRAM ↔ HBM loads not
+#: charged. The lecture says so and its
 #: "decode semantics" control shows the paper's (:data:`PAPER_DECODE`).
 LECTURE_SEMANTICS = dict(sim.SIMPLE_SEMANTICS)
 #: A decode-bound overload at 2× (module docstring): fast prefill (``modern``), 40k-token decode KV.
@@ -68,7 +69,7 @@ DEFAULT_CONFIG = dict(preset="modern", decode_kv_capacity_tokens=40_000.0, **LEC
 #: ``decode_kv_capacity_tokens=None`` gives: :func:`real_kv_capacity_tokens`), the decode instance
 #: chosen at arrival (arXiv v3 Algorithm 1 line 24) and the TBT-based decode load (§7.1, §7.4).
 PAPER_DECODE = dict(decode_kv_capacity_tokens=None, decode_binding="arrival", decode_load_metric="tbt",
-                    output_lengths="unknown", network_contention=True)
+                    output_lengths="unknown", network_contention=True, dram_hbm_load=True)
 #: The decode semantics a lecture control switches between: name → ClusterConfig overrides on top of
 #: DEFAULT_CONFIG. ``"lecture"``: today's (DEFAULT_CONFIG's decode KV shrunk to 40k tokens/node, the
 #: decode instance chosen when the KV is ready, load = max(TBT / SLO, KV / capacity); pinned, so a

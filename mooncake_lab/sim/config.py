@@ -48,9 +48,10 @@ OUTPUT_LENGTHS = {"known": 0, "unknown": 1}
 #: The simulator's semantics before the fidelity work (arXiv v3 departures kept as switches where a lecture
 #: shows the contrast, e.g. lecture 07's overload): the decode instance chosen when the KV is ready, decode
 #: load = max(TBT / SLO, KV / capacity), output lengths known in advance (KV reserved at admission, no
-#: preemption) and an uncontended network (every transfer gets a whole NIC). ``ClusterConfig(**SIMPLE_SEMANTICS)``.
+#: preemption), an uncontended network (every transfer gets a whole NIC) and KV that moves between host DRAM and
+#: HBM in no time. ``ClusterConfig(**SIMPLE_SEMANTICS)``.
 SIMPLE_SEMANTICS = dict(decode_binding="ready", decode_load_metric="tbt_or_memory", output_lengths="known",
-                        network_contention=False)
+                        network_contention=False, dram_hbm_load=False)
 
 #: Per-request outcome codes (int8 in the kernels). UNFINISHED must never survive a run.
 UNFINISHED, COMPLETED, REJECTED_AT_ARRIVAL, REJECTED_AFTER_PREFILL, REJECTED_TOO_LARGE = 0, 1, 2, 3, 4
@@ -217,6 +218,17 @@ class ClusterConfig:
         ``decode_binding="arrival"`` (late binding does not know the node yet). The Conductor's
         fetch estimates see the links' reservations, so a hot holder becomes slow to fetch from.
         Rules and what they leave out (CPP activations): :mod:`mooncake_lab.sim.links`.
+    dram_hbm_load : True (default) = KV kept in a node's host DRAM costs the time to load it into HBM at
+        the node's host-to-device bandwidth (128 GB/s, FAST'25 Table 1). A prefill reusing ``c`` cached
+        tokens (local or fetched) loads them layer by layer while the previous layer computes,
+        max(load, compute) + min(load, compute) / layers (lecture 02; FAST'25 Fig. 14's "layer-wise
+        prefill integrating cache load"); a CPP stage loads its layers' share with its first chunk; a
+        coupled node with its first chunk. A decode node loads a received prompt's KV from its DRAM
+        into HBM before the request joins the batch, L × KV bytes / 128 GB/s (arXiv v3 §3; FAST'25
+        Fig. 14's "load cache"): asynchronous, so no running request waits for it, and loads do not
+        queue for the PCIe link (they keep it busy ≈ 1% of the time on the conversation trace;
+        ``tests/test_sim_dram_load.py`` bounds it). It lands in the request's first token interval.
+        False (:data:`SIMPLE_SEMANTICS`) = both free.
     """
 
     n_prefill: int = 8
@@ -251,6 +263,7 @@ class ClusterConfig:
     output_lengths: str = "unknown"           # arXiv v3 §7.4; "known" = reserved in advance
     network_contention: bool = True           # arXiv v3 §4, §6.1; False = a whole NIC per transfer
     router: RouterConfig | None = None        # the routers' parameters (sim/routers.py)
+    dram_hbm_load: bool = True                # arXiv v3 §3, FAST'25 Fig. 14; False = DRAM ↔ HBM in no time
 
     def __post_init__(self):
         w = _WHERE
@@ -310,6 +323,7 @@ class ClusterConfig:
         choice(self.cache_eviction, "cache_eviction", EVICTION_POLICIES, w)
         choice(self.output_lengths, "output_lengths", OUTPUT_LENGTHS, w)
         switch("network_contention")
+        switch("dram_hbm_load")
         if self.engine_mode == "coupled" and x != 1:
             raise _bad("cpp_group_size", self.cpp_group_size, "1 when engine_mode='coupled' (CPP "
                        "groups are modelled for the disaggregated cluster only)")
@@ -404,7 +418,10 @@ class ClusterConfig:
             cache = int(nd.dram_bytes // (BLOCK_TOKENS * m.kv_bytes_per_token()))
         else:
             cache = int(self.cache_capacity_blocks)
-        return ResolvedConfig(cost=cm.as_array(), decode_kv_capacity=float(kv_cap),
+        cost = cm.as_array()
+        if not self.dram_hbm_load:  # no host-DRAM ↔ HBM time anywhere (roofline.cm_prefill_reuse_time, rule 6c)
+            cost[16] = 0.0
+        return ResolvedConfig(cost=cost, decode_kv_capacity=float(kv_cap),
                               cache_capacity_blocks=cache * x, n_layers=int(m.n_layers),
                               policy=(STUDENT_POLICY_CODE if callable(self.prefill_policy)
                                       else {**PREFILL_POLICIES, **ROUTERS}[self.prefill_policy]),

@@ -12,6 +12,10 @@ Iteration time (one place per formula: both terms come from :mod:`mooncake_lab.r
     chunked                      : cm_prefill_time(k ≤ chunk, tokens already in KV)
                                    + cm_decode_step_time(batch, context)     (either term may be absent)
 
+A request's first chunk (or its whole prompt) is timed ``cm_prefill_reuse_time`` instead: its cached
+prefix is loaded from the node's DRAM while it computes (``dram_hbm_load``; the same as
+``cm_prefill_time`` when that is off or nothing is cached).
+
 The chunked sum runs the chunk and the decode step back to back: an upper bound on a fused
 iteration, which would stream the weights (and pay the per-step overhead) once instead of twice —
 at most ``weights_s + overhead_s`` (≈ 14 ms on 8×A800, ``modern``) per iteration.
@@ -65,7 +69,7 @@ from numba import njit
 
 from ..jit import helper_njit
 from ..prefix_cache import _match_prefix, _touch_blocks
-from ..roofline import cm_decode_step_time, cm_prefill_time
+from ..roofline import cm_decode_step_time, cm_prefill_reuse_time, cm_prefill_time
 from .decode_math import cut_segment, segment_pieces, steps_until_after, time_after, top_k_sum
 from .heaps import heap_pop, heap_push
 from .kernel import _reusable_tokens
@@ -414,7 +418,10 @@ def _coupled_kernel(arrival, input_len, output_len, offsets, block_ids, block_to
                 elif k == 0:
                     it_end[e] = math.inf  # idle
                 else:
-                    pt = cm_prefill_time(c, k, cached_tok[j] + done_pref[j])
+                    if done_pref[j] == 0:  # the first chunk loads the cached prefix from DRAM (rule 3b)
+                        pt = cm_prefill_reuse_time(c, k, cached_tok[j])
+                    else:
+                        pt = cm_prefill_time(c, k, cached_tok[j] + done_pref[j])
                     it_req[e] = j
                     it_k[e] = k
                     it_pt[e] = pt
@@ -448,7 +455,7 @@ def _coupled_kernel(arrival, input_len, output_len, offsets, block_ids, block_to
                 if policy >= 2:
                     local[f] = _match_prefix(last_use, f, blocks)
                     cl = _reusable_tokens(local[f], Lin, block_tokens)
-                    est[f] += cm_prefill_time(c, Lin - cl, cl)
+                    est[f] += cm_prefill_reuse_time(c, Lin - cl, cl)
             if noise_sd > 0.0:
                 for f in range(E):
                     est[f] *= max(0.0, 1.0 + noise_sd * z_noise[i, f])
@@ -468,7 +475,7 @@ def _coupled_kernel(arrival, input_len, output_len, offsets, block_ids, block_to
         fetched_tok[i] = 0
         fetch_time[i] = 0.0
         prefill_time[i] = 0.0
-        full_pt[i] = cm_prefill_time(c, Lin - cached, cached)
+        full_pt[i] = cm_prefill_reuse_time(c, Lin - cached, cached)
         pend[ei] += full_pt[i]
         if rp is not None:
             ri.pending_tokens[ei] += Lin - cached

@@ -67,7 +67,7 @@ from __future__ import annotations
 import math
 from collections import deque
 
-from ..roofline import cm_decode_step_time, cm_prefill_time
+from ..roofline import cm_decode_step_time, cm_prefill_reuse_time, cm_prefill_time
 from .config import COMPLETED, REJECTED_TOO_LARGE
 from .reference import _LRU, _reusable_tokens
 from .routers import ROUTERS, RouterInputs
@@ -139,14 +139,16 @@ def run_coupled_reference(trace, config, resolved, u_random, z_noise, out: dict,
             if chunked:
                 k = min(k, chunk)
         done_before = int(out["cached_tok"][j]) + done_pref[j] if j >= 0 else 0
+        # the first chunk loads the cached prefix from DRAM (rule 3b); later ones find it in HBM
+        prefill = cm_prefill_reuse_time if j >= 0 and done_pref[j] == 0 else cm_prefill_time
         b = len(x.batch)
         if chunked and (k > 0 or b > 0):
-            pt = float(cm_prefill_time(c, k, done_before)) if k > 0 else 0.0
+            pt = float(prefill(c, k, done_before)) if k > 0 else 0.0
             ds = float(cm_decode_step_time(c, b, context(x))) if b > 0 else 0.0
             x.chunk_of, x.chunk_k, x.chunk_s, x.decodes = (j if k > 0 else -1), k, pt, b > 0
             x.end = t + (pt + ds)
         elif not chunked and k > 0:   # the whole prompt; the batch waits
-            pt = float(cm_prefill_time(c, k, done_before))
+            pt = float(prefill(c, k, done_before))
             x.chunk_of, x.chunk_k, x.chunk_s, x.decodes = j, k, pt, False
             x.end = t + pt
         elif not chunked and b > 0:
@@ -253,7 +255,7 @@ def run_coupled_reference(trace, config, resolved, u_random, z_noise, out: dict,
                 v = inst[f].pend
                 if policy in ("cache_aware", "kvcentric"):
                     cl = _reusable_tokens(caches[f].match(blocks), L, bt)
-                    v += float(cm_prefill_time(c, L - cl, cl))
+                    v += float(cm_prefill_reuse_time(c, L - cl, cl))
                 if noise_sd > 0:
                     v *= max(0.0, 1.0 + noise_sd * z_noise[i, f])
                 est.append(v)
@@ -268,7 +270,7 @@ def run_coupled_reference(trace, config, resolved, u_random, z_noise, out: dict,
         out["fetched_tok"][i] = 0
         out["fetch_time"][i] = 0.0
         out["prefill_time"][i] = 0.0
-        full_pt[i] = float(cm_prefill_time(c, L - cached, cached))
+        full_pt[i] = float(cm_prefill_reuse_time(c, L - cached, cached))
         x = inst[ei]
         x.pend += full_pt[i]
         if rp is not None:

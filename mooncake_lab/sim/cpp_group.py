@@ -49,7 +49,7 @@ from __future__ import annotations
 from numba import njit
 
 from ..cpp import cm_cpp_advance_stages, cm_cpp_request_time
-from ..roofline import cm_kv_transfer_time, cm_prefill_time
+from ..roofline import cm_kv_transfer_time, cm_prefill_reuse_time
 
 __all__ = ["group_prefill_time", "group_prefill", "group_fetch_time"]
 
@@ -57,10 +57,10 @@ __all__ = ["group_prefill_time", "group_prefill", "group_fetch_time"]
 @njit(cache=True, inline="always")
 def group_prefill_time(c, n_new, n_cached, group_size, chunk, act_bytes, bandwidth, overlap):
     """Seconds to prefill ``n_new`` tokens after ``n_cached`` on an idle instance of ``group_size``
-    nodes (1: :func:`cm_prefill_time`, unchunked; > 1: CPP, :func:`cm_cpp_request_time` with chunks
+    nodes (1: :func:`~mooncake_lab.roofline.cm_prefill_reuse_time`, unchunked; > 1: CPP, :func:`cm_cpp_request_time` with chunks
     of ``chunk`` tokens, ``act_bytes`` B per token between stages at ``bandwidth`` B/s)."""
     if group_size == 1:
-        return cm_prefill_time(c, n_new, n_cached)
+        return cm_prefill_reuse_time(c, n_new, n_cached)
     return cm_cpp_request_time(c, n_new, n_cached, chunk, group_size, act_bytes, bandwidth, overlap)
 
 
@@ -73,12 +73,12 @@ def group_prefill(c, sc, free, link, p, new_free, new_link, ready, n_new, n_cach
     = its last chunk leaves the last stage (:func:`mooncake_lab.cpp.cm_cpp_advance`), ``span`` =
     its own prefill time ``finish − ready`` (including waits behind the previous request on later
     stages). The group's state after it goes to ``new_free`` / ``new_link`` (commit by copying).
-    ``group_size`` 1: one node, unchunked: span = ``cm_prefill_time`` exactly, finish =
+    ``group_size`` 1: one node, unchunked: span = ``cm_prefill_reuse_time`` exactly, finish =
     ``max(ready, free[0]) + span`` (the simulator without CPP, bit for bit). ``sc``: the stage
     coefficients of ``group_size`` (:func:`mooncake_lab.cpp.cm_stage_coefficients`), made once by the
     caller so that this allocates nothing."""
     if group_size == 1:
-        span = cm_prefill_time(c, n_new, n_cached)
+        span = cm_prefill_reuse_time(c, n_new, n_cached)
         end = max(ready, free[p, 0]) + span
         new_free[0] = end
         new_link[0] = link[p, 0]

@@ -1054,6 +1054,10 @@ def _run(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, router,
                 b_s = _fit_group(net, pi * X, X, 2 * P * X + db if db >= 0 else -1, r_free - x_s, x_s)
                 if b_s > r_free - x_s:
                     r_i = max(r_free, b_s + x_s)
+        if o_len > 1:  # rule 6c: decode loads the received KV from its DRAM into HBM (c[16] = 0: switched off)
+            h_s = c[16] * Lin
+            r_i += h_s
+            r_free += h_s
         # ---------------- admission at arrival (arXiv §7): loads as SLO satisfaction
         pl = prefill_load(end - a, prm.ttft_slo)
         # the requests the decode load counts, per instance (+ those not bound yet: sb, sk)

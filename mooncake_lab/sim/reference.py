@@ -51,6 +51,11 @@ Prefill (per instance: FIFO queue, prefix cache of 512-token blocks evicting by 
     3. Cached tokens = min(512·blocks, L) but at most L − 1 (one token is always computed).
        start = max(arrival, busy_until); end = start + fetch + prefill; the instance's stages
        advance past the request (X = 1: busy_until = end).
+   3b. ``dram_hbm_load``: every "prefill time" above (rule 0's, the estimates' and the committed one)
+       includes loading the cached tokens' KV (local and fetched) from host DRAM into HBM, layer by
+       layer while the previous layer computes: ``cm_prefill_reuse_time`` (max(load, compute) +
+       min(load, compute) / layers, load = cached × KV bytes / host-to-device bandwidth); a CPP group
+       loads with each request's first chunk, each stage its layers' share. Off: ``cm_prefill_time``.
     4. Caches: a fetched prefix is touched at its source; then every block of the request is
        touched on the chosen instance (stored/refreshed, last block first; fetched ones replicate).
     5. TTFT = end − arrival (the prefill produces the first token). ``output_len == 1``: done.
@@ -63,6 +68,10 @@ Prefill (per instance: FIFO queue, prefix cache of 512-token blocks evicting by 
        there) and begins after a wait for the links (the prefill starts at start + wait +
        fetch), and ``ready`` may come later than rule 6 says. The Conductor's fetch estimates
        (rule 2, 2b) include that wait.
+   6c. ``dram_hbm_load``: the decode node then loads the prompt's KV from its DRAM into HBM,
+       ``L × KV bytes / host-to-device bandwidth``: ``ready`` (and the time the stream would have
+       ended uncontended) come that much later. The load runs beside the decode batch (no step
+       waits for it) and loads do not queue for the node's PCIe link.
 
 Decode (per instance: continuous batching)
     7. ``decode_binding="ready"`` (late binding): at ``ready`` the request goes to the decode
@@ -146,7 +155,7 @@ from ..roofline import cm_decode_step_time, cm_kv_transfer_time, cm_prefill_time
 from .admission import decode_load, instance_decode_load, pool_tbt_load, prefill_load
 from ..cpp import cm_cpp_link_time, cm_stage_coefficients
 from ..prefix_cache import ReferenceCache
-from ..roofline import cm_prefill_time
+from ..roofline import cm_prefill_reuse_time
 from .conductor_view import Request, new_view
 from .links import LinkCalendar, fit_all
 from .cpp_group import group_fetch_time
@@ -194,7 +203,7 @@ class _Group:
         """(finish, prefill seconds) of a request whose chunks may enter stage 0 from ``ready``;
         the stages advance only if ``commit``."""
         if self.x == 1:  # one node, the whole prompt at once
-            pt = float(cm_prefill_time(self.c, n_new, n_cached))
+            pt = float(cm_prefill_reuse_time(self.c, n_new, n_cached))
             end = max(ready, self.free[0]) + pt
             if commit:
                 self.free[0] = end
@@ -203,7 +212,9 @@ class _Group:
         done_tok, finish = 0, ready
         while done_tok < n_new:
             k = min(self.chunk, n_new - done_tok)
-            compute = float(cm_prefill_time(self.stage_c, float(k), float(n_cached + done_tok)))
+            load = done_tok == 0  # the first chunk loads the cached prefix from DRAM (rule 3b)
+            compute = float((cm_prefill_reuse_time if load else cm_prefill_time)(
+                self.stage_c, float(k), float(n_cached + done_tok)))
             send = float(cm_cpp_link_time(float(k), self.act, self.bw))
             arrives = ready                      # when the chunk's input is at stage s
             for s in range(self.x):
@@ -574,6 +585,9 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
             b_s = fit_all(send[pi] + ([] if bind is None else drecv[bind]), r_free - x, x)
             if b_s > r_free - x:
                 r = max(r_free, b_s + x)
+        if o > 1:  # rule 6c: the decode node loads the received KV from DRAM into HBM
+            r += float(c[16]) * L
+            r_free += float(c[16]) * L
         # admission at arrival (rules 11-12)
         pl = float(prefill_load(end - a, ttft_slo))
         if adm == "predicted":
