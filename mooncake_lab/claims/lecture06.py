@@ -185,7 +185,7 @@ claim("06.x3_budget", "(a multiple of 128, no cached prefix) that keeps the iter
 claim("06.x3_hint", "Loop k over 128, 256, … and test prefill_time(k) + decode_step_time(16, 16 × 12,000) ≤ 0.1 s,",
       lambda: (_ex()._K_STEP, 2 * _ex()._K_STEP, _ex()._BATCH, _ex()._BATCH, _ex()._CTX, _ex()._BUDGET_S),
       where="06.largest_chunk")
-claim("06.x3_why", "The decode step costs ≈ 19 ms, leaving ≈ 81 ms for the chunk: ≈ 900 tokens. vLLM's 512",
+claim("06.x3_why", "The decode step costs ≈ 19 ms, leaving ≈ 81 ms for the chunk: ≈ 900 tokens. vLLM v0.5's 512",
       lambda: (1e3 * _step(_ex()._BATCH, _ex()._BATCH * _ex()._CTX),
                1e3 * (_ex()._BUDGET_S - _step(_ex()._BATCH, _ex()._BATCH * _ex()._CTX)),
                _ex()._largest_chunk(), _chunk()), where="06.largest_chunk", rel_tol=0.02)

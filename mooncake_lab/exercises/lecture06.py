@@ -79,7 +79,7 @@ exercise(Exercise(
     answer=_largest_chunk, unit="tokens", rel_tol=0.0,
     hint="Loop k over 128, 256, … and test prefill_time(k) + decode_step_time(16, 16 × 12,000) ≤ 0.1 s, "
          "both from `mooncake_lab.roofline` with `preset='modern'`.",
-    why="The decode step costs ≈ 19 ms, leaving ≈ 81 ms for the chunk: ≈ 900 tokens. vLLM's 512 default is on the safe side."))
+    why="The decode step costs ≈ 19 ms, leaving ≈ 81 ms for the chunk: ≈ 900 tokens. vLLM v0.5's 512 default is on the safe side."))
 
 exercise(Exercise(
     "06.capacity_gain",

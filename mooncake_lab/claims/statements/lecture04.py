@@ -1,0 +1,71 @@
+"""Statements of lecture 04 about real systems, each with its source (see :mod:`mooncake_lab.claims.statements`)."""
+from __future__ import annotations
+
+from functools import partial
+
+from . import not_a_statement, restate, statement
+
+S, N = partial(statement, "04"), partial(not_a_statement, "04")
+V3, FAST = "arXiv 2407.00079 v3", "FAST'25"
+ALG1 = f"{V3} Algorithm 1"
+FIG8 = f"{V3} Fig. 8"
+SIM = "about the course's simulated run, not the real system"
+
+S("Mooncake's global scheduler, the\n**Conductor**,", f"{ALG1}")
+S("This notebook builds that rule", f"{ALG1}; {FAST} Fig. 5; {FAST} §4.2")
+N("compute Algorithm 1's TTFT estimates", "a learning goal")
+N("set the four policies' TTFTs beside", "a learning goal")
+N("explain with queueing theory why", "a learning goal")
+S("The paper's experiment runs **8", f"{V3} Fig. 8; {V3} §8")
+S("There the remote estimate replaces", ALG1)
+S("Where the paper is silent, our", f"{ALG1}")
+S("| workload | Fig. 5: the conversation", f"{FAST} Fig. 5; {FAST} §4.2; {FIG8}; {FAST} Fig. 13")
+S("| prefix cache per prefill instance", f"{FAST} §2.2; {FAST} §5.3")
+S("| the Conductor's estimates | its", f"{ALG1} (T_prefill from a model fitted offline)")
+S("| network | RDMA; hot blocks replicated", f"{V3} §4")
+S("Algorithm 1's view of request D,", ALG1)
+S("FAST'25 §4.2 replays **the conversation", f"{FAST} §4.2")
+S("Its *global cache-aware* policy", f"{FAST} §4.1; {FAST} §4.2; {ALG1}")
+S("We replay the trace at its own", f"{FAST} §4.2; {FAST} §2.2")
+S("* **Global cache-aware** (FAST'25", f"{FAST} §4.2; {ALG1}")
+S("* **Local cache-aware** (FAST'25", f"{FAST} §4.1")
+S("FAST'25 §2.2 sizes a node's cache", f"{FAST} §2.2")
+N("Our Conductor's estimates are exact,", SIM)
+S("A 128k-token prompt with 95% of", f"{FAST} Fig. 14")
+S("arXiv Fig. 8, the second anchor,", f"{FIG8}; {V3} §8")
+S("The arXiv run did not (its best", FIG8)
+S("Mean TTFT per\nreplay speed; each", FIG8)
+S("* The paper's order holds at every", FIG8)
+S("On the released trace, calibrated's", FIG8)
+S("Under `modern` the means are several", FIG8)
+S("Each policy on the conversation", FIG8)
+S("Both workloads keep the paper's", f"{FIG8}; {FAST} Fig. 5")
+S("The black line is the median, the\ndiamond", f"{FIG8}; {V3} §8 (TTFT SLO 30 s)")
+S("**Why is our random so much worse", FIG8)
+S("The paper's absolute numbers depend", f"{FIG8}; {V3} Table 1")
+S("On our own trace, §3 compares absolute", f"{FAST} Fig. 5")
+S("The\npaper replicates hot blocks", f"{V3} §4")
+S("800 Gbps is the testbed's 4 × 200", f"{FAST} §5.1")
+S("FAST'25 §5.4.2 recommends at least", f"{FAST} §5.4.2")
+N("With shared links some fetches", SIM)
+S("The hot-block replicas over time", f"{FAST} Fig. 11")
+S("Algorithm 1 sees a booked link", ALG1)
+N("Then the Conductor gives up about", SIM)
+S("**Where shared links break Algorithm", ALG1)
+S("Algorithm 1 never considers recomputing", ALG1)
+S("25 Gbps is a quarter of the 100", f"{FAST} §5.4.2")
+S("On the offline stand-in the first", ALG1)
+S("FAST'25 §4.2's prose also states", f"{FAST} §4.2")
+S("The paper sweeps 24 to 400 Gbps", f"{FAST} Fig. 13; {FAST} §5.4.2")
+N("* estimator noise 0.5: the Conductor's", "a setting of the course's simulator")
+S("* 2× replay, the paper's overload", f"{V3} Table 3")
+S("* Algorithm 1 sends each request", ALG1)
+S("* On the trace FAST'25 Fig. 5 used,", f"{FAST} Fig. 5")
+S("* For arXiv Fig. 8, on another", FIG8)
+S("At 25 Gbps under `modern` it breaks\n", f"{ALG1}; {FAST} §4.2")
+S("* Near saturation queues explode", FIG8)
+restate("04", "solutions", "Mooncake's global scheduler, the\n**Conductor**,", "This notebook builds that rule",
+        "compute Algorithm 1's TTFT estimates", "set the four policies' TTFTs beside", "explain with queueing theory why")
+S("KVCache-centric\nmatches the paper;", FIG8, where="solutions")
+S("(The paper's ratio is 92.07 / 6.26", FIG8, where="04.random_over_kvcentric")
+S("Question 1 [Algorithm 1]: in the", ALG1, where="04.worked_choice")

@@ -1,0 +1,121 @@
+"""Statements of lecture 09 about real systems, each with its source (see :mod:`mooncake_lab.claims.statements`).
+
+The routers' sources are the files and commits of ``notebooks/routers.md`` and ``mooncake_lab/sim/routers.py``.
+"""
+from __future__ import annotations
+
+from functools import partial
+
+from . import not_a_statement, restate, statement
+
+S, N = partial(statement, "09"), partial(not_a_statement, "09")
+V3 = "arXiv 2407.00079 v3"
+ALG1 = f"{V3} Algorithm 1"
+DYN_CLASSIC = "ai-dynamo/dynamo@db19bd2a:lib/llm/src/kv_router/scheduler.rs"
+DYN_SEL = "ai-dynamo/dynamo@07a6c9ce:lib/kv-router/src/scheduling/selector/default.rs"
+DYN_MOD = "ai-dynamo/dynamo@07a6c9ce:lib/kv-router/src/scheduling/selector/mod.rs"
+DYN_CFG = "ai-dynamo/dynamo@07a6c9ce:lib/kv-router/src/scheduling/config.rs"
+DYN_DOC = "ai-dynamo/dynamo@391befc4:docs/router/kv_cache_routing.md"
+DYN_PD = "ai-dynamo/dynamo@2e4735e3:docs/components/router/router-disaggregated-serving.md"
+SGL = "sgl-project/sglang@b93974f1:sgl-model-gateway/src/policies/cache_aware.rs"
+SGL_ARGS = "sgl-project/sglang@e46dcd87:sgl-router/py_src/sglang_router/router_args.py"
+SGL_TREE = "sgl-project/sglang@03744dbe:sgl-model-gateway/src/policies/tree.rs"
+SGL_CFG = "sgl-project/sglang@b93974f1:sgl-model-gateway/src/policies/mod.rs (CacheAwareConfig::default)"
+SGL_PD = "lightseekorg/smg@73da68ca:model_gateway/src/routers/http/pd_router.rs (select_pd_pair)"
+SGL_OLD_PD = "sgl-project/sglang@026f853b:sgl-router/src/policies/cache_aware.rs (select_worker_pair)"
+LLMD = "llm-d/llm-d-router@ebab6879:pkg/epp/config/loader/defaults.go"
+LLMD_PICK = "llm-d/llm-d-router@ebab6879:pkg/epp/scheduling/scheduler_profile.go"
+LLMD_PD = "llm-d/llm-d-router@ebab6879:deploy/config/pd-epp-config.yaml"
+PS = "vllm-project/production-stack@a6c01db0:src/vllm_router/routers/routing_logic.py"
+PS_TRIE = "vllm-project/production-stack@a6c01db0:src/vllm_router/prefix/hashtrie.py"
+AIB = "vllm-project/aibrix@e3e10f9e:pkg/plugins/gateway/algorithms/prefix_cache.go"
+AIB_README = "vllm-project/aibrix@e3e10f9e:pkg/plugins/gateway/algorithms/prefix_cache_readme.md"
+AIB_HASH = "vllm-project/aibrix@0871c212:pkg/utils/prefixcacheindexer/hash.go"
+AIB_PD = "vllm-project/aibrix@01692761:pkg/plugins/gateway/algorithms/pd_disaggregation.go"
+AIB_PDREADME = "vllm-project/aibrix@e3e10f9e:pkg/plugins/gateway/algorithms/pd_readme.md"
+PREBLE = "WukLab/preble@0c962c4c:multi_node/global_scheduler_with_time.py"
+VLLM_MC = "https://docs.vllm.ai/en/latest/features/mooncake_connector_usage/"
+SGL_HICACHE = "https://docs.sglang.io/advanced_features/hicache_best_practices.html"
+SIM = "about the course's simulated runs, not the real router"
+Q = "a question of an exercise"
+
+S("Mooncake's Conductor (lecture 04)", ALG1)
+S("Since then the open-source serving", f"{DYN_SEL}; {SGL}; {LLMD}; {PS}; {AIB}; {PREBLE}")
+N("We run their rules on the Conductor's", SIM)
+S("| architecture | Mooncake's prefill", f"{V3} §3")
+S("| who picks the prefill instance", ALG1)
+S("| who picks the decode node on", ALG1)
+S("| the serving engine | Kimi's own", f"{V3} §3")
+S("| stress | the paper's replay |", f"{V3} §8; {V3} Table 3")
+S("**Mooncake's pools** split prefill", f"{V3} §3; https://docs.vllm.ai/en/stable/configuration/optimization/ (chunked prefill)")
+S("A router uses these settings whenever", f"{DYN_DOC}; {DYN_CFG} (router_ttl_secs = 120 without KV events)")
+S("| *M* | the prompt's blocks, capped", "llm-d/llm-d-router@ebab6879:pkg/epp (defaultMaxPrefixTokens = 131072)")
+S("| `dynamo` | cost_i = (s·[P_i +", f"{DYN_SEL}; {DYN_CFG}")
+S("| `sglang` | if max n − min n >", f"{SGL}; {SGL_ARGS}")
+S("| `llmd` | S_i = w_p·min(m_i, M)/M", f"{LLMD}; {LLMD_PICK}")
+S("| `prodstack_rr` | the next instance", PS)
+S("| `prodstack_prefix` | random among", f"{PS}; {PS_TRIE}")
+S("| `prodstack_kv` | b = argmax m", PS)
+S("| `aibrix` | candidates C = {argmin", AIB)
+S("| `preble` | G = {argmax m} if", PREBLE)
+S("The other letters are parameters,", f"{DYN_CFG}; {SGL_ARGS}; {LLMD}; {PS}; {AIB}")
+S("On Mooncake's pools the router", f"{DYN_PD}; {SGL_PD}; {LLMD_PD}; {PS}; {AIB_PD}")
+S("* `dynamo`: ties go to the smaller", f"{DYN_CLASSIC}; {DYN_MOD} (current: random among exact ties); {DYN_PD}")
+S("* `sglang`: among equal deepest", SGL_TREE)
+S("* `llmd`: the queue term is the", f"{LLMD_PICK} (max-score-picker shuffles); {LLMD_PD}")
+S("* `prodstack_kv`: r counts requests", PS)
+S("* `aibrix`: σ is the population", AIB)
+S("* `preble`: on the pools, without", PREBLE)
+S("Dynamo's decode router balances", DYN_PD)
+S("Preble has no P/D mode, so it gets\nMooncake's", PREBLE)
+S("production-stack goes round robin.", f"{PS} (disaggregated_prefill_orchestrated)")
+S("SGLang's\nPD router runs its decode", f"{SGL_PD}; {SGL_OLD_PD}")
+S("llm-d's decode\nprofile (prefix", LLMD_PD)
+S("AIBrix in P/D mode runs a different", AIB_PD)
+N("For comparison, the Conductor's", SIM)
+S("The last one is Algorithm 1 with", ALG1)
+S("Two rows only break ties: the router", f"{DYN_CLASSIC}; {SGL_TREE}")
+S("`u` is the request's random draw,", f"{DYN_SEL} (softmax sampling at T > 0)")
+N("* Dynamo's decode term *D_i* dominates", SIM)
+N("* SGLang sees a balanced cluster", SIM)
+N("* llm-d's queue and memory scores", SIM)
+N("* AIBrix sees an imbalance and", SIM)
+N("* production-stack's prefixaware", SIM)
+N("We run every router and the Conductor's", SIM)
+S("Fetched tokens are KV moved between\ninstances;", ALG1)
+S("Why production-stack's prefixaware", f"{PS}; {PS_TRIE}")
+S("So Dynamo sends a new prompt to", DYN_SEL)
+N("Where the table shows a larger", SIM)
+N("§6 sweeps Dynamo's overlap weight", SIM)
+N("**Where SGLang sends a shared prefix.", "a heading in bold, followed by the statement")
+S("When several instances hold the", SGL_TREE)
+S("The tree answers with the node's", SGL_TREE)
+N("Where one instance takes far more", SIM)
+S("Dynamo without KV events predicts", f"{DYN_CFG}; {AIB_HASH}")
+N("We cap SGLang's router\ntree at", SIM)
+S("Its overlap weight is not offered:", DYN_PD)
+N("SGLang: the cache\nthreshold.", "a label of a sweep")
+S("Dynamo's router docs say that `overlap_score_weight`", DYN_DOC)
+S("Two defaults depend on where you", f"{AIB_README}; {AIB}; {SGL_CFG}; {SGL_ARGS}")
+S("Some router state is simplified", f"{AIB_HASH}; {SGL_TREE}; {DYN_SEL}")
+S("One more place where the docs and", f"{AIB_PDREADME}; {AIB_PD}")
+N("(a) Which instance does `sglang`", Q)
+N("(b) Which\ndoes `aibrix` pick?", Q)
+N("On the conversation trace, on Mooncake's", Q)
+N("The instances cache 1,024 blocks", Q)
+S("* The routers weigh cached prefix", f"{ALG1}; {SGL}; {LLMD}; {AIB}")
+S("No router rule fetches a prefix;", f"{VLLM_MC}; {SGL_HICACHE}")
+N("On Mooncake's pools (conversation", SIM)
+restate("09", "solutions", "Mooncake's Conductor (lecture 04)", "Since then the open-source serving",
+        "We run their rules on the Conductor's", "Its overlap weight is not offered:", "SGLang: the cache\nthreshold.",
+        "Two defaults depend on where you", "* The routers weigh cached prefix", "On Mooncake's pools (conversation")
+N("Question 1b: the instance `aibrix`", Q, where="09.changed_aibrix")
+S("AIBrix first compares the spread", AIB, where="09.changed_aibrix")
+S("AIBrix looks at prefixes only among", AIB, where="09.changed_aibrix")
+N("Question 1a: the instance `sglang`", Q, where="09.changed_sglang")
+S("SGLang first tests the balance:", f"{SGL}; {SGL_ARGS}", where="09.changed_sglang")
+S("SGLang balances only when both", SGL, where="09.changed_sglang")
+N("Question 2: the load imbalance", Q, where="09.prefix_imbalance")
+N("§3's board of the conversation", "points to the course's own leaderboard", where="09.prefix_imbalance")
+N("Question 4: the percentage of requests", Q, where="09.stale_percent")
+N("§4's sweep has it: the row of SGLang's", "points to the course's own sweep", where="09.stale_percent")
