@@ -23,6 +23,7 @@ S("| workload | Fig. 5: the conversation", f"{FAST} Fig. 5; {FAST} §4.2; {FIG8}
 S("| prefix cache per prefill instance", f"{FAST} §2.2; {FAST} §5.3")
 S("| the Conductor's estimates | its", f"{ALG1} (T_prefill from a model fitted offline)")
 S("| network | RDMA; hot blocks replicated", f"{V3} §4")
+S("| DRAM ↔ HBM | a prefill loads", f"{FAST} Fig. 14; {V3} §3; {FAST} Table 1")
 S("Algorithm 1's view of request D,", ALG1)
 S("FAST'25 §4.2 replays **the conversation", f"{FAST} §4.2")
 S("Its *global cache-aware* policy", f"{FAST} §4.1; {FAST} §4.2; {ALG1}")
