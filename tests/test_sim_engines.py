@@ -103,12 +103,19 @@ def assert_invariants(res):
     dec = done[done.output_len > 1]
     for col in ("decode_ready_s", "decode_admit_s", "tbt_mean_s", "tbt_tail_s"):
         assert dec[col].notna().all(), col
-    assert (dec.decode_instance >= 0).all() and (done.prefill_instance >= 0).all()
+    inlined = done.prefill_instance < 0  # prefilled inside a decode batch (inline_prefill, rule 2c)
+    assert (dec.decode_instance >= 0).all() and (not inlined.any() or res.config.inline_prefill)
     assert (df.prefill_instance < res.config.n_prefill_instances).all()  # a CPP group is one instance
+    inl = done[inlined]  # ready at arrival, admitted, then the first token at the end of that step
+    assert (inl.output_len > 1).all() and (inl.input_len <= res.config.cpp_chunk).all()
+    assert (inl.cached_tokens == 0).all() and (inl.decode_ready_s == inl.arrival_s).all()
+    assert (inl.decode_admit_s >= inl.arrival_s).all() and (inl.prefill_end_s > inl.decode_admit_s).all()
+    assert (inl.fetched_tokens == 0).all() and (inl.queue_wait_s == 0).all()
     # time never runs backwards for a request
     assert (done.prefill_start_s >= done.arrival_s).all()
     assert (done.prefill_end_s >= done.prefill_start_s).all()
-    assert (dec.decode_ready_s >= dec.prefill_end_s).all()
+    pre = dec[dec.prefill_instance >= 0]
+    assert (pre.decode_ready_s >= pre.prefill_end_s).all()
     assert (dec.decode_admit_s >= dec.decode_ready_s).all()
     assert (dec.finish_s > dec.decode_admit_s).all()
     # the tail mean is at least the mean, and mean × intervals = finish − prefill end

@@ -229,6 +229,18 @@ class ClusterConfig:
         queue for the PCIe link (they keep it busy ≈ 1% of the time on the conversation trace;
         ``tests/test_sim_dram_load.py`` bounds it). It lands in the request's first token interval.
         False (:data:`SIMPLE_SEMANTICS`) = both free.
+    inline_prefill : the paper's hybrid (arXiv v3 §5: "A request's prefill is inlined into the decoding
+        batch only when it can be forwarded without chunking and without compromising the TBT SLO").
+        False (default) = every prefill runs in the prefill pool. True = at arrival, a request with
+        output > 1 whose prompt fits one chunk (L ≤ ``cpp_chunk``, the paper's prefill_chunk) goes
+        straight to the decode instance rule 7 would choose now if that instance's queue is empty, the
+        request's KV fits, and the prefill plus the batch's next step keep the TBT SLO:
+        ``cm_prefill_time(L, 0) + cm_decode_step_time(b + 1, context + L + 1) ≤ tbt_slo_s``. There the
+        batch's next step runs its prefill first (nothing cached: the prefix caches are the prefill
+        nodes'), which makes its first token (TTFT = its end − arrival); every running request waits
+        for it, then the step decodes the batch with the request in it. It bypasses admission (it is admitted at once within the
+        SLO). Its ``prefill_instance`` is −1. Disaggregated only, with a Conductor policy
+        (``"random"`` … ``"kvcentric"``) and ``admission="none"``. Rule 2c of :mod:`.reference`.
     """
 
     n_prefill: int = 8
@@ -264,6 +276,7 @@ class ClusterConfig:
     network_contention: bool = True           # arXiv v3 §4, §6.1; False = a whole NIC per transfer
     router: RouterConfig | None = None        # the routers' parameters (sim/routers.py)
     dram_hbm_load: bool = True                # arXiv v3 §3, FAST'25 Fig. 14; False = DRAM ↔ HBM in no time
+    inline_prefill: bool = False              # arXiv v3 §5's hybrid: short prefills inlined into decode
 
     def __post_init__(self):
         w = _WHERE
@@ -324,6 +337,18 @@ class ClusterConfig:
         choice(self.output_lengths, "output_lengths", OUTPUT_LENGTHS, w)
         switch("network_contention")
         switch("dram_hbm_load")
+        switch("inline_prefill")
+        if self.inline_prefill:
+            if self.engine_mode == "coupled":
+                raise _bad("inline_prefill", self.inline_prefill, "False when engine_mode='coupled' (a coupled "
+                           "node prefills inside its own batch already)")
+            if not (isinstance(self.prefill_policy, str) and self.prefill_policy in PREFILL_POLICIES):
+                raise _bad("inline_prefill", self.inline_prefill, "False unless prefill_policy is one of the "
+                           "Conductor's (" + ", ".join(map(repr, PREFILL_POLICIES)) + "): the hybrid is the "
+                           "Conductor's decision")
+            if self.admission != "none":
+                raise _bad("inline_prefill", self.inline_prefill, "False unless admission='none' (how the hybrid "
+                           "meets admission control is not modelled)")
         if self.engine_mode == "coupled" and x != 1:
             raise _bad("cpp_group_size", self.cpp_group_size, "1 when engine_mode='coupled' (CPP "
                        "groups are modelled for the disaggregated cluster only)")

@@ -453,8 +453,11 @@ def _admit(d, t, c, input_len, output_len, decode_admit, prefill_end, dec, dq, d
             dq.reserved[d] += need
             if dq.reserved[d] > dq.max_kv[d]:
                 dq.max_kv[d] = dq.reserved[d]
-        if g == 1:
+        if dr.st_head[i] < 0:  # first admission (never preempted)
             decode_admit[i] = t
+            if math.isnan(prefill_end[i]):  # inlined (rule 2c): the batch's next step runs its prefill first
+                dec.stall[d] += cm_prefill_time(c, float(input_len[i]), 0.0)
+                prefill_end[i] = t + dec.stall[d]  # its first token
             dr.cur_gap[i] = prefill_end[i]  # its first interval starts at the prefill's end
         else:  # re-admitted after a preemption: recompute its KV before the next step
             dec.stall[d] += cm_prefill_time(c, float(input_len[i] + g), 0.0)
@@ -507,6 +510,30 @@ def _finish_tbt(last_run, mark, adm, gap, head, log, st, buf, n_intervals):
         r = st.prev[r]
     k = (n_intervals + 9) // 10  # ceil(10%), at least one interval
     return top_k_sum(buf.a, buf.d, buf.m, nr, k, buf.key, buf.idx) / k
+
+
+@helper_njit
+def _inline_target(a, c, Lin, o_len, prm, dec, dq, kvh, grow, binding, cap):
+    """Rule 2c: the decode instance a short prefill arriving at ``a`` is inlined into, or −1. The
+    instance rule 7 would choose now (least KV + queued [+ bound in flight, binding at arrival]) must
+    have an empty queue, room for the request, and run the prefill plus its next step within the TBT
+    SLO: ``cm_prefill_time(L) + cm_decode_step_time(b + 1, context + L + 1) ≤ tbt_slo``."""
+    D = len(kvh)
+    if grow:
+        _kv_now(a, dec, kvh)
+    db = 0
+    best = kvh[0] + dq.queued_kv[0] + (dq.bound_kv[0] if binding == 1 else 0.0)
+    for e in range(1, D):
+        v = kvh[e] + dq.queued_kv[e] + (dq.bound_kv[e] if binding == 1 else 0.0)
+        if v < best:
+            best = v
+            db = e
+    need = Lin + 1 if grow else Lin + o_len
+    if dq.qhead[db] >= 0 or kvh[db] + need > cap:
+        return -1
+    step = cm_prefill_time(c, float(Lin), 0.0) + cm_decode_step_time(c, dec.batch[db] + 1,
+                                                                      _held_now(db, a, dec) + Lin + 1)
+    return db if step <= prm.tbt_slo else -1
 
 
 @helper_njit
@@ -838,7 +865,7 @@ def _run(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, router,
                         m_int = output_len[j] - 1
                         out.tbt_mean[j] = (t - out.prefill_end[j]) / m_int
                         out.tbt_tail[j] = _finish_tbt(dec.last_run[d], dr.run_mark[j], dr.cur_adm[j], dr.cur_gap[j],
-                                                  dr.st_head[j], log, st, buf, m_int)
+                                                      dr.st_head[j], log, st, buf, m_int)
                         dec.batch[d] -= 1
                         dec.running[d, q] = dec.running[d, dec.batch[d]]
                     else:
@@ -936,6 +963,25 @@ def _run(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, router,
         if (Lin + 1 if grow else Lin + o_len) > decode_cap:  # can never fit a decode instance's KV memory
             out.outcome[i] = 4
             continue
+        if prm.inline and o_len > 1 and Lin <= prm.cpp.chunk:  # rule 2c: inline it into a decode batch?
+            db = _inline_target(a, c, Lin, o_len, prm, dec, dq, kvh, grow, binding, decode_cap)
+            if db >= 0:
+                need = Lin + 1 if grow else Lin + o_len
+                out.prefill_start[i] = a  # prefill_end stays NaN until admission: that marks it inlined
+                out.queue_wait[i] = 0.0
+                out.prefill_time[i] = cm_prefill_time(c, float(Lin), 0.0)
+                out.computed_tok[i] = Lin
+                out.cached_tok[i] = 0
+                out.fetched_tok[i] = 0
+                out.fetch_time[i] = 0.0
+                out.fetch_wait[i] = 0.0
+                out.stream_wait[i] = 0.0
+                out.ready[i] = a
+                if binding == 1:  # bound now; the ready event below (at a) takes it to db's queue
+                    out.decode_inst[i] = db
+                    dq.bound_kv[db] += need
+                hsize = heap_push(heap.t, heap.i, 0, hsize, a, i)
+                continue
         blocks = tr.block_ids[tr.offsets[i]:tr.offsets[i + 1]]
         if router is not None:  # the per-instance loads at a (routers, student policies)
             _advance_loads(fl, ri, out.prefill_start, out.prefill_end, input_len, out.computed_tok, out.prefill_time,

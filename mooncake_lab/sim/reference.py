@@ -41,6 +41,17 @@ Prefill (per instance: FIFO queue, prefix cache of 512-token blocks evicting by 
        request that stored it while absent); ``rr`` = routing decisions so far; ``kv_cap`` = decode KV capacity × X. It
        returns the instance (:func:`~.routers_reference.route_reference`) and never fetches: the
        prefill reuses the chosen instance's true cache.
+   2c. ``inline_prefill`` (arXiv v3 §5's hybrid; before rule 2): a request with output > 1 and
+       L ≤ ``cpp_chunk`` goes to the decode instance d rule 7 would choose now (its formula for the
+       binding, at this arrival) when d's queue is empty, its KV fits (L, or L + out when known) and
+       ``cm_prefill_time(L, 0) + cm_decode_step_time(b + 1, ctx + L + 1) ≤ tbt_slo`` (b, ctx: d's
+       running batch and its context now). It touches no prefill instance or cache
+       (``prefill_instance`` −1, nothing cached, queue / fetch / stream 0, prefill time
+       ``cm_prefill_time(L, 0)``), is bound to d under ``"arrival"``, and is ready at its arrival (a
+       ready event at ``a``: rule 7 then takes it to d). When admitted at a boundary t, d's next step
+       first runs its prefill (a stall, as rule 8d's recompute, after any earlier at t), which makes
+       its first token: ``prefill_end`` = t + the stalls so far, TTFT = it − arrival. From there on it
+       decodes like any request (rule 10: its first interval ends at that step's end).
    2b. A student policy (``prefill_policy`` is a function, :mod:`.student_policy`) instead gets the
        request and the per-instance view of :mod:`.conductor_view` (queue, local prefix and
        prefill, ``kvcentric``'s fetch decision, fetch + prefill after it, TTFT estimate; noise as
@@ -155,7 +166,7 @@ from ..roofline import cm_decode_step_time, cm_kv_transfer_time, cm_prefill_time
 from .admission import decode_load, instance_decode_load, pool_tbt_load, prefill_load
 from ..cpp import cm_cpp_link_time, cm_stage_coefficients
 from ..prefix_cache import ReferenceCache
-from ..roofline import cm_prefill_reuse_time
+from ..roofline import cm_prefill_reuse_time, cm_prefill_time
 from .conductor_view import Request, new_view
 from .links import LinkCalendar, fit_all
 from .cpp_group import group_fetch_time
@@ -321,6 +332,8 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
     dec = [_Decode() for _ in range(D)]
     ready_events = []              # (time, request); kept sorted
     gen = [0] * n                  # tokens generated so far
+    inlined = [False] * n          # rule 2c: prefilled inside a decode batch
+    inline = bool(config.inline_prefill)
     preempted_wait = [False] * n   # preempted, waiting to be admitted again
     last_token = [0.0] * n
     intervals = [[] for _ in range(n)]
@@ -403,6 +416,9 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
                 preempted_wait[j] = False
             else:
                 out["decode_admit"][j] = t
+                if inlined[j]:  # rule 2c: the next step runs its prefill first; it makes its first token
+                    inst.stall += float(cm_prefill_time(c, L_in[j], 0))
+                    out["prefill_end"][j] = last_token[j] = t + inst.stall
             inst.running.append(j)
         diag[3] = max(diag[3], len(inst.running))
         if inst.running:
@@ -492,6 +508,28 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
         if (L + 1 if grow else L + o) > cap:
             out["outcome"][i] = REJECTED_TOO_LARGE
             continue
+        if inline and o > 1 and L <= resolved.cpp_chunk:  # rule 2c
+            key = ((lambda e: (held(e) + dec[e].waiting + dec[e].bound, e)) if at_arrival
+                   else (lambda e: (held(e) + dec[e].waiting, e)))
+            d = min(range(D), key=key)
+            need = L + 1 if grow else L + o
+            ctx = sum(L_in[j] + gen[j] for j in dec[d].running)
+            step = float(cm_prefill_time(c, L, 0)) + float(cm_decode_step_time(c, len(dec[d].running) + 1,
+                                                                                 ctx + L + 1))
+            if not dec[d].queue and held(d) + need <= cap and step <= tbt_slo:
+                inlined[i] = True
+                gen[i] = 1  # its prefill's token, made when it is admitted (prefill_end: then)
+                out["prefill_start"][i] = out["ready"][i] = a
+                out["queue_wait"][i] = out["fetch_time"][i] = out["fetch_wait"][i] = out["stream_wait"][i] = 0.0
+                out["prefill_time"][i] = float(cm_prefill_time(c, L, 0))
+                out["computed_tok"][i], out["cached_tok"][i], out["fetched_tok"][i] = L, 0, 0
+                if at_arrival:
+                    out["decode_inst"][i] = d
+                    dec[d].bound += need
+                    dec[d].bound_n += 1
+                ready_events.append((a, i))
+                ready_events.sort()
+                continue
         blocks = trace.blocks_of(i).tolist()
         ri = loads(a) if track else None
         local = [caches[p].match(blocks) for p in range(P)]

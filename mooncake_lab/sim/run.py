@@ -227,7 +227,8 @@ def _params(trace: Trace, config: ClusterConfig, rc, n_route: int, spare: int) -
                   int(rc.admission), CppParams(int(rc.cpp_group_size), int(rc.cpp_chunk), float(rc.cpp_act_bytes),
                                                float(rc.cpp_bandwidth), bool(rc.cpp_overlap)), float(config.ttft_slo_s), float(config.tbt_slo_s),
                   float(config.admission_threshold), float(config.decode_time_s), float(config.prediction_horizon),
-                  int(rc.decode_binding), int(rc.decode_load_metric), bool(rc.output_unknown), int(spare))
+                  int(rc.decode_binding), int(rc.decode_load_metric), bool(rc.output_unknown), int(spare),
+                  bool(config.inline_prefill))
 
 
 def simulate(trace: Trace, config: ClusterConfig | None = None, engine: str = "numba") -> SimResult:

@@ -61,6 +61,7 @@ class Params(NamedTuple):
     load_metric: int        # 0 max(TBT, memory) of the average instance, 1 mean per-instance TBT ratio
     output_unknown: bool    # decode sees prompts only; KV grows a token per step; preemption
     spare: int              # room for this many preemptions (more: the kernel stops, the caller doubles it)
+    inline: bool            # short prefills inlined into a decode batch (arXiv v3 §5; reference rule 2c)
 
 
 class Outputs(NamedTuple):
