@@ -148,3 +148,31 @@ TABLE3_SETUP = {"n_prefill": 8, "n_decode": 8, "speed": 2.0, "requests": 23_000}
 SECTION_EARLY, SECTION_PREDICTED = "7.2", "7.4"
 
 # ---- 08 capstone -----------------------------------------------------------------------------
+
+# ---- 09 after Mooncake -----------------------------------------------------------------------
+#: FAST'25 §5.4.1, Fig. 12 ("Latency of inter-node cache transfer"): the Transfer Engine moves 40 GB between two
+#: nodes, "the cache size for LLaMA3-70B with 128k tokens" (GB as the paper writes it), against TCP and
+#: torch.distributed with Gloo. Per network: NICs, Gbit/s per NIC, the engine's GB/s, and how many times faster
+#: it is than TCP (the text: "approximately 2.4× and 4.6× faster") and than Gloo (marked in the figure only).
+FAST25_TE_GB = 40.0
+FAST25_TE_TOKENS = 131_072                   # "128k tokens"
+FAST25_TE_NETWORKS = {
+    "4×200 Gbps": {"nics": 4, "nic_gbps": 200, "gbs": 87.0, "vs_tcp": 2.4, "vs_gloo": 7.5},
+    "8×400 Gbps": {"nics": 8, "nic_gbps": 400, "gbs": 190.0, "vs_tcp": 4.6, "vs_gloo": 16.2},
+}
+#: The settings of that measurement: "All schemes are tested with a concurrency level of 64 and a minimum
+#: transfer granularity of 128 KB" (FAST'25 §5.4.1) — TCP and Gloo too, so not the engine's own slice size.
+FAST25_TE_CONCURRENCY = 64
+FAST25_TE_MIN_GRANULARITY_KB = 128
+FAST25_TE_SOURCE = (f"{FAST25} §5.4.1, Fig. 12 (40 GB = LLaMA3-70B KV of 128k tokens; concurrency 64, minimum "
+                    "transfer granularity 128 KB, for every scheme)")
+#: FAST'25 §3.2.3 (Transfer Engine, "Topology-aware path selection"): "a single request's transfer is internally
+#: divided into multiple slices at a granularity of 16 KB. Each slice might use a different path, enabling
+#: collaborative work among all RDMA NICs". KB as the paper writes it.
+FAST25_TE_SLICE_KB = 16
+FAST25_TE_DESIGN_SOURCE = f"{FAST25} §3.2.3 (topology-aware path selection, slicing, endpoint pooling, failures)"
+#: Not the paper: the open-source engine's default slice, bytes (kvcache-ai/Mooncake
+#: mooncake-transfer-engine/include/config.h @ 3b5a5941, ``slice_size = 65536``; its design doc says a request
+#: is sliced "if its length exceeds 64KB").
+TE_SLICE_BYTES_OPEN_SOURCE = 65_536
+TE_SLICE_SOURCE = "kvcache-ai/Mooncake @ 3b5a5941 : mooncake-transfer-engine/include/config.h (slice_size)"

@@ -361,6 +361,61 @@ def test_router_sources_are_the_notes():
             assert any(r in row[0] and Path(file).name in row[2] and commit in row[3] for row in rows), (r, file, commit)
 
 
+# ----------------------------------------------------------------------------- §8 Mooncake in today's stacks
+def test_stacks_rows_name_their_flag_and_a_pinned_source_that_the_notes_list():
+    """Each §8 row says how to turn it on (a flag or config in code) and where we read it: a documentation
+    page and repository @ 8-hex commit : file, also listed in the notes' table (issue 26 §4)."""
+    t, src = l09.stacks_table(), l09.stacks_sources()
+    assert list(t.columns) == ["what it uses from Mooncake", "how to turn it on", "source"]
+    rows = _notes_table("Mooncake in today's stacks")
+    for system, (_, how, page, file) in zip(t.index, ((w, h, s, f) for _, w, h, s, f in l09.STACKS)):
+        assert "`" in how and page, system
+        repo, commit, path = re.fullmatch(r"([\w.-]+/[\w.-]+) @ ([0-9a-f]{8}) : (\S+)", file).groups()
+        assert any(row[0] == system and repo in row[2] and path in row[2] and row[3] == commit
+                   for row in rows), (system, file)
+    how = " ".join(t["how to turn it on"])
+    for flag in ('"kv_connector":"MooncakeConnector"', '"kv_connector":"MooncakeStoreConnector"',
+                 "--disaggregation-transfer-backend mooncake", "--enable-hierarchical-cache --hicache-storage-backend mooncake",
+                 "--shared-cache-type hicache"):
+        assert flag in how, flag
+    assert list(src.columns) == ["source", "file"] and len(src) == len(t) == len(l09.STACKS)
+
+
+def test_transfer_rates_are_the_papers_and_the_recording_and_never_start_the_store(monkeypatch):
+    """FAST'25's rows come from paper.py (share of line rate, time for 40 GB), the lab's row from its committed
+    recording; neither starts the store. The 40 GB are the KV of 128k LLaMA3-70B tokens (320 KiB each)."""
+    from mooncake_lab import paper, store_lab
+    from mooncake_lab.experiments import lab_store as L
+
+    def refuse(*a, **k):
+        raise AssertionError("lecture 09 must not start the store")
+    monkeypatch.setattr(L, "run_all", refuse)
+    monkeypatch.setattr(store_lab, "StoreLab", refuse)
+    t = l09.transfer_rates()
+    assert t["GB/s"].tolist()[:2] == ["87", "190"] and t["share of line rate"].tolist()[:2] == ["87%", "48%"]
+    assert t["40 GB take (s)"].tolist()[:2] == ["0.46", "0.21"]
+    rec = L.load_recorded()
+    rates = [r[f"{k}_gbps"] for r in rec["transfer"] for k in ("put", "get")]
+    assert t["GB/s"].iloc[2] == f"{min(rates):.2f} – {max(rates):.2f}"
+    assert t["40 GB take (s)"].iloc[2] == f"{40 / max(rates):.0f} at the fastest"
+    assert rec["version"] in l09.describe_transfer_rates() and f"{87 / max(rates):,.0f}×" in l09.describe_transfer_rates()
+    assert paper.KV_PER_TOKEN_KB * paper.FAST25_TE_TOKENS / 2**20 == paper.FAST25_TE_GB   # 40 GiB, "40 GB"
+    assert L.FAST25_RDMA_GBPS == {"4×200 Gbps RDMA": 87.0, "8×400 Gbps RDMA": 190.0}   # one source: paper.py
+    with pytest.raises(InputError):
+        l09.transfer_rates({"transfer": "not a recording"})
+
+
+def test_section_8_code_reads_the_recording_only():
+    """§8's code cells call the recording's readers, never the store lab's starters."""
+    for path in (ROOT / "notebooks" / "09_after_mooncake.ipynb", ROOT / "notebooks" / "solutions" / "09_after_mooncake.ipynb"):
+        cells = nbformat.read(path, as_version=4).cells
+        (i,) = [k for k, c in enumerate(cells) if c.source.startswith("## 8 · Mooncake in today's stacks")]
+        j = next(k for k in range(i, len(cells)) if cells[k].source.startswith("## Exercises"))
+        code = "\n".join(c.source for c in cells[i:j] if c.cell_type == "code")
+        assert "l09.stacks_table()" in code and "l09.transfer_rates()" in code, path
+        assert not re.search(r"StoreLab|run_all|start_labs|results\(|lab_store", code), path
+
+
 def test_the_lecture_links_the_notes_and_cites_nothing_outside_the_repository():
     """Lecture 09 links notebooks/routers.md (the solutions one folder up); no cell cites ../shared or
     reference/ files, which a student's clone does not have."""

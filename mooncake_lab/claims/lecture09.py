@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import claim, not_a_claim
+from . import claim, not_a_claim, when
 
 
 def _l09():
@@ -123,3 +123,56 @@ claim("09.sweep_cache_q4", "The instances cache 1,024 blocks each", lambda: _l09
 claim("09.sweep_cache_ex", "caching 1,024 blocks each", lambda: _l09().SWEEP_CACHE_BLOCKS, where="09.stale_percent")
 claim("09.dynamo_ttl", "its 120 s time-to-live", lambda: _l09().SYSTEM_DEFAULTS["dynamo"][2],
       source="ai-dynamo/dynamo router_ttl_secs (notebooks/routers.md, Dynamo)")
+
+
+# ---- §8 Mooncake in today's stacks: the Transfer Engine's numbers (mooncake_lab.paper, FAST'25) ----------------
+def _te():
+    from .. import paper
+    return paper
+
+
+def _net(name: str) -> dict:
+    return _te().FAST25_TE_NETWORKS[name]
+
+
+def _line_gbs(name: str) -> float:
+    """A network's line rate, GB/s: NICs × Gbit/s per NIC ÷ 8."""
+    n = _net(name)
+    return n["nics"] * n["nic_gbps"] / 8
+
+
+def _take_s(name: str) -> float:
+    """FAST'25's 40 GB at that network's measured rate, s."""
+    return _te().FAST25_TE_GB / _net(name)["gbs"]
+
+
+_A, _B = "4×200 Gbps", "8×400 Gbps"
+_TE = "FAST'25 §5.4.1, Fig. 12"
+claim("09.te_main", "FAST'25 moved 40 GB, the KV of 128k LLaMA3-70B tokens, at 87 GB/s over 4 × 200 Gbps NICs: ≈ 0.46 s",
+      lambda: (_te().FAST25_TE_GB, _te().FAST25_TE_TOKENS / 1024, _net(_A)["gbs"], _net(_A)["nics"],
+               _net(_A)["nic_gbps"], _take_s(_A)), source=_TE)
+claim("09.te_slice", "slices of 16 KB, in the paper", lambda: _te().FAST25_TE_SLICE_KB,
+      source="FAST'25 §3.2.3 (topology-aware path selection)")
+claim("09.te_slice_code", "default slice is 64 KiB", lambda: _te().TE_SLICE_BYTES_OPEN_SOURCE / 1024,
+      source="kvcache-ai/Mooncake @ 3b5a5941 : mooncake-transfer-engine/include/config.h (slice_size = 65536)")
+claim("09.te_size", "40 GB between two nodes", lambda: _te().FAST25_TE_GB, source=_TE)
+claim("09.te_settings", "a concurrency of 64 and a minimum transfer granularity of 128 KB",
+      lambda: (_te().FAST25_TE_CONCURRENCY, _te().FAST25_TE_MIN_GRANULARITY_KB), source=_TE)
+claim("09.te_rates", "87 GB/s on 4 × 200 Gbps NICs and 190 GB/s on 8 × 400 Gbps: ≈ 2.4× and 4.6× faster than TCP",
+      lambda: (_net(_A)["gbs"], _net(_A)["nics"], _net(_A)["nic_gbps"], _net(_B)["gbs"], _net(_B)["nics"],
+               _net(_B)["nic_gbps"], _net(_A)["vs_tcp"], _net(_B)["vs_tcp"]), source=_TE)
+claim("09.te_gloo", "also marks 7.5× and 16.2× against Gloo", lambda: (_net(_A)["vs_gloo"], _net(_B)["vs_gloo"]),
+      source=f"{_TE} (the figure's labels)")
+
+
+def _line_rates():
+    """(NICs, Gbit/s, line GB/s, measured GB/s, % of line) of the smaller network, the same of the larger — its
+    measured rate only if it is "about half" of the line (40–60%) — then FAST'25's 40 GB and the two times."""
+    b = _net(_B)["gbs"] / _line_gbs(_B)
+    return (_net(_A)["nics"], _net(_A)["nic_gbps"], _line_gbs(_A), _net(_A)["gbs"], 100 * _net(_A)["gbs"] / _line_gbs(_A),
+            _net(_B)["nics"], _net(_B)["nic_gbps"], _line_gbs(_B), when(0.4 <= b <= 0.6, _net(_B)["gbs"]),
+            _te().FAST25_TE_GB, _take_s(_A), _take_s(_B))
+
+
+claim("09.te_line", "4 × 200 Gbps is 100 GB/s, so 87 GB/s is 87% of it. 8 × 400 Gbps is 400 GB/s,\n  of which 190 GB/s "
+      "is about half. The 40 GB take ≈ 0.46 s and ≈ 0.21 s", _line_rates, source=f"{_TE} (derived)")

@@ -14,6 +14,9 @@
   :func:`changed_state` / :func:`explain_choice`: exercise 1's changed state and a rule applied to it step by step.
 * :func:`dynamo_weight_sweep`, :func:`default_variants`, :func:`docs_box`: what the docs claim vs what we measure.
 * :data:`HISTORY`: the dated facts of ``notebooks/routers.md``.
+* :data:`STACKS`, :func:`stacks_table`, :func:`transfer_rates`: §8, how today's stacks use Mooncake's store and
+  Transfer Engine (each with its flag and source), and the engine's rates, FAST'25's RDMA beside the store lab's
+  committed recording over TCP loopback (the store is never started here).
 * :func:`readable`, :func:`overview`, :func:`board_table` …: the tables the notebook shows, labelled for people.
 """
 from __future__ import annotations
@@ -26,7 +29,7 @@ from collections import OrderedDict
 import numpy as np
 import pandas as pd
 
-from .. import sim
+from .. import paper, sim
 from ..sim.routers import ROUTERS, SYSTEM_DEFAULTS, RouterConfig
 from ..traces import BLOCK_TOKENS, Trace
 from ..validate import choice, fail, items, real
@@ -44,7 +47,8 @@ __all__ = ["ROUTER_INFO", "ARCHITECTURES", "STRESS", "CONDUCTOR", "TRACES", "clu
            "LABELS", "STATE_LABELS", "readable", "overview", "belief_settings", "parameters", "state_table",
            "request_table", "worked_table", "board_table", "sweep_table", "weight_table", "variants_table",
            "describe_hot_first_block", "history_table", "md_table", "boxed", "state_rows", "rules_in_words",
-           "board_label", "trace_label", "ARCH_LABELS", "PERCENT", "PARAMETER_SYMBOLS"]
+           "board_label", "trace_label", "ARCH_LABELS", "PERCENT", "PARAMETER_SYMBOLS", "STACKS", "stacks_table",
+           "stacks_sources", "transfer_rates", "describe_transfer_rates"]
 
 #: Router → (system, what it implements, source file @ commit — notebooks/routers.md, "Sources").
 ROUTER_INFO = {
@@ -1225,3 +1229,96 @@ def describe_hot_first_block(hot: dict) -> str:
 def history_table() -> pd.DataFrame:
     """:func:`history`, indexed by system, for reading whole (no cut cells)."""
     return history().set_index("system")
+
+
+# ------------------------------------------------------------------ §8 Mooncake in today's stacks
+#: (system, what it uses from Mooncake, how to turn it on, documentation page, repository @ commit : file) — each
+#: flag as the page at that commit writes it. The routers of §1 move no KV; these are the engines' (and, for
+#: Dynamo, the router's) own uses of the Mooncake Store and Transfer Engine.
+STACKS = (
+    ("vLLM", "Transfer Engine: P/D transfer, the prefiller's KV sent point to point to the decoder "
+     "(`MooncakeConnector`)",
+     "prefiller `--kv-transfer-config '{\"kv_connector\":\"MooncakeConnector\",\"kv_role\":\"kv_producer\"}'`, "
+     "decoder the same with `\"kv_consumer\"`, a proxy in front",
+     "vLLM docs, MooncakeConnector Usage Guide",
+     "vllm-project/vllm @ 8a53ea11 : docs/features/mooncake_connector_usage.md"),
+    ("vLLM", "Mooncake Store: a shared KV pool, for CPU offloading and prefix caching across instances by block "
+     "hash (`MooncakeStoreConnector`)",
+     "a running `mooncake_master`, `MOONCAKE_CONFIG_PATH=…` and "
+     "`--kv-transfer-config '{\"kv_connector\":\"MooncakeStoreConnector\",\"kv_role\":\"kv_both\"}'`",
+     "vLLM docs, MooncakeStoreConnector Usage Guide",
+     "vllm-project/vllm @ 135ed352 : docs/features/mooncake_store_connector_usage.md"),
+    ("SGLang", "Transfer Engine: the P/D transfer backend",
+     "`--disaggregation-mode prefill` or `decode`, with `--disaggregation-transfer-backend mooncake` (the default)",
+     "SGLang docs, PD Disaggregation",
+     "sgl-project/sglang @ cccb6546 : docs/advanced_features/pd_disaggregation.md"),
+    ("SGLang", "Mooncake Store: HiCache's third tier, beside GPU and host memory; prefill instances share it",
+     "`--enable-hierarchical-cache --hicache-storage-backend mooncake`",
+     "SGLang docs, HiCache Best Practices",
+     "sgl-project/sglang @ 0d57f2c1 : docs/advanced_features/hicache_best_practices.md"),
+    ("NVIDIA Dynamo", "the shared pool in the router: a block any worker can fetch from Mooncake lowers every "
+     "worker's prefill cost",
+     "workers: SGLang HiCache with `--hicache-storage-backend mooncake`; frontend: `--router-mode kv "
+     "--shared-cache-type hicache --shared-cache-multiplier 0.5`",
+     "Dynamo docs, HiCache (tier-aware shared KV cache routing)",
+     "ai-dynamo/dynamo @ a9a4ef7a : docs/backends/sglang/sglang-hicache.md"),
+    ("Mooncake itself", "the Transfer Engine and the Store as a library: topology-aware NIC choice, slices spread "
+     "over several NICs (the design box below)",
+     "`pip install mooncake-transfer-engine` (the store lab uses `mooncake-transfer-engine-non-cuda`)",
+     "FAST'25 §3.2.3; Mooncake docs, Transfer Engine",
+     "kvcache-ai/Mooncake @ 3b5a5941 : docs/source/design/transfer-engine/index.md"),
+)
+_STACK_COLUMNS = ["system", "what it uses from Mooncake", "how to turn it on", "source", "file"]
+
+
+def stacks_table() -> pd.DataFrame:
+    """:data:`STACKS` as the lecture's table: system, what it uses, how to turn it on, the documentation page."""
+    return pd.DataFrame(STACKS, columns=_STACK_COLUMNS).drop(columns="file").set_index("system")
+
+
+def stacks_sources() -> pd.DataFrame:
+    """The file and commit behind each row of :func:`stacks_table` (repository @ commit : path)."""
+    return pd.DataFrame(STACKS, columns=_STACK_COLUMNS)[["system", "source", "file"]].set_index("system")
+
+
+def _line_rate_gbs(net: dict) -> float:
+    """A network's line rate in GB/s: NICs × Gbit/s per NIC ÷ 8."""
+    return net["nics"] * net["nic_gbps"] / 8
+
+
+def transfer_rates(recorded: dict | None = None) -> pd.DataFrame:
+    """The Transfer Engine's rates: FAST'25's over RDMA (Fig. 12; its share of the line rate) beside the range the
+    store lab recorded over TCP loopback (every put and get point), and the time each takes for FAST'25's 40 GB
+    (the lab's at its fastest point). ``recorded``: the lab's results, by default its committed recording — this
+    never starts the store (lab_mooncake_store does)."""
+    from . import lab_store as L
+
+    rec = L.load_recorded() if recorded is None else L.check_results(recorded, where="l09.transfer_rates",
+                                                                     label="recorded")
+    gb, rows = paper.FAST25_TE_GB, []
+    for name, net in paper.FAST25_TE_NETWORKS.items():
+        rows.append({"measured by": "FAST'25, Fig. 12", "network": f"RDMA, {name.replace('×', ' × ')} NICs",
+                     "GB/s": f"{net['gbs']:g}", "share of line rate": f"{100 * net['gbs'] / _line_rate_gbs(net):.0f}%",
+                     f"{gb:g} GB take (s)": f"{gb / net['gbs']:.2f}"})
+    rates = [r[f"{k}_gbps"] for r in rec["transfer"] for k in ("put", "get")]
+    rows.append({"measured by": "the course's store lab, recorded", "network": "TCP over loopback, one machine",
+                 "GB/s": f"{min(rates):.2f} – {max(rates):.2f}", "share of line rate": "— (no NIC)",
+                 f"{gb:g} GB take (s)": f"{gb / max(rates):.0f} at the fastest"})
+    return pd.DataFrame(rows)
+
+
+def describe_transfer_rates(recorded: dict | None = None) -> str:
+    """Two sentences: where the lab's row comes from (package, version, date, machine), and how many times
+    FAST'25's slower network beats the lab's fastest point."""
+    from . import lab_store as L
+
+    rec = L.load_recorded() if recorded is None else L.check_results(recorded, where="l09.describe_transfer_rates",
+                                                                     label="recorded")
+    fastest = max(r[f"{k}_gbps"] for r in rec["transfer"] for k in ("put", "get"))
+    name, net = next(iter(paper.FAST25_TE_NETWORKS.items()))
+    sizes = [L.size_label(r["value_bytes"]) for r in rec["transfer"]]
+    sizes = list(dict.fromkeys(sizes))
+    return (f"The lab's row is its committed recording ({rec['package']} {rec['version']}, {rec['date']}, "
+            f"{rec['machine']}): every put and get point, at values of {', '.join(sizes[:-1])} and {sizes[-1]}. "
+            f"FAST'25's {net['gbs']:g} GB/s over {name.replace('×', ' × ')} NICs is {net['gbs'] / fastest:,.0f}× the "
+            "lab's fastest point.")

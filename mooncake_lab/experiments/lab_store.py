@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import paper as _paper
 from .. import prefix_cache as pc
 from .. import validate as v
 from ..models import get_model
@@ -38,8 +39,8 @@ _MODEL = get_model("llama2-70b")
 KV_BLOCK_BYTES = int(512 * _MODEL.kv_bytes_per_token())
 KV_LAYER_BYTES = KV_BLOCK_BYTES // _MODEL.n_layers
 #: FAST'25 §5.4.1, Fig. 12: Transfer Engine bandwidth over 4×200 Gbps and
-#: 8×400 Gbps RoCE, GB/s.
-FAST25_RDMA_GBPS = {"4×200 Gbps RDMA": 87.0, "8×400 Gbps RDMA": 190.0}
+#: 8×400 Gbps RoCE, GB/s (:data:`mooncake_lab.paper.FAST25_TE_NETWORKS`).
+FAST25_RDMA_GBPS = {f"{net} RDMA": v["gbs"] for net, v in _paper.FAST25_TE_NETWORKS.items()}
 
 TRANSFER_SIZES = (64 * KiB, 512 * KiB, 2 * MiB)   # value sizes; 2 MiB = KV_LAYER_BYTES
 TRANSFER_ROUND_BYTES = 8 * MiB                   # bytes moved per (size, API) point and round
