@@ -98,9 +98,15 @@ def test_outcome_breakdown_partitions_the_requests():
 def test_lecture_claims_conversation(conv):
     _, cap, tok = conv
     x = 100
-    # Mooncake beats both coupled clusters; the gain over vLLM-without-chunking is inside the paper's range
+    # Mooncake beats both coupled clusters
     assert cap.loc["mooncake", x] > cap.loc["coupled_chunked", x] > cap.loc["coupled", x] > 0
-    assert c.PAPER["capacity_gain_min"] <= c.capacity_gain(cap, x) <= c.PAPER["capacity_gain_max"]
+    # §2 and the summary: "against the coupled cluster the gain is huge"; "against the chunked coupled cluster
+    # the gain is far smaller", "and smaller still counted in prompt tokens". (Never against FAST'25's
+    # +59% … +498%: a share gain at the trace's own load, not a ratio of 90% capacities — lectures 06 and 08.)
+    gain, chunked = c.capacity_gain(cap, x), c.capacity_gain(cap, x, "coupled_chunked")
+    assert gain > 3                                                  # more than 4× the coupled cluster's capacity
+    assert 0 < chunked < gain / 2
+    assert c.capacity_gain(tok, x, "coupled_chunked") < chunked
     # without early rejection the disaggregated cluster only ties a chunked coupled one (±10%)
     assert abs(cap.loc["no_predicted", x] / cap.loc["coupled_chunked", x] - 1) < 0.10
     # early rejection brings the largest share; CPP groups of 2 cost a little capacity on this trace
