@@ -370,3 +370,61 @@ def test_generated_notes_are_one_or_two_sentences_with_the_rest_in_a_box():
         assert len(load.sentences) <= 2 and not load.long, note
     assert all(n.count("<details>") == n.count("</details>") for n in notes)
     assert "200 ms: " in notes[0].split("<details>")[1]                # every threshold kept, in the box
+
+
+# ---- issue 26: chunked prefill at today's token budgets ------------------------------------------
+@pytest.mark.parametrize("trace_setup", ["released", "no-traces"], indirect=True)
+def test_vllm_v1_token_budgets_lose_chunked_prefills_tbt(trace_setup):
+    """§5's capacity table adds coupled + chunked at vLLM V1's budgets (2,048 and 8,192 tokens a step). What the
+    prose says holds on the released trace and on the stand-in: a larger budget lengthens the TBT tail; at TBT ≤
+    100 ms chunking then gains nothing over no chunking; at 300 ms 2,048 tokens beat no chunking, 8,192 do not."""
+    import pandas as pd
+
+    from mooncake_lab import paper
+    from mooncake_lab.experiments.common import simulate_all
+    from mooncake_lab.roofline import decode_step_time, prefill_time
+
+    small, mid, big = g.CHUNK_BUDGETS
+    assert (small, mid, big) == (sim.ClusterConfig().prefill_chunk, paper.VLLM_V1_BATCHED_TOKENS["other"],
+                                 paper.VLLM_V1_BATCHED_TOKENS["70GB+"]) == (512, 2048, 8192)
+    tr = g._trace("conversation")
+    cap = g.capacity_table(g.attainment_curve(progress=False))
+    b = g.chunk_budget_capacity()
+    assert list(b.index) == [small, mid, big] and list(b.columns) == list(g.TBT_SLOS_MS)
+    assert (b.loc[small] == cap.loc["coupled_chunked"]).all()       # 512 is the lecture's coupled + chunked
+    rate = g.trace_rate(tr)                                         # a row = the 90 % capacity of its own runs
+    runs = simulate_all([(tr, v, g.config_for("coupled_chunked", prefill_chunk=mid)) for v in g.SPEEDS])
+    cur = pd.DataFrame(dict(rate_rps=[rate * v for v in g.SPEEDS], attainment=[g.attainment(r, 100) for r in runs]))
+    assert b.loc[mid, 100] == g.effective_capacity(cur)
+    # the direction: a larger budget per step lengthens the TBT tail (at 2×) and never raises the capacity
+    tails = [g.run("coupled_chunked", g.DEMO_SPEED, tr, prefill_chunk=k).arrays["tbt_tail"] for k in (small, mid, big)]
+    means, p99s = [np.nanmean(t) for t in tails], [np.nanpercentile(t, 99) for t in tails]
+    assert means[0] < means[1] < means[2] and p99s[0] < p99s[1] < p99s[2]
+    assert (b.loc[small] > b.loc[mid]).all() and b.loc[small, 300] > b.loc[mid, 300] > b.loc[big, 300]
+    # "a 2,048-token chunk alone takes ≈ 180 ms, so at TBT ≤ 100 ms chunking then gains nothing"
+    ms = lambda k, depth=0: 1e3 * prefill_time("llama2-70b", "a800x8", k, depth, preset=g.PRESET)  # noqa: E731
+    assert ms(mid) > 100
+    for k in (mid, big):
+        assert b.loc[k, 100] <= 1.05 * cap.loc["coupled", 100] and b.loc[k, 100] < 0.5 * b.loc[small, 100]
+    # "at TBT ≤ 300 ms a 2,048-token chunk fits, unless it lies deep inside a long prompt, and chunking beats no
+    # chunking again. An 8,192-token chunk takes ≈ 750 ms: no better than no chunking."
+    step = 1e3 * decode_step_time("llama2-70b", "a800x8", 1, 0, g.PRESET)
+    assert ms(mid, 12_000) + step < 300 < ms(mid, 85_000) and ms(big) > 300
+    assert b.loc[mid, 300] > 1.2 * cap.loc["coupled", 300]
+    assert abs(b.loc[big, 300] / cap.loc["coupled", 300] - 1) < 0.10
+    # the table shows one row per budget, after Mooncake and the plain coupled cluster
+    shown = g.capacity_display(cap, tr, budgets=b)
+    assert list(shown.index) == [g.SYSTEM_LABELS["mooncake"], g.SYSTEM_LABELS["coupled"],
+                                 *(g.budget_label(k) for k in (small, mid, big))]
+    assert g.budget_label(mid) == "coupled + chunked prefill, 2,048 tokens a step"
+    assert shown.loc[g.budget_label(big), "TBT ≤ 300 ms"] == f"{b.loc[big, 300]:.2f}"
+    assert list(g.capacity_display(cap, tr).index) == [g.SYSTEM_LABELS[s] for s in g.SYSTEMS]   # without budgets
+
+
+def test_chunk_budget_capacity_refuses_a_bad_budget_naming_it():
+    from mooncake_lab.validate import InputError
+
+    for bad, field in [((512, 0), "budgets[1]"), ((2.5,), "budgets[0]"), ((), "budgets"), ("512", "budgets")]:
+        with pytest.raises(InputError) as err:
+            g.chunk_budget_capacity(bad)
+        assert str(err.value).startswith(f"chunk_budget_capacity.{field}:"), str(err.value)

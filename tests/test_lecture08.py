@@ -51,10 +51,10 @@ def test_each_ablation_switches_off_exactly_its_mechanism():
 
 
 def test_gain_shares_by_hand():
-    # coupled 2 → plain split 4 (+2); full 10; drops: cpp 1, kvcentric 3, layerwise 0, predicted 4 (sum 8);
+    # coupled 2 → plain split 4 (+2); full 10; drops: cpp 1, kvcentric 3, layerwise 0, early_rejection 4 (sum 8);
     # whole gain 8 = 2 + 8 + interaction → interaction −2. Shares: 0.25, 0.125, 0.375, 0, 0.5, −0.25.
     cap = pd.DataFrame({100: {"mooncake": 10.0, "no_cpp": 9.0, "no_kvcentric": 7.0, "no_layerwise": 10.0,
-                              "no_predicted": 6.0, "disaggregated": 4.0, "coupled": 2.0, "coupled_chunked": 5.0}})
+                              "no_early_rejection": 6.0, "disaggregated": 4.0, "coupled": 2.0, "coupled_chunked": 5.0}})
     sh = c.gain_shares(cap, 100)
     assert list(sh.index) == ["disaggregation", *c.MECHANISMS, "interaction"]
     assert sh.share.tolist() == pytest.approx([0.25, 0.125, 0.375, 0.0, 0.5, -0.25])
@@ -98,14 +98,20 @@ def test_outcome_breakdown_partitions_the_requests():
 def test_lecture_claims_conversation(conv):
     _, cap, tok = conv
     x = 100
-    # Mooncake beats both coupled clusters; the gain over vLLM-without-chunking is inside the paper's range
+    # Mooncake beats both coupled clusters
     assert cap.loc["mooncake", x] > cap.loc["coupled_chunked", x] > cap.loc["coupled", x] > 0
-    assert c.PAPER["capacity_gain_min"] <= c.capacity_gain(cap, x) <= c.PAPER["capacity_gain_max"]
+    # §2 and the summary: "against the coupled cluster the gain is huge"; "against the chunked coupled cluster
+    # the gain is far smaller", "and smaller still counted in prompt tokens". (Never against FAST'25's
+    # +59% … +498%: a share gain at the trace's own load, not a ratio of 90% capacities — lectures 06 and 08.)
+    gain, chunked = c.capacity_gain(cap, x), c.capacity_gain(cap, x, "coupled_chunked")
+    assert gain > 3                                                  # more than 4× the coupled cluster's capacity
+    assert 0 < chunked < gain / 2
+    assert c.capacity_gain(tok, x, "coupled_chunked") < chunked
     # without early rejection the disaggregated cluster only ties a chunked coupled one (±10%)
-    assert abs(cap.loc["no_predicted", x] / cap.loc["coupled_chunked", x] - 1) < 0.10
+    assert abs(cap.loc["no_early_rejection", x] / cap.loc["coupled_chunked", x] - 1) < 0.10
     # early rejection brings the largest share; CPP groups of 2 cost a little capacity on this trace
     sh = c.gain_shares(cap, x)
-    assert sh.share.idxmax() == "predicted" and sh.loc["predicted", "share"] > 0.4
+    assert sh.share.idxmax() == "early_rejection" and sh.loc["early_rejection", "share"] > 0.4
     assert sh.loc["cpp", "gain_rps"] < 0
     # counting prompt tokens instead of requests shrinks Mooncake's capacity, not the coupled one's much
     assert tok.loc["mooncake", x] < 0.75 * cap.loc["mooncake", x]
@@ -124,7 +130,7 @@ def test_early_rejection_turns_away_long_prompts():
 
 
 def test_admission_control_says_which_check_rejects():
-    """The ablation's `predicted` share is the TTFT check at arrival: on the conversation trace (released or
+    """The ablation's `early_rejection` share is the TTFT check at arrival: on the conversation trace (released or
     stand-in) baseline, early and predicted reject the same requests, all on the prefill load, none after
     prefill; the sentence says so only when that holds."""
     tab = c.admission_control("conversation")
@@ -250,7 +256,7 @@ def test_analytic_prefill_rate_agrees_with_the_simulator(conv):
     # a large share (queueing costs some) of 8 × the analytic per-node prefill rate, and not above it.
     _, cap, _ = conv
     bound = 8 * c.node_rates("conversation", "a800x8")["prefill_rps"]
-    assert 0.75 * bound <= cap.loc["no_predicted", 100] <= bound
+    assert 0.75 * bound <= cap.loc["no_early_rejection", 100] <= bound
 
 
 def test_fleet_cost_by_hand():
@@ -316,8 +322,9 @@ def test_mechanism_dashboard_every_control_changes_the_figure():
         assert widths() != before or d.readout.value != text, name
     # the readout names the switched-off mechanisms in words, never by their keys
     assert ("without CPP prefill groups, KVCache-centric scheduling, layer-wise KV transfer and "
-            "prediction-based early rejection") in d.readout.value
-    assert not any(k in d.readout.value for k in ("cpp,", "kvcentric", "layerwise", "predicted"))
+            "early rejection") in d.readout.value
+    assert not any(k in d.readout.value for k in ("cpp,", "kvcentric", "layerwise", "early_rejection", "predicted"))
+    assert d.controls["early_rejection"].description == "early rejection"   # the box says what it switches
     assert d.describe_switches([]) == "with every mechanism on"
     assert d.describe_switches(["layerwise"]) == "without layer-wise KV transfer"
     assert d.controls["speed"].continuous_update is False and d.n_full_draws >= 1 and d.background_is_current()
@@ -339,7 +346,8 @@ def test_describe_rates_gives_the_analytic_bound_beside_the_simulated_capacity_a
 
     r = c.node_rates("conversation", "a800x8")
     n = c.config_of("mooncake").n_prefill
-    cap = c.capacity_table(c.capacity_curve(("no_predicted",), progress=False)).loc["no_predicted", 100]
+    cap = c.capacity_table(c.capacity_curve(("no_early_rejection",), progress=False)).loc["no_early_rejection",
+                                                                                           100]
     text = c.describe_rates()
     bound = n * r["prefill_rps"]
     assert f"≈ {bound:.1f} req/s" in text and f"{cap:.1f} req/s" in text
@@ -368,7 +376,8 @@ def test_generated_notes_are_short_and_render_as_written(conv):
         assert load.mean_sentence <= 25 and not load.long, (name, text)
         assert "$" not in text and "synthetic:" not in text, (name, text)
     assert all(w in notes["shares"] for w in ("early rejection", "KVCache-centric scheduling", "P/D split"))
-    assert not any(k in notes["shares"] for k in ("predicted", "kvcentric", "disaggregation", "layerwise"))
+    assert not any(k in notes["shares"] for k in ("early_rejection", "predicted", "kvcentric", "disaggregation",
+                                                  "layerwise"))
     one = costs[costs.network == costs.network.iloc[0]].set_index("fleet")
     assert f"{one.loc['H800 P + H20 D', 'usd_per_hour']:,.1f} USD/h" in notes["hetero"]
     assert f"{be:.3f} USD per TB" in notes["hetero"]
@@ -395,7 +404,7 @@ def test_tables_for_people(conv):
     _, cap, tok = conv
     sysv = c.systems_table()
     assert list(sysv.index) == [c.LABELS[s] for s in c.SYSTEMS]
-    assert sysv.loc[c.LABELS["no_predicted"], "admission"] == "admit all"
+    assert sysv.loc[c.LABELS["no_early_rejection"], "admission"] == "admit all"
     assert sysv.loc[c.LABELS["mooncake"], "KV to decode"] == "layer by layer"
     assert sysv.loc[c.LABELS["no_layerwise"], "KV to decode"] == "after the prefill"
     capv = c.capacity_view({"conversation": cap})
@@ -471,7 +480,7 @@ def test_what_we_reproduce_is_true_on_both_traces():
     assert o["mooncake_first"] and o["paper_mooncake_first"] and p["mooncake"] > max(p["vllm"], p["vllm_chunked"])
     assert o["chunked_above_plain"] and not o["paper_chunked_above_plain"] and p["vllm_chunked"] < p["vllm"]
     for cap in caps.values():
-        assert abs(cap.loc["no_predicted", 100] / cap.loc["coupled_chunked", 100] - 1) < 0.10     # "only ties"
+        assert abs(cap.loc["no_early_rejection", 100] / cap.loc["coupled_chunked", 100] - 1) < 0.10     # "only ties"
         assert cap.loc["disaggregated", 100] < cap.loc["coupled_chunked", 100]                    # "loses to it"
     box = c.paper_box(c.paper_comparison({t: {"requests": caps[t], "tokens": caps[t]} for t in caps}), caps)
     rows = {r.split(" | ")[0].lstrip("| "): r for r in box.splitlines() if r.startswith("| ")}

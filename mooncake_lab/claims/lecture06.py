@@ -78,6 +78,15 @@ def _chunk() -> int:
     return sim.ClusterConfig().prefill_chunk
 
 
+def _budget(k: int) -> int:
+    """The k-th token budget per step of the lecture's chunked coupled engine (``g.CHUNK_BUDGETS``: 512, then
+    vLLM V1's two)."""
+    return _g().CHUNK_BUDGETS[k]
+
+
+_VLLM_V1 = "vLLM V1 vllm/engine/arg_utils.py EngineArgs.get_batch_defaults (OpenAI server context)"
+
+
 def tail_pct() -> float:
     """The share of a request's token intervals its TBT averages, % (10: the simulator's ``tail_slots``)."""
     from ..sim.coupled import tail_slots
@@ -139,6 +148,17 @@ claim("06.control_speed", "(`g.semantics_control`, at 1×)",
 claim("06.paper_range", "beside the paper's +59 % … +498 %",
       lambda: (100 * paper.FIG1_GAIN[300], 100 * paper.FIG1_GAIN[100]), source=_FAST)
 claim("06.prefill_nodes", "the 8 prefill nodes saturate", lambda: _mooncake()[0])
+# section 5: the chunked coupled cluster at vLLM V1's token budgets (the capacity table's last two rows)
+claim("06.chunk_row", "Chunked prefill at 512 tokens a step recovers it",
+      lambda: _g().config_for("coupled_chunked").prefill_chunk)
+claim("06.v1_budget", "vLLM V1's server budget: 2,048 or 8,192 tokens a step, by GPU",
+      lambda: (paper.VLLM_V1_BATCHED_TOKENS["other"], paper.VLLM_V1_BATCHED_TOKENS["70GB+"]), source=_VLLM_V1)
+claim("06.chunk_2048", "A 2,048-token chunk\nalone takes ≈ 180 ms, so at TBT ≤ 100 ms",
+      lambda: (_budget(1), 1e3 * _pt(_budget(1)), _g().TBT_SLOS_MS[0]), rel_tol=0.01)
+claim("06.budget_300", "At TBT ≤ 300 ms a 2,048-token chunk fits", lambda: (_g().TBT_SLOS_MS[-1], _budget(1)))
+claim("06.chunk_8192", "An 8,192-token chunk takes ≈ 750 ms", lambda: (_budget(2), 1e3 * _pt(_budget(2))))
+claim("06.as_budgets", "section 5 also tries vLLM V1's 2,048 and 8,192", lambda: (_budget(1), _budget(2)),
+      source=_VLLM_V1)
 claim("06.best_pd", "near 1:1", lambda: paper.BEST_PD_RATIO, source="FAST'25 §5")
 
 

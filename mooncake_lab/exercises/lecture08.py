@@ -76,7 +76,7 @@ exercise(Exercise(
     choices=("P/D split", "CPP groups", "KVCache-centric scheduling", "layer-wise transfer", "early rejection"),
     synonyms={"disaggregation": "P/D split", "split": "P/D split", "PD split": "P/D split", "cpp": "CPP groups",
               "kvcentric": "KVCache-centric scheduling", "KVCache-centric": "KVCache-centric scheduling",
-              "layerwise": "layer-wise transfer", "predicted": "early rejection",
+              "layerwise": "layer-wise transfer", "early_rejection": "early rejection",
               "prediction-based early rejection": "early rejection", "rejection": "early rejection"},
     hint="Read the shares in the note under the waterfall, or the box beside it.",
     why="Capacity counts requests, and turning away a few long prompts frees the prefill pool for many "

@@ -8,7 +8,8 @@ deep into a long prompt (0.47 s for 512 tokens after 30k) — so slow that *no* 
 100 ms TBT with chunking, for a reason that has nothing to do with the architecture.
 
 Systems: **mooncake** = ``n_prefill`` P + (16 − ``n_prefill``) D (kvcentric); **coupled** = 16 vLLM-like
-nodes without chunked prefill; **coupled_chunked** = the same with 512-token chunks. SLOs (FAST'25):
+nodes without chunked prefill; **coupled_chunked** = the same with 512-token chunks (early vLLM's; vLLM V1's
+budgets of 2,048 and 8,192 tokens a step: :data:`CHUNK_BUDGETS`, :func:`chunk_budget_capacity`). SLOs (FAST'25):
 TTFT ≤ 30 s and TBT ≤ 100 / 200 / 300 ms, TBT = mean of a request's longest 10% token intervals.
 **Attainment** = share of all requests that complete within both SLOs.
 
@@ -48,7 +49,7 @@ __all__ = ["DEMO_SPEED", "N_NODES", "PRESET", "SYSTEMS", "TBT_SLOS_MS", "FIG1_TH
            "SEMANTICS_CONTROLS", "semantics_control", "describe_semantics", "scaled_answers", "MAX_OUTPUT_SCALE",
            "PD_ASSUMPTIONS", "pd_assumptions", "describe_pd_assumptions", "SYSTEM_LABELS", "CLUSTER_LABELS",
            "attainment_table", "chunk_cost_display", "chunked_by_preset_display", "ratio_display", "semantics_display",
-           "capacity_display", "pd_display"]
+           "capacity_display", "pd_display", "CHUNK_BUDGETS", "chunk_budget_capacity", "budget_label"]
 
 N_NODES = 16          # FAST'25 compares clusters of equal node count; arXiv: 10P+10D vs 20 vLLM
 PRESET = "modern"     # see the module docstring
@@ -191,6 +192,42 @@ def capacity_table(curve: pd.DataFrame | None = None) -> pd.DataFrame:
         rows.append(dict(system=s, tbt_slo_ms=x, effective_capacity_rps=effective_capacity(g)))
     t = pd.DataFrame(rows).pivot(index="system", columns="tbt_slo_ms", values="effective_capacity_rps")
     return t.reindex([s for s in SYSTEMS if s in t.index])
+
+#: Token budgets per step of the chunked coupled engine (tokens; ``ClusterConfig.prefill_chunk``): early
+#: vLLM's 512 (the simulator's default, the lecture's ``coupled_chunked``), then vLLM V1's server defaults by
+#: GPU, 2,048 and 8,192 (:data:`mooncake_lab.paper.VLLM_V1_BATCHED_TOKENS`).
+CHUNK_BUDGETS = (sim.ClusterConfig().prefill_chunk, _paper.VLLM_V1_BATCHED_TOKENS["other"],
+                 _paper.VLLM_V1_BATCHED_TOKENS["70GB+"])
+
+
+def chunk_budget_capacity(budgets=CHUNK_BUDGETS, speeds=SPEEDS, tbt_slos_ms=TBT_SLOS_MS, trace="conversation",
+                          progress: bool = False) -> pd.DataFrame:
+    """90 % capacity (req/s) of coupled + chunked prefill at each token budget per step (``prefill_chunk``,
+    tokens): one row per budget, one column per TBT SLO (ms). The default budget's row is
+    :func:`capacity_table`'s ``coupled_chunked`` (the same runs); all runs memoised like
+    :func:`attainment_curve`'s, so the table costs the new budgets' sweeps once per process."""
+    from ..sim.config import MAX_CHUNK_TOKENS
+    from tqdm.auto import tqdm
+
+    w = "chunk_budget_capacity"
+    budgets = tuple(integer(k, f"budgets[{i}]", lo=1, hi=MAX_CHUNK_TOKENS, where=w)
+                    for i, k in enumerate(items(budgets, "budgets", where=w)))
+    tr = _trace(trace)
+    default = sim.ClusterConfig().prefill_chunk
+    rows = {}
+    for k in tqdm(budgets, desc="chunk budgets", disable=not progress, leave=False):
+        kw = {} if k == default else {"prefill_chunk": k}  # the default's runs are the lecture's own
+        cur = attainment_curve(("coupled_chunked",), speeds, tbt_slos_ms, tr, progress=False, **kw)
+        rows[k] = capacity_table(cur).loc["coupled_chunked"]
+    out = pd.DataFrame(rows).T
+    out.index.name, out.columns.name = "prefill_chunk", "tbt_slo_ms"
+    return out
+
+
+def budget_label(budget: int) -> str:
+    """How the lecture's tables name coupled + chunked prefill at a token budget: "…, 2,048 tokens a step"."""
+    return f"{SYSTEM_LABELS['coupled_chunked']}, {int(budget):,} tokens a step"
+
 
 def request_capacity_ratio(speed: float = 1.0, tbt_slos_ms=TBT_SLOS_MS, trace="conversation",
                            baselines=None) -> pd.DataFrame:
@@ -577,6 +614,11 @@ def _metrics():
     for s in SYSTEMS:
         out.append(Metric(f"goodput.effective_capacity_rps.{s}.tbt100ms", float(cap.loc[s, 100]), "req/s",
                           None, src))
+    budgets = chunk_budget_capacity(CHUNK_BUDGETS[1:], tbt_slos_ms=(100,))
+    for k in budgets.index:
+        out.append(Metric(f"goodput.effective_capacity_rps.coupled_chunked_{k}.tbt100ms", float(budgets.loc[k, 100]),
+                          "req/s", None, src + f"; coupled + chunked prefill at {k:,} tokens a step (vLLM V1's "
+                          "server budgets by GPU, vllm/engine/arg_utils.py EngineArgs.get_batch_defaults), not 512"))
     return out
 
 #: The clusters of FAST'25 Fig. 1 (its four curves) in :data:`BASELINES`, with the key of their value in
@@ -717,13 +759,26 @@ def semantics_display(ctl: pd.DataFrame, tbt_slo_ms: float = 100) -> pd.DataFram
                         index=pd.Index(list(ctl.index), name="Mooncake 8P+8D with"))
 
 
-def capacity_display(cap: pd.DataFrame, trace="conversation", speeds=SPEEDS) -> pd.DataFrame:
+def capacity_display(cap: pd.DataFrame, trace="conversation", speeds=SPEEDS, budgets: pd.DataFrame | None = None
+                     ) -> pd.DataFrame:
     """A :func:`capacity_table` for people: 90 % capacity (req/s) per system and TBT SLO; "≥" marks a capacity
-    at the top of the replay-speed sweep (a lower bound)."""
+    at the top of the replay-speed sweep (a lower bound). ``budgets``: a :func:`chunk_budget_capacity` table;
+    the chunked row then names its budget, and a row per other budget follows it."""
     top = trace_rate(trace) * max(speeds)
-    return pd.DataFrame({f"TBT ≤ {x:g} ms": [("≥ " if np.isclose(v, top) else "") + f"{v:.2f}" for v in cap[x]]
+    default = sim.ClusterConfig().prefill_chunk
+    labels, rows = [], []
+    for s in cap.index:
+        labels.append(SYSTEM_LABELS.get(s, s))
+        rows.append(cap.loc[s, list(cap.columns)])
+        if s == "coupled_chunked" and budgets is not None:
+            labels[-1] = budget_label(default)
+            for k in budgets.index:
+                if k != default:
+                    labels.append(budget_label(k))
+                    rows.append(budgets.loc[k, list(cap.columns)])
+    return pd.DataFrame({f"TBT ≤ {x:g} ms": [("≥ " if np.isclose(r[x], top) else "") + f"{r[x]:.2f}" for r in rows]
                          for x in cap.columns},
-                        index=pd.Index(_labels(cap.index, SYSTEM_LABELS), name="90 % capacity (req/s)"))
+                        index=pd.Index(labels, name="90 % capacity (req/s)"))
 
 
 def pd_display(pdr: pd.DataFrame) -> pd.DataFrame:

@@ -60,16 +60,18 @@ CPP_GROUP_SIZE = 2
 #: Full Mooncake on top of lecture 06's 8P+8D (kvcentric already its default policy).
 FULL = dict(prefill_policy="kvcentric", cpp_group_size=CPP_GROUP_SIZE, layerwise_kv_transfer=True,
             admission="predicted")
-#: Each mechanism: (label, the ClusterConfig overrides that switch it off).
+#: Each mechanism: (label, the ClusterConfig overrides that switch it off). ``early_rejection`` switches
+#: all of full Mooncake's admission control off (``admission="predicted"``: its TTFT check at arrival and
+#: its decode-load forecast); :func:`admission_control` says which of the two checks does the rejecting.
 MECHANISMS = {
     "cpp": ("CPP prefill groups", dict(cpp_group_size=1)),                     # → single-node instances
     "kvcentric": ("KVCache-centric scheduling", dict(prefill_policy="load")),  # → load balancing
     "layerwise": ("layer-wise KV transfer", dict(layerwise_kv_transfer=False)),  # → sent after prefill
-    "predicted": ("prediction-based early rejection", dict(admission="none")),  # → admit everything
+    "early_rejection": ("early rejection", dict(admission="none")),            # → admit everything
 }
 SYSTEMS = ("mooncake", *(f"no_{m}" for m in MECHANISMS), "disaggregated", "coupled", "coupled_chunked")
 LABELS = {"mooncake": "Mooncake (all on)", **{f"no_{m}": f"Mooncake without {v[0]}" for m, v in MECHANISMS.items()},
-          "no_predicted": "Mooncake without early rejection", "disaggregated": "plain 8P+8D (all four off)", "coupled": "coupled (vLLM-like)",
+          "disaggregated": "plain 8P+8D (all four off)", "coupled": "coupled (vLLM-like)",
           "coupled_chunked": "coupled + chunked prefill"}
 #: Paper anchors (:mod:`mooncake_lab.paper`). The +59% … +498% are gains in FAST'25's request capacity
 #: ratio (a share at the trace's own load, lecture 06), not in our 90 % capacity (a rate).
@@ -241,9 +243,9 @@ def paper_comparison(caps: dict, tbt_slo_ms: float = 100) -> pd.DataFrame:
         for w, cap in t.items():
             for base in ("coupled", "coupled_chunked"):
                 rows.append(dict(trace=trace, counting=w, baseline=base, gain=capacity_gain(cap, tbt_slo_ms, base),
-                                 gain_without_rejection=capacity_gain(cap, tbt_slo_ms, base, "no_predicted"),
+                                 gain_without_rejection=capacity_gain(cap, tbt_slo_ms, base, "no_early_rejection"),
                                  gain_text=_gain_text(cap, trace, tbt_slo_ms, base),
-                                 gain_without_rejection_text=_gain_text(cap, trace, tbt_slo_ms, base, "no_predicted")))
+                                 gain_without_rejection_text=_gain_text(cap, trace, tbt_slo_ms, base, "no_early_rejection")))
     return pd.DataFrame(rows)
 
 
@@ -332,7 +334,7 @@ def describe_headline(caps: dict, tbt_slo_ms: float = 100) -> str:
 
 
 #: The systems of the lecture's short tables: Mooncake, its best rival, and the two coupled clusters.
-MAIN_SYSTEMS = ("mooncake", "no_predicted", "coupled_chunked", "coupled")
+MAIN_SYSTEMS = ("mooncake", "no_early_rejection", "coupled_chunked", "coupled")
 
 
 def headline_view(caps: dict, tbt_slo_ms: float = 100) -> pd.DataFrame:
@@ -384,7 +386,7 @@ def describe_rejection(profile: pd.DataFrame, caps: dict, tokcaps: dict, tbt_slo
 
 #: The parts of the gain as the prose names them (:func:`gain_shares`' index → words).
 PART_NAMES = {"disaggregation": "P/D split", "cpp": "CPP groups", "kvcentric": "KVCache-centric scheduling",
-              "layerwise": "layer-wise transfer", "predicted": "early rejection", "interaction": "interaction"}
+              "layerwise": "layer-wise transfer", "early_rejection": "early rejection", "interaction": "interaction"}
 
 
 def describe_shares(caps: dict) -> str:
@@ -412,7 +414,8 @@ def describe_rates(trace: Trace | str = "conversation", node: str = "a800x8") ->
     rejection, and why they differ (computed)."""
     r = node_rates(trace, node)
     n = config_of("mooncake").n_prefill
-    cap = capacity_table(capacity_curve(("no_predicted",), trace=trace, progress=False)).loc["no_predicted", 100]
+    cap = capacity_table(capacity_curve(("no_early_rejection",), trace=trace, progress=False)).loc[
+        "no_early_rejection", 100]
     bound = n * r["prefill_rps"]
     why = ("The analytic rate keeps the prefill pool busy all the time, which a queue within the TTFT SLO cannot."
            if bound >= cap else "The simulated pool did better than the analytic rate.")
@@ -473,7 +476,7 @@ def semantics_control(trace: Trace | str = "conversation", speeds=SEMANTICS_SPEE
     return pd.DataFrame(rows).set_index("speed")
 
 
-#: Admission policies of :func:`admission_control` (full Mooncake with each; ``none`` = ``no_predicted``).
+#: Admission policies of :func:`admission_control` (full Mooncake with each; ``none`` = ``no_early_rejection``).
 ADMISSIONS = ("none", "baseline", "early", "predicted")
 
 
@@ -504,7 +507,7 @@ def admission_control(trace: Trace | str = "conversation", speed: float = 5.0, t
 
 def describe_admission(tab: pd.DataFrame) -> str:
     """Markdown: which check of an :func:`admission_control` table rejects, and so what the ablation's
-    share called "early rejection" (``predicted``) measures (computed)."""
+    share called "early rejection" (``early_rejection``) measures (computed)."""
     at, rej = tab.attrs, tab.drop("none")
     if rej.capacity_rps.nunique() == 1 and rej.rejected.nunique() == 1 and \
             int(rej.by_decode_load_only.sum() + rej.after_prefill.sum()) == 0:
@@ -940,9 +943,9 @@ def _metrics() -> list[Metric]:
                               "× − 1 vs coupled", None, here + "; ≥ 90% of prompt tokens instead of requests"))
         if math.isfinite(capacity_gain(cap, 100)):
             for part, r in gain_shares(cap, 100).iterrows():
-                # the "predicted" part switches all admission off (MECHANISMS): its share is early rejection's
-                name, note = (("early_rejection", "; the part measured by admission='none' (all admission checks off)")
-                              if part == "predicted" else (part, ""))
+                # the early_rejection part switches all admission off (MECHANISMS)
+                name, note = part, ("; the part measured by admission='none' (all admission checks off)"
+                                    if part == "early_rejection" else "")
                 out.append(Metric(f"capstone.{key}share.{name}.tbt100ms", float(r.share), "fraction of the gain", None,
                                   src.format(tr=trace) + "; leave-one-out, interaction = remainder" + note))
     finite = [x for x in gains if math.isfinite(x)]

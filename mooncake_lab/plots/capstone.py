@@ -40,7 +40,7 @@ def capacity_bars(caps: dict, labels: dict, tbt_slo_ms: float = 100, top_rates: 
 
 #: Short names of the parts of :func:`~mooncake_lab.experiments.l08_capstone.gain_shares` (x axis).
 _SHORT = {"disaggregation": "P/D split\n(8P+8D)", "cpp": "CPP\ngroups", "kvcentric": "KVCache-\ncentric",
-          "layerwise": "layer-wise\ntransfer", "predicted": "early\nrejection", "interaction": "inter-\naction"}
+          "layerwise": "layer-wise\ntransfer", "early_rejection": "early\nrejection", "interaction": "inter-\naction"}
 
 
 @styled
