@@ -377,7 +377,7 @@ def test_generated_notes_are_one_or_two_sentences_with_the_rest_in_a_box():
 def test_vllm_v1_token_budgets_lose_chunked_prefills_tbt(trace_setup):
     """§5's capacity table adds coupled + chunked at vLLM V1's budgets (2,048 and 8,192 tokens a step). What the
     prose says holds on the released trace and on the stand-in: a larger budget lengthens the TBT tail; at TBT ≤
-    100 ms chunking then gains nothing over no chunking; at 300 ms 2,048 tokens beat no chunking, 8,192 do not."""
+    100 ms chunking then gains little over no chunking; at 300 ms 2,048 tokens beat no chunking, 8,192 do not."""
     import pandas as pd
 
     from mooncake_lab import paper
@@ -401,11 +401,11 @@ def test_vllm_v1_token_budgets_lose_chunked_prefills_tbt(trace_setup):
     means, p99s = [np.nanmean(t) for t in tails], [np.nanpercentile(t, 99) for t in tails]
     assert means[0] < means[1] < means[2] and p99s[0] < p99s[1] < p99s[2]
     assert (b.loc[small] > b.loc[mid]).all() and b.loc[small, 300] > b.loc[mid, 300] > b.loc[big, 300]
-    # "a 2,048-token chunk alone takes ≈ 180 ms, so at TBT ≤ 100 ms chunking then gains nothing"
+    # "a 2,048-token chunk alone takes ≈ 180 ms, so at TBT ≤ 100 ms chunking then gains little" (≤ 10%)
     ms = lambda k, depth=0: 1e3 * prefill_time("llama2-70b", "a800x8", k, depth, preset=g.PRESET)  # noqa: E731
     assert ms(mid) > 100
     for k in (mid, big):
-        assert b.loc[k, 100] <= 1.05 * cap.loc["coupled", 100] and b.loc[k, 100] < 0.5 * b.loc[small, 100]
+        assert b.loc[k, 100] <= 1.10 * cap.loc["coupled", 100] and b.loc[k, 100] < 0.5 * b.loc[small, 100]
     # "at TBT ≤ 300 ms a 2,048-token chunk fits, unless it lies deep inside a long prompt, and chunking beats no
     # chunking again. An 8,192-token chunk takes ≈ 750 ms: no better than no chunking."
     step = 1e3 * decode_step_time("llama2-70b", "a800x8", 1, 0, g.PRESET)
@@ -428,3 +428,24 @@ def test_chunk_budget_capacity_refuses_a_bad_budget_naming_it():
         with pytest.raises(InputError) as err:
             g.chunk_budget_capacity(bad)
         assert str(err.value).startswith(f"chunk_budget_capacity.{field}:"), str(err.value)
+
+
+@pytest.mark.parametrize("trace_setup", ["released", "no-traces"], indirect=True)
+def test_the_hybrid_buys_most_where_prompts_are_short(trace_setup):
+    """§7: inlining short prefills into the decode batch (arXiv v3 §5) cuts the mean TTFT where many prompts
+    are short (the synthetic trace) and changes nothing where few are (toolagent-like); the decode side pays
+    little, the TBT tail moving by under 2 ms."""
+    t = g.inline_effect()
+    conv, syn, tool = (t.iloc[k] for k in range(3))
+    assert syn.inlined_pct == t.inlined_pct.max() and syn.inlined_pct >= 15
+    assert syn.ttft_mean_s_on <= 0.85 * syn.ttft_mean_s_off
+    assert tool.inlined_pct < 5 and abs(tool.ttft_mean_s_on / tool.ttft_mean_s_off - 1) < 0.02
+    assert conv.ttft_mean_s_on <= conv.ttft_mean_s_off
+    assert ((t.tbt_tail_ms_on - t.tbt_tail_ms_off).abs() < 2).all()
+    assert (t.attainment_pct_on >= t.attainment_pct_off - 0.5).all()
+    text = g.describe_inline(t)
+    assert f"{syn.inlined_pct:.0f}% inlined" in text and f"{syn.ttft_mean_s_on:.2f} s" in text
+    shown = g.inline_display(t)
+    assert list(shown.index) == list(t.index) and shown.iloc[1]["mean TTFT (s), hybrid"] == f"{syn.ttft_mean_s_on:.2f}"
+    with pytest.raises(ValueError, match="speed"):
+        g.inline_effect(speed=0)

@@ -467,6 +467,53 @@ def semantics_control(speed: float = 1.0, trace="conversation", tbt_slo_ms: floa
                          for r in runs], index=pd.Index(list(SEMANTICS_CONTROLS), name="mooncake 8P+8D"))
 
 
+#: The traces the paper's hybrid is shown on: each with its own share of short prompts.
+INLINE_TRACES = ("conversation", "synthetic", "toolagent-like")
+
+
+def inline_effect(traces=INLINE_TRACES, speed: float = DEMO_SPEED, tbt_slo_ms: float = 100) -> pd.DataFrame:
+    """Mooncake 8P+8D at ``speed`` without and with the paper's hybrid (``inline_prefill``: a prefill that fits
+    one chunk and keeps the TBT SLO runs inside a decode batch, arXiv v3 §5), one row per trace: share of
+    requests inlined (%), mean TTFT (s), mean TBT tail (ms) and requests meeting both SLOs (%, TBT ≤
+    ``tbt_slo_ms``), each without (``_off``) and with (``_on``) it."""
+    speed = real(speed, "speed", lo=0.0, lo_open=True, hi=100.0, where="inline_effect")
+    rows = {}
+    for name in items(traces, "traces", where="inline_effect"):
+        tr = _trace(name)
+        off, on = simulate_all([(tr, speed, config_for("mooncake", inline_prefill=x)) for x in (False, True)])
+        row = {"inlined_pct": 100.0 * float(((on.arrays["prefill_inst"] < 0)
+                                             & (on.arrays["outcome"] == sim.COMPLETED)).mean())}
+        for key, r in (("off", off), ("on", on)):
+            s = r.summary()
+            row[f"ttft_mean_s_{key}"] = s["ttft_mean_s"]
+            row[f"tbt_tail_ms_{key}"] = 1e3 * float(np.nanmean(r.arrays["tbt_tail"]))
+            row[f"attainment_pct_{key}"] = 100.0 * attainment(r, tbt_slo_ms)
+        rows[tr.name] = row
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("trace")
+
+
+def inline_display(t: pd.DataFrame) -> pd.DataFrame:
+    """:func:`inline_effect` for the page: rounded, units in the column names."""
+    out = pd.DataFrame(index=t.index)
+    out["inlined (%)"] = t.inlined_pct.map("{:.0f}".format)
+    for col, unit, fmt in (("ttft_mean_s", "mean TTFT (s)", "{:.2f}"), ("tbt_tail_ms", "mean TBT tail (ms)", "{:.1f}"),
+                           ("attainment_pct", "both SLOs (%)", "{:.1f}")):
+        out[f"{unit}, pool only"] = t[f"{col}_off"].map(fmt.format)
+        out[f"{unit}, hybrid"] = t[f"{col}_on"].map(fmt.format)
+    return out
+
+
+def describe_inline(t: pd.DataFrame) -> str:
+    """One sentence per trace: how many requests the hybrid inlines and what it does to the mean TTFT."""
+    parts = []
+    for name, r in t.iterrows():
+        change = f"{r.ttft_mean_s_on / r.ttft_mean_s_off - 1:+.0%}".replace("-", "−")
+        parts.append(f"{name}: {r.inlined_pct:.0f}% inlined, mean TTFT {r.ttft_mean_s_off:.2f} → "
+                     f"{r.ttft_mean_s_on:.2f} s ({change}), mean TBT tail {r.tbt_tail_ms_off:.1f} → "
+                     f"{r.tbt_tail_ms_on:.1f} ms")
+    return "; ".join(parts) + "."
+
+
 def describe_semantics(ctl: pd.DataFrame, box: bool = True) -> str:
     """Markdown: whether giving Mooncake the coupled engine's semantics (:func:`semantics_control`) moves
     its share meeting the SLOs (computed). ``box``: one sentence, the rest in a collapsible box; else all of it

@@ -12,6 +12,11 @@ VLLM_MEM = "https://docs.vllm.ai/en/latest/configuration/engine_args.html (--gpu
 VLLM_OPT = "https://docs.vllm.ai/en/stable/configuration/optimization/ (preemption by recompute; chunked prefill)"
 VLLM_V1_SCHED = "vllm-project/vllm@b4622cf9:vllm/v1/core/sched/scheduler.py (preempts the last running request)"
 CHUNK512 = "https://github.com/vllm-project/vllm/pull/4580 (chunked prefill doc: max_num_batched_tokens 512 by default)"
+VLLM_V1_BUDGET = ("vllm-project/vllm@99d7eb5d:vllm/engine/arg_utils.py (EngineArgs.get_batch_defaults: 8,192 tokens on "
+                  "GPUs of >= 70 GB, A100 excluded, 2,048 on others, OpenAI server)")
+VLLM_V1_STEP = ("vllm-project/vllm@b4622cf9:vllm/v1/core/sched/scheduler.py (running requests' decode tokens come out "
+                "of the same token_budget as the prefill chunks)")
+HYBRID = f"{V3} §5 (a prefill inlined into the decoding batch)"
 SIM = "about the course's simulated engine, not the real system"
 
 S("It is also about the number Kimi", f"{FAST} §5.1; {V3} §7")
@@ -26,6 +31,8 @@ S("| the vLLM baseline | vLLM v0.5.1", f"{FAST} §5.1; {FAST} Fig. 1")
 S("| chunked prefill | vLLM's |", f"{FAST} Fig. 1; {CHUNK512}")
 S("| Mooncake's decode | output lengths", f"{V3} §7.4; {V3} §3")
 S("| prefix caching | vLLM with and", f"{FAST} Fig. 1")
+S("| DRAM ↔ HBM | a cached prefix", f"{V3} §3 (cached and received KV loaded into HBM)")
+S("| short prefills | inlined into", HYBRID)
 S("This is vLLM's default (`gpu_memory_utilization`)", VLLM_MEM)
 S("A Mooncake decode node admits", f"{V3} §3 (continuous batching on the decode instance)")
 S("Its decode node was chosen when it", f"{V3} Algorithm 1")
@@ -45,7 +52,13 @@ S("Mooncake's decode does not know them", f"{V3} §7.4")
 N("A control gives Mooncake the\ncoupled", SIM)
 S("So its ratios must **not**\nbe set", f"{FAST} §5.1; {FAST} Fig. 1")
 N("On the released trace it goes even", SIM)
+S("The last two rows use vLLM V1's", VLLM_V1_BUDGET)
+S("vLLM's budget also counts\nthe decode", VLLM_V1_STEP)
 S("FAST'25 found the best ratio near 1:1.", f"{FAST} §5.5; {FAST} Fig. 15")
+S("Mooncake does not send every prompt", HYBRID)
+S('A prefill "is inlined into the', HYBRID)
+N("`inline_prefill=True` switches", "the course's simulator switch and its table")
+N("A request is inlined when its prompt", "the course's simulator rule (mooncake_lab.sim.reference), not the real system")
 S("It sets each of the paper's findings", f"{FAST} §5.1")
 S("What is its TBT as\nFAST'25 measures it,", f"{FAST} §5.1")
 N("*Question 4 [90 % capacity]: at TBT", "a question about the course's simulated sweep")

@@ -34,6 +34,7 @@ S("| early rejection | Algorithm 1,", f"{ALG1}; {V3} §7.4")
 S("| baselines | vLLM v0.5.1 plain,", f"{FAST} Fig. 1, 6 and 7")
 S("| output lengths | unknown until", f"{V3} §7.4")
 S("| network | links shared by every", f"{V3} §4")
+S("| DRAM ↔ HBM | cached and received", f"{V3} §3; {FAST} Fig. 14")
 S("| prices (§6) | — (the paper prices",
   "DeepSeek-V3 (arXiv 2412.19437) Table 1 (2 USD per H800 GPU hour); "
   "https://aws.amazon.com/ec2/pricing/on-demand/ (data transfer between availability zones)")

@@ -34,8 +34,16 @@ AIB_HASH = "vllm-project/aibrix@0871c212:pkg/utils/prefixcacheindexer/hash.go"
 AIB_PD = "vllm-project/aibrix@01692761:pkg/plugins/gateway/algorithms/pd_disaggregation.go"
 AIB_PDREADME = "vllm-project/aibrix@e3e10f9e:pkg/plugins/gateway/algorithms/pd_readme.md"
 PREBLE = "WukLab/preble@0c962c4c:multi_node/global_scheduler_with_time.py"
-VLLM_MC = "https://docs.vllm.ai/en/latest/features/mooncake_connector_usage/"
-SGL_HICACHE = "https://docs.sglang.io/advanced_features/hicache_best_practices.html"
+# §8, Mooncake in today's stacks: the files of l09_routers.STACKS (and notebooks/routers.md), each at its commit.
+VLLM_MC_DOC = "vllm-project/vllm@8a53ea11:docs/features/mooncake_connector_usage.md"
+VLLM_MCS_DOC = "vllm-project/vllm@135ed352:docs/features/mooncake_store_connector_usage.md"
+SGL_PD_DOC = "sgl-project/sglang@cccb6546:docs/advanced_features/pd_disaggregation.md"
+SGL_HICACHE_DOC = "sgl-project/sglang@0d57f2c1:docs/advanced_features/hicache_best_practices.md"
+DYN_HICACHE = "ai-dynamo/dynamo@a9a4ef7a:docs/backends/sglang/sglang-hicache.md"
+MC_TE_DOC = "kvcache-ai/Mooncake@3b5a5941:docs/source/design/transfer-engine/index.md"
+TE_SLICE = "kvcache-ai/Mooncake@3b5a5941:mooncake-transfer-engine/include/config.h (slice_size = 65536)"
+FAST_TE = "FAST'25 §5.4.1, Fig. 12 (40 GB = LLaMA3-70B KV of 128k tokens)"
+FAST_TE_DESIGN = "FAST'25 §3.2.3 (topology-aware path selection: 16 KB slices)"
 SIM = "about the course's simulated runs, not the real router"
 Q = "a question of an exercise"
 
@@ -47,6 +55,8 @@ S("| who picks the prefill instance", ALG1)
 S("| who picks the decode node on", ALG1)
 S("| the serving engine | Kimi's own", f"{V3} §3")
 S("| stress | the paper's replay |", f"{V3} §8; {V3} Table 3")
+S("| KV transfer between nodes | the", f"{FAST_TE}; {FAST_TE_DESIGN}")
+S("| DRAM ↔ HBM | cached and received", f"{V3} §3 (cached and received KV loaded into HBM)")
 S("**Mooncake's pools** split prefill", f"{V3} §3; https://docs.vllm.ai/en/stable/configuration/optimization/ (chunked prefill)")
 S("A router uses these settings whenever", f"{DYN_DOC}; {DYN_CFG} (router_ttl_secs = 120 without KV events)")
 S("| *M* | the prompt's blocks, capped", "llm-d/llm-d-router@ebab6879:pkg/epp (defaultMaxPrefixTokens = 131072)")
@@ -99,16 +109,28 @@ S("Dynamo's router docs say that `overlap_score_weight`", DYN_DOC)
 S("Two defaults depend on where you", f"{AIB_README}; {AIB}; {SGL_CFG}; {SGL_ARGS}")
 S("Some router state is simplified", f"{AIB_HASH}; {SGL_TREE}; {DYN_SEL}")
 S("One more place where the docs and", f"{AIB_PDREADME}; {AIB_PD}")
+S("They use Mooncake's open-source", f"{VLLM_MC_DOC}; {VLLM_MCS_DOC}; {SGL_PD_DOC}; {SGL_HICACHE_DOC}; {MC_TE_DOC}")
+S("Of §1's routers, only\nDynamo's", f"{DYN_HICACHE}; {DYN_SEL} (shared_cache_multiplier)")
+S("`MooncakeConnector` sends a request's", f"{VLLM_MC_DOC} (kv_producer, kv_consumer and the proxy)")
+S("Mooncake is the default P/D transfer", SGL_PD_DOC)
+S("HiCache moves KV pages between", f"{SGL_HICACHE_DOC}; {DYN_HICACHE}")
+S("With HiCache on the prefill nodes", f"{SGL_HICACHE_DOC} (Prefill-only HiCache)")
+S("On each request the router asks", f"{DYN_HICACHE} (How it works, Scoring)")
+S("That is a fixed weight per block,", f"{DYN_HICACHE} (Scoring); {ALG1}")
+S("At the commit\n  we read, the page", f"{DYN_HICACHE} (Requirements: sgl-project/sglang#22894 not yet merged)")
+N("The\n  `dynamo` rule of §1 has no", "about the course's `dynamo` rule of §1 (the real router's pool term is the item above)")
+S("FAST'25 moved 40 GB, the KV of", FAST_TE)
+S("The engine cuts a transfer into", f"{FAST_TE_DESIGN}; {TE_SLICE}")
 N("(a) Which instance does `sglang`", Q)
 N("(b) Which\ndoes `aibrix` pick?", Q)
 N("On the conversation trace, on Mooncake's", Q)
 N("The instances cache 1,024 blocks", Q)
 S("* The routers weigh cached prefix", f"{ALG1}; {SGL}; {LLMD}; {AIB}")
-S("No router rule fetches a prefix;", f"{VLLM_MC}; {SGL_HICACHE}")
+S("No router rule moves KV; the engines", f"{VLLM_MCS_DOC}; {SGL_HICACHE_DOC}; {DYN_HICACHE}")
 N("On Mooncake's pools (conversation", SIM)
 restate("09", "solutions", "Mooncake's Conductor (lecture 04)", "Since then the open-source serving",
         "We run their rules on the Conductor's", "Its overlap weight is not offered:", "SGLang: the cache\nthreshold.",
-        "Two defaults depend on where you", "* The routers weigh cached prefix", "On Mooncake's pools (conversation")
+        "Two defaults depend on where you")
 N("Question 1b: the instance `aibrix`", Q, where="09.changed_aibrix")
 S("AIBrix first compares the spread", AIB, where="09.changed_aibrix")
 S("AIBrix looks at prefixes only among", AIB, where="09.changed_aibrix")
