@@ -436,6 +436,8 @@ def router_case(draw, name):
         dynamo_prefill_scale=draw(st.sampled_from([0.0, 1.0, 2.0])),
         dynamo_request_weight=draw(st.sampled_from([0.0, 1.0, 3.0])),
         dynamo_temperature=draw(st.one_of(st.just(0.0), st.sampled_from([0.1, 1.0]), st.floats(1e-3, 5.0))),
+        # the shared tier (issue 26 §3 fact 2): the disaggregated pools only
+        dynamo_shared_multiplier=draw(st.sampled_from([0.0, 0.5, 1.0]) | st.floats(0.0, 1.0)) if pd else 0.0,
         sglang_cache_threshold=draw(st.one_of(st.sampled_from([0.0, 0.25, 0.3, 0.5, 1.0]), st.floats(0.0, 1.0))),
         sglang_balance_abs=draw(st.integers(0, 5)), sglang_balance_rel=draw(st.sampled_from([1.0, 1.5, 2.0])),
         llmd_prefix_weight=draw(weight), llmd_queue_weight=draw(weight), llmd_kv_weight=draw(weight),
@@ -571,7 +573,8 @@ BAD_FIELDS = [
     ("dynamo_overlap_credit", -0.1), ("dynamo_overlap_credit", NAN), ("dynamo_overlap_credit", "1"),
     ("dynamo_prefill_scale", -1.0), ("dynamo_prefill_scale", INF), ("dynamo_request_weight", -1.0),
     ("dynamo_request_weight", None), ("dynamo_temperature", -0.5), ("dynamo_temperature", INF),
-    ("dynamo_temperature", True), ("sglang_cache_threshold", 1.5), ("sglang_cache_threshold", -0.1),
+    ("dynamo_temperature", True), ("dynamo_shared_multiplier", 1.5), ("dynamo_shared_multiplier", -0.1),
+    ("sglang_cache_threshold", 1.5), ("sglang_cache_threshold", -0.1),
     ("sglang_cache_threshold", NAN), ("sglang_balance_abs", -1), ("sglang_balance_abs", 2.5),
     ("sglang_balance_abs", "64"), ("sglang_balance_abs", True), ("sglang_balance_rel", 0.9),
     ("sglang_balance_rel", NAN), ("llmd_prefix_weight", -1.0), ("llmd_prefix_weight", NAN),
@@ -597,7 +600,7 @@ def test_router_config_bad_inputs_name_the_field(field, value):
 
 def test_bad_inputs_are_many():
     # every field of RouterConfig is tried at least twice
-    assert len(BAD_FIELDS) == 69
+    assert len(BAD_FIELDS) == 71
     fields = {f for f, _ in BAD_FIELDS}
     assert fields == set(RouterConfig.__dataclass_fields__)
 

@@ -21,7 +21,10 @@ INF = float("inf")
 
 def router_config(base, name, knowledge, capacity, ttl, window, decode_choice, binding, outputs, contention,
                   x, groups, tuning):
-    """``base`` (test_sim_engines' strategy: sizes, caches, presets, admission, noise) run by router ``name``."""
+    """``base`` (test_sim_engines' strategy: sizes, caches, presets, admission, noise) run by router ``name``.
+    Dynamo's shared tier needs the true caches: with knowledge "belief" it is left off."""
+    if knowledge == "belief":
+        tuning = {k: v for k, v in tuning.items() if k != "dynamo_shared_multiplier"}
     rc = RouterConfig(knowledge=knowledge, belief_capacity_blocks=capacity, belief_ttl_s=ttl, window_s=window,
                       decode_choice=decode_choice, **tuning)
     return base.replace(prefill_policy=name, router=rc, decode_binding=binding, output_lengths=outputs,
@@ -33,6 +36,7 @@ tunings = st.fixed_dictionaries({}, optional={
     "dynamo_temperature": st.sampled_from([0.0, 0.7]),
     "dynamo_request_weight": st.sampled_from([0.0, 2.0]),
     "dynamo_overlap_credit": st.sampled_from([1.0, 0.5]),
+    "dynamo_shared_multiplier": st.sampled_from([0.0, 0.5, 1.0]),  # issue 26 §3 fact 2: the shared tier
     "sglang_cache_threshold": st.sampled_from([0.0, 0.3, 0.9]),
     "sglang_balance_abs": st.sampled_from([0, 1, 64]),
     "sglang_balance_rel": st.sampled_from([1.0, 1.5]),
@@ -70,7 +74,12 @@ def test_kernel_equals_reference_for_every_router(name):
         assert_invariants(a)
         assert_invariants(b)
         acc = a.requests[a.requests.prefill_instance >= 0]
-        assert (acc.fetched_tokens == 0).all() and (acc.fetch_source == -1).all()  # routers never fetch
+        if config.router.dynamo_shared_multiplier == 0.0 or name != "dynamo":
+            assert (acc.fetched_tokens == 0).all() and (acc.fetch_source == -1).all()  # routers never fetch
+        else:  # Dynamo's shared tier: a fetch comes from another instance, never more than the prompt
+            f = acc[acc.fetched_tokens > 0]
+            assert (f.fetch_source >= 0).all() and (f.fetch_source != f.prefill_instance).all()
+            assert (f.cached_tokens < f.input_len).all()
     check()
 
 

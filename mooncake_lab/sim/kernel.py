@@ -13,7 +13,8 @@ One pass over the requests in arrival order:
 * **routers** (``prefill_policy`` a :data:`.routers.ROUTERS` name): the prefill instance comes from
   :func:`.routers.route` on per-instance loads kept as pointers into each instance's FIFO list of
   dispatched requests (:class:`~.state.Dispatched`; also shown to student policies), matches from the
-  true caches or the router's belief; no remote prefix is fetched. The Conductor's policies pass
+  true caches or the router's belief; no remote prefix is fetched (but Dynamo's shared tier fetches the
+  pool's best, ``router.dynamo_shared`` > 0: reference rule 2a). The Conductor's policies pass
   ``router=None`` and numba drops that code.
 * **network links** (``network_contention``, :mod:`.links`): per prefill node a send and a receive
   link, and per decode node a receive link (used when the decode instance is chosen at arrival),
@@ -77,6 +78,7 @@ from .routers import (ROUTERS, DecodeInputs, RouterInputs, aibrix_least_running,
                       deepest_entered, note_entered, route, route_decode)
 
 SGLANG = ROUTERS["sglang"]  # its rule reads RouterInputs.deepest_entered
+DYNAMO = ROUTERS["dynamo"]  # with a shared tier (router.dynamo_shared > 0) its choice fetches the pool's best
 from .state import (Conductor, DecodeNodes, DecodeQueues, DecodeRequests, Dispatched, Intervals, Links, Prefill,
                     ReadyHeap, RunLog, Stints)
 
@@ -1027,7 +1029,7 @@ def _run(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, router,
                                      diag)
             if pi < 0:
                 break  # a bad choice: the caller raises from diag[4:7]
-        elif policy >= 5:  # a router (sim/routers.py): it never fetches a remote prefix (use_remote stays False)
+        elif policy >= 5:  # a router (sim/routers.py): no remote prefix but Dynamo's shared tier (use_remote below)
             pi = -1
             if router is not None:
                 for p in range(P):
@@ -1061,6 +1063,10 @@ def _run(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, router,
         if policy == 4:
             if policy_fn is not None:  # the fetch the view proposed, as the policy left it
                 use_remote = best > n_local and view.fetch[pi]
+        elif policy == DYNAMO:
+            if router is not None:  # rule 2a: with a shared tier it fetches the pool's best prefix
+                if router.dynamo_shared > 0.0:
+                    use_remote = best > n_local
         cached = cl
         f_t = 0.0
         if use_remote:

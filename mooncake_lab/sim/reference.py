@@ -40,7 +40,12 @@ Prefill (per instance: FIFO queue, prefix cache of 512-token blocks evicting by 
        view (:class:`~.routers_reference.EntryTimes`: noted before each store, at the arrival of the
        request that stored it while absent); ``rr`` = routing decisions so far; ``kv_cap`` = decode KV capacity × X. It
        returns the instance (:func:`~.routers_reference.route_reference`) and never fetches: the
-       prefill reuses the chosen instance's true cache.
+       prefill reuses the chosen instance's true cache — except Dynamo with a shared tier
+       (``dynamo_shared_multiplier`` m > 0; knowledge "true", disaggregated only): its cost credits
+       m × the pool's blocks beyond each instance's prefix, and the chosen instance p fetches the
+       pool's best prefix iff best > p's local one (no threshold), as ``kvcentric``'s fetch: fetch
+       time, the source's links (6b), the blocks touched at the source and replicated on p (rule 4)
+       — SGLang HiCache prefetching from its Mooncake storage tier.
    2c. ``inline_prefill`` (arXiv v3 §5's hybrid; before rule 2): a request with output > 1 and
        L ≤ ``cpp_chunk`` goes to the decode instance d rule 7 would choose now (its formula for the
        binding, at this arrival) when d's queue is empty, its KV fits (L, or L + out when known) and
@@ -601,6 +606,8 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
         cl = cached
         fetch_t = 0.0
         use_remote = student_fetch if student is not None else remote_ok(pi)
+        if router and rp.code == ROUTERS["dynamo"] and rp.dynamo_shared > 0.0:  # rule 2a: Dynamo's shared tier
+            use_remote = best > local[pi]
         if use_remote:
             cached = _reusable_tokens(best, L, bt)
             fetch_t = fetch_s(cached - cl)

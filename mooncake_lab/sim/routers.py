@@ -6,7 +6,8 @@ request is sent to: the prefill instance of the disaggregated pools (``pd=True``
 router; the decode node is then chosen by :data:`DECODE_CHOICES`) or the instance of the coupled
 engine (``pd=False``). Routers never fetch a remote prefix (none of them has Mooncake's transfer
 branch): the prefill reuses what the chosen instance's *true* cache holds, whatever the router
-believed.
+believed — except Dynamo with a shared tier (``dynamo_shared_multiplier`` > 0, below), whose chosen
+worker fetches the pool's longest prefix as SGLang HiCache prefetches from its Mooncake storage tier.
 
 What a router sees (:class:`RouterInputs`, one entry per instance i, at the request's arrival,
 before it is placed; both engines fill it the same way)
@@ -58,10 +59,31 @@ tiers; defaults ``config.rs``@07a6c9ce (κ = s = 1, ρ = 0, T = 0).
     T = 0: argmin cost, ties → smaller ``tree_blocks``, then random; T > 0: sample
     w_i = exp(−((cost_i − min)/(max − min))/T) by the cumulative sum crossing u · Σw.
     The P/D prefill router runs with ``track_active_blocks=false`` (no decode term). Left out: host /
-    disk / shared-cache credits, credit decay δ (0 by default), ``router_queue_threshold`` and the busy
+    disk credits, credit decay δ (0 by default), ``router_queue_threshold`` and the busy
     filters, KV-reuse deduplication of D_i (r's own blocks count as L), the ``lmetric`` policy,
     conditional disaggregation. Knowledge "true" = KV events (the default); "belief" = the
     ``--no-router-kv-events`` prediction with ``router_ttl_secs`` = 120 s.
+    **Shared tier** (issue 26 §3 fact 2), off by default: the credit's ``m · c_shared`` term,
+    m = ``dynamo_shared_multiplier`` (Dynamo's ``shared_cache_multiplier``: 0.0 by default, in [0, 1];
+    "the CLI sets this to 0.5 when shared cache is enabled", ai-dynamo/dynamo@07a6c9ce
+    ``lib/kv-router/src/scheduling/config.rs``), added to the credit of
+    ``lib/kv-router/src/scheduling/selector/default.rs``@07a6c9ce ``worker_logit``:
+        cost_i = (s · max(0, P_i + L − κ · h_i − m · (h_best − h_i)) + [D_i + L, 0 if P/D]) / bt + ρ · n_i,
+        best = max_j m_j (the longest prefix any instance holds), h_best = min(best · bt, L).
+    Dynamo's c_shared is ``shared_beyond_device_blocks`` = ``shared_cache_hits.hits_beyond(device
+    overlap of i)`` (``selector/mod.rs``@07a6c9ce): the blocks of the request the shared pool holds at
+    positions ≥ i's own prefix, from the pool's object events ("tracks Mooncake object events so it can
+    discount prefill cost for blocks any worker can fetch, not just blocks the candidate holds locally",
+    https://docs.nvidia.com/dynamo/v1.5.0/knowledge-base/modular-components/backends/sg-lang/hi-cache,
+    "Using HiCache"). Here the pool is the prefill instances' true caches (Mooncake's store). Each LRU
+    cache holds a prefix-closed part of every chain (a request touches its blocks last first, so a block
+    outlives the ones after it), so the pool's blocks of the request are its first ``best`` and
+    hits_beyond(m_i) = best − m_i, counted in tokens as the device credit is (h = min(m · bt, L),
+    :func:`_hit`). (With ``lfu`` / ``length_aware`` eviction a pool block past a gap is not counted: only
+    a contiguous prefix can be fetched and used.)
+    The engines then fetch that prefix to the chosen instance (rule 2a of :mod:`.reference`). Needs
+    knowledge "true" (Dynamo reads the pool's own events, not its routing history; "belief" is refused)
+    and the disaggregated pools (the coupled engine has no pool to fetch from: refused).
 
 **sglang** (6) — sgl-project/sglang ``sgl-model-gateway/src/policies/cache_aware.rs``@b93974f1
 (miss → least load); defaults ``sgl-router/py_src/sglang_router/router_args.py``@e46dcd87.
@@ -242,6 +264,7 @@ class RouterParams(NamedTuple):
     dynamo_scale: float      # s prefill_load_scale
     dynamo_request_weight: float  # ρ decode_active_request_weight
     dynamo_temperature: float     # T router_temperature
+    dynamo_shared: float     # m shared_cache_multiplier (0: no shared tier)
     sglang_threshold: float  # cache_threshold (match rate)
     sglang_abs: float        # balance_abs_threshold (requests)
     sglang_rel: float        # balance_rel_threshold
@@ -308,6 +331,11 @@ class RouterConfig:
     dynamo_prefill_scale: float = 1.0          # prefill_load_scale
     dynamo_request_weight: float = 0.0         # decode_active_request_weight
     dynamo_temperature: float = 0.0            # router_temperature
+    # shared_cache_multiplier: credit per block of the request the shared pool holds beyond the candidate's
+    # own prefix (module docstring). config.rs@07a6c9ce: "Default: 0.0 (shared cache scoring disabled); the
+    # CLI sets this to 0.5 when shared cache is enabled"; validated in [0, 1] there. > 0 also makes the
+    # chosen instance fetch that prefix (disaggregated pools, knowledge "true" only).
+    dynamo_shared_multiplier: float = 0.0
     sglang_cache_threshold: float = 0.3        # router_args.py@e46dcd87
     sglang_balance_abs: int = 64
     sglang_balance_rel: float = 1.5
@@ -339,6 +367,7 @@ class RouterConfig:
             real(self.window_s, "window_s", lo=0.0, lo_open=True, hi=1e7, where=w)
         for name, lo, hi in (("dynamo_overlap_credit", 0.0, 1e6), ("dynamo_prefill_scale", 0.0, 1e6),
                              ("dynamo_request_weight", 0.0, 1e9), ("dynamo_temperature", 0.0, 1e6),
+                             ("dynamo_shared_multiplier", 0.0, 1.0),
                              ("sglang_cache_threshold", 0.0, 1.0), ("sglang_balance_rel", 1.0, 1e6),
                              ("aibrix_std_factor", 0.0, 1e6), ("aibrix_decode_max_request", 0.0, 1e9),
                              ("aibrix_decode_max_throughput", 0.0, 1e9),
@@ -369,13 +398,23 @@ class RouterConfig:
             ttl = 120.0  # --no-router-kv-events: router_ttl_secs
         win = float(self.window_s) if self.window_s is not None else float(win)
         dc = self.decode_choice if self.decode_choice is not None else dc
+        m_shared = float(self.dynamo_shared_multiplier)
+        if router == "dynamo" and m_shared > 0.0 and not pd:
+            raise fail("dynamo_shared_multiplier", m_shared,
+                       "0.0 with engine_mode='coupled' (a shared tier needs the disaggregated pools: the coupled "
+                       "engine has no pool to fetch the credited blocks from)", "RouterConfig")
+        if router == "dynamo" and m_shared > 0.0 and kn == "belief":
+            raise fail("dynamo_shared_multiplier", m_shared,
+                       "0.0 with knowledge='belief' (Dynamo learns the shared pool from its object events, "
+                       "i.e. the true caches; use knowledge='true')", "RouterConfig")
         wp, wq, wk = (2.0, 1.0, 0.0) if pd else (3.0, 2.0, 2.0)
         wp = wp if self.llmd_prefix_weight is None else float(self.llmd_prefix_weight)
         wq = wq if self.llmd_queue_weight is None else float(self.llmd_queue_weight)
         wk = wk if self.llmd_kv_weight is None else float(self.llmd_kv_weight)
+        m_shared = m_shared if router == "dynamo" else 0.0  # only Dynamo has the shared tier (its engine fetch too)
         return RouterParams(ROUTERS[router], bool(pd), kn == "belief", cap, ttl, win, DECODE_CHOICES[dc],
                             float(self.dynamo_overlap_credit), float(self.dynamo_prefill_scale),
-                            float(self.dynamo_request_weight), float(self.dynamo_temperature),
+                            float(self.dynamo_request_weight), float(self.dynamo_temperature), m_shared,
                             float(self.sglang_cache_threshold), float(self.sglang_balance_abs),
                             float(self.sglang_balance_rel), wp, wq, wk,
                             max(1, int(self.llmd_max_prefix_tokens) // int(block_tokens)),
@@ -473,9 +512,13 @@ def _round_robin(rr, n):
 
 
 @helper_njit
-def _dynamo_cost(rp, ri, i, L, bt):
-    """Dynamo's cost of instance ``i`` in blocks: (s · prefill + decode) / bt + ρ · n_i."""
-    prefill = ri.pending_tokens[i] + L - rp.dynamo_credit * _hit(ri.matched_blocks[i], bt, L)
+def _dynamo_cost(rp, ri, i, L, bt, h_best):
+    """Dynamo's cost of instance ``i`` in blocks: (s · prefill + decode) / bt + ρ · n_i; ``h_best`` the hit
+    tokens of the pool's longest prefix (the shared-tier credit m · (h_best − h_i); m = 0: none)."""
+    h = _hit(ri.matched_blocks[i], bt, L)
+    prefill = ri.pending_tokens[i] + L - rp.dynamo_credit * h
+    if rp.dynamo_shared > 0.0:
+        prefill -= rp.dynamo_shared * (h_best - h)
     if prefill < 0.0:
         prefill = 0.0
     decode = 0.0 if rp.pd else ri.live_kv_tokens[i] + L
@@ -486,26 +529,27 @@ def _dynamo_cost(rp, ri, i, L, bt):
 def _dynamo(rp, ri, L, bt, u):
     """Dynamo: argmin cost (ties: smaller tree, then random), or softmax sampling at T > 0."""
     n = len(ri.inflight)
+    hb = _hit(ri.matched_blocks[_argmax_lowest(ri.matched_blocks)], bt, L)  # the pool's longest prefix
     if rp.dynamo_temperature == 0.0:
         s = _tie_start(u, n)
         best, best_c, best_t = -1, 0.0, 0
         for j in range(n):
             i = (s + j) % n
-            c, t = _dynamo_cost(rp, ri, i, L, bt), ri.tree_blocks[i]
+            c, t = _dynamo_cost(rp, ri, i, L, bt, hb), ri.tree_blocks[i]
             if best < 0 or c < best_c or (c == best_c and t < best_t):
                 best, best_c, best_t = i, c, t
         return best
-    lo = hi = _dynamo_cost(rp, ri, 0, L, bt)
+    lo = hi = _dynamo_cost(rp, ri, 0, L, bt, hb)
     for i in range(1, n):
-        c = _dynamo_cost(rp, ri, i, L, bt)
+        c = _dynamo_cost(rp, ri, i, L, bt, hb)
         lo, hi = min(lo, c), max(hi, c)
     total = 0.0
     for i in range(n):
-        z = (_dynamo_cost(rp, ri, i, L, bt) - lo) / (hi - lo) if hi > lo else 0.0
+        z = (_dynamo_cost(rp, ri, i, L, bt, hb) - lo) / (hi - lo) if hi > lo else 0.0
         total += math.exp(-z / rp.dynamo_temperature)
     target, acc = u * total, 0.0
     for i in range(n):
-        z = (_dynamo_cost(rp, ri, i, L, bt) - lo) / (hi - lo) if hi > lo else 0.0
+        z = (_dynamo_cost(rp, ri, i, L, bt, hb) - lo) / (hi - lo) if hi > lo else 0.0
         acc += math.exp(-z / rp.dynamo_temperature)
         if acc > target:
             return i

@@ -111,10 +111,18 @@ def _total(xs) -> float:
 # Each rule's per-instance numbers are one function (``*_cost`` / ``*_score`` ...), which the rule's
 # choice below uses and :func:`rule_scores` shows (lecture 09's worked request): one place per formula.
 def dynamo_cost(rp, r, L, bt) -> list:
-    """Dynamo cost_i in blocks = (s·max(0, P_i + L − κ·h_i) + [D_i + L, 0 if P/D]) / bt + ρ·n_i (lower wins)."""
+    """Dynamo cost_i in blocks = (s·max(0, P_i + L − κ·h_i − m·(h_best − h_i)) + [D_i + L, 0 if P/D]) / bt
+    + ρ·n_i (lower wins); m = ``dynamo_shared`` (shared_cache_multiplier, 0 = no shared tier), h_best the hit
+    tokens of the longest prefix any instance holds: the shared pool's blocks beyond i's own (Dynamo's
+    ``hits_beyond(device overlap)``; :mod:`.routers`)."""
+    h_best = _hit(max(r.matched_blocks), bt, L)
     cost = []
     for i in range(len(r.inflight)):
-        prefill = max(0.0, r.pending_tokens[i] + L - rp.dynamo_credit * _hit(r.matched_blocks[i], bt, L))
+        h = _hit(r.matched_blocks[i], bt, L)
+        prefill = r.pending_tokens[i] + L - rp.dynamo_credit * h
+        if rp.dynamo_shared > 0.0:
+            prefill -= rp.dynamo_shared * (h_best - h)
+        prefill = max(0.0, prefill)
         decode = 0.0 if rp.pd else r.live_kv_tokens[i] + L   # P/D prefill router: track_active_blocks=false
         cost.append((rp.dynamo_scale * prefill + decode) / bt + rp.dynamo_request_weight * r.inflight[i])
     return cost
