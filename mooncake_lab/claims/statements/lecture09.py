@@ -118,7 +118,7 @@ S("With HiCache on the prefill nodes", f"{SGL_HICACHE_DOC} (Prefill-only HiCache
 S("On each request the router asks", f"{DYN_HICACHE} (How it works, Scoring)")
 S("That is a fixed weight per block,", f"{DYN_HICACHE} (Scoring); {ALG1}")
 S("At the commit\n  we read, the page", f"{DYN_HICACHE} (Requirements: sgl-project/sglang#22894 not yet merged)")
-N("The\n  `dynamo` rule of §1 has no", "about the course's `dynamo` rule of §1 (the real router's pool term is the item above)")
+N("The\n  `dynamo` rule of §1 has the same", "about the course's `dynamo` rule of §1 and its option (the real router's pool term is the item above)")
 S("FAST'25 moved 40 GB, the KV of", FAST_TE)
 S("The engine cuts a transfer into", f"{FAST_TE_DESIGN}; {TE_SLICE}")
 N("(a) Which instance does `sglang`", Q)
