@@ -160,6 +160,10 @@ claim("06.chunk_8192", "An 8,192-token chunk takes ≈ 750 ms", lambda: (_budget
 claim("06.as_budgets", "section 5 also tries vLLM V1's 2,048 and 8,192", lambda: (_budget(1), _budget(2)),
       source=_VLLM_V1)
 claim("06.best_pd", "near 1:1", lambda: paper.BEST_PD_RATIO, source="FAST'25 §5")
+# section 7: the paper's hybrid; the TBT SLO, not the chunk, limits the prompts it inlines
+claim("06.inline_max", "prefill + decode step ≤ 100 ms. On the lecture's nodes that allows prompts of up to 983 tokens",
+      lambda: (_g().TBT_SLOS_MS[0], _g().inline_max_prompt(_g().TBT_SLOS_MS[0])))
+claim("06.cpp_chunk", "`cpp_chunk` tokens, 4,096 by default", lambda: _cluster_default("cpp_chunk"))
 
 
 def _pd_decisive():
