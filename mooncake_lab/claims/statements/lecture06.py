@@ -13,7 +13,7 @@ VLLM_OPT = "https://docs.vllm.ai/en/stable/configuration/optimization/ (preempti
 VLLM_V1_SCHED = "vllm-project/vllm@b4622cf9:vllm/v1/core/sched/scheduler.py (preempts the last running request)"
 CHUNK512 = "https://github.com/vllm-project/vllm/pull/4580 (chunked prefill doc: max_num_batched_tokens 512 by default)"
 VLLM_V1_BUDGET = ("vllm-project/vllm@99d7eb5d:vllm/engine/arg_utils.py (EngineArgs.get_batch_defaults: 8,192 tokens on "
-                  "GPUs of >= 70 GB, A100 excluded, 2,048 on others, OpenAI server)")
+                  "GPUs of >= 70 GiB whose name has no \"a100\", 2,048 on others, OpenAI server)")
 VLLM_V1_STEP = ("vllm-project/vllm@b4622cf9:vllm/v1/core/sched/scheduler.py (running requests' decode tokens come out "
                 "of the same token_budget as the prefill chunks)")
 HYBRID = f"{V3} §5 (a prefill inlined into the decoding batch)"
@@ -55,6 +55,7 @@ N("A control gives Mooncake the\ncoupled", SIM)
 S("So its ratios must **not**\nbe set", f"{FAST} §5.1; {FAST} Fig. 1")
 N("On the released trace it goes even", SIM)
 S("The last two rows use vLLM V1's", VLLM_V1_BUDGET)
+S("Our nodes' A800s have 80 GiB each", VLLM_V1_BUDGET)
 S("vLLM's budget also counts\nthe decode", VLLM_V1_STEP)
 S("FAST'25 found the best ratio near 1:1.", f"{FAST} §5.5; {FAST} Fig. 15")
 S("Mooncake does not send every prompt", HYBRID)
