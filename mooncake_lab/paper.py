@@ -21,10 +21,25 @@ SLO_SOURCE = f"{ARXIV}, §8 (real-workload experiments)"
 #: Share of requests vLLM served within the TBT SLO in the real-workload run, % (arXiv v3 §8).
 VLLM_TBT_SLO_MET_PCT = 57
 
-#: vLLM V1's default chunked-prefill token budget per step for its OpenAI server: 8,192 on GPUs with
-#: >= 70 GB (A100 excluded), 2,048 on others (vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults;
-#: v0.4-0.5 chunked at 512). Not a Mooncake paper number: a fact about the baseline engine today.
+#: vLLM V1's default chunked-prefill token budget per step for its OpenAI server: 8,192 on a GPU with at
+#: least 70 GiB of memory whose name does not contain "a100", 2,048 on any other GPU
+#: (vllm-project/vllm@99d7eb5d:vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults: ``device_memory >=
+#: 70 * GiB_bytes and "a100" not in device_name``; v0.4-0.5 chunked at 512). Not a Mooncake paper number: a
+#: fact about the baseline engine today. The key "70GB+" names the large-GPU case (70 GiB, not 70e9 B).
 VLLM_V1_BATCHED_TOKENS = {"other": 2048, "70GB+": 8192}
+#: The memory (GiB) from which get_batch_defaults gives a GPU that is not an A100 the larger budget.
+VLLM_V1_LARGE_GPU_GIB = 70
+
+
+def vllm_v1_server_budget(gpu_memory_bytes: float, gpu_name: str) -> int:
+    """vLLM V1's default token budget per step for its OpenAI server on one GPU (EngineArgs.get_batch_defaults):
+    8,192 if the GPU has at least :data:`VLLM_V1_LARGE_GPU_GIB` GiB and "a100" is not in its name, else 2,048.
+
+    >>> vllm_v1_server_budget(80 * 2**30, "NVIDIA A800-SXM4-80GB"), vllm_v1_server_budget(80 * 2**30, "NVIDIA A100-SXM4-80GB")
+    (8192, 2048)
+    """
+    large = gpu_memory_bytes >= VLLM_V1_LARGE_GPU_GIB * 2**30 and "a100" not in gpu_name.lower()
+    return VLLM_V1_BATCHED_TOKENS["70GB+" if large else "other"]
 #: RDMA bandwidth per node of the testbed, Gbit/s (arXiv v3 §8.1: "up to 800 Gbps").
 ARXIV_RDMA_GBPS = 800
 

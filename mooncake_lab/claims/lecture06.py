@@ -151,8 +151,12 @@ claim("06.prefill_nodes", "the 8 prefill nodes saturate", lambda: _mooncake()[0]
 # section 5: the chunked coupled cluster at vLLM V1's token budgets (the capacity table's last two rows)
 claim("06.chunk_row", "Chunked prefill at 512 tokens a step recovers it",
       lambda: _g().config_for("coupled_chunked").prefill_chunk)
-claim("06.v1_budget", "vLLM V1's server budget: 2,048 or 8,192 tokens a step, by GPU",
-      lambda: (paper.VLLM_V1_BATCHED_TOKENS["other"], paper.VLLM_V1_BATCHED_TOKENS["70GB+"]), source=_VLLM_V1)
+claim("06.v1_budget", "gives 8,192 tokens a step on a GPU\nwith at least 70 GiB of memory that is not an A100, and 2,048 on any other GPU",
+      lambda: (paper.VLLM_V1_BATCHED_TOKENS["70GB+"], paper.VLLM_V1_LARGE_GPU_GIB, paper.VLLM_V1_BATCHED_TOKENS["other"]),
+      source=_VLLM_V1)
+claim("06.v1_a800", "A800s have 80 GiB each and are not A100s, so vLLM V1 would give them 8,192 tokens a step",
+      lambda: (_n().gpu.hbm_bytes / 2**30, paper.vllm_v1_server_budget(_n().gpu.hbm_bytes, _n().gpu.name)),
+      source=_VLLM_V1)
 claim("06.chunk_2048", "A 2,048-token chunk\nalone takes ≈ 180 ms, so at TBT ≤ 100 ms",
       lambda: (_budget(1), 1e3 * _pt(_budget(1)), _g().TBT_SLOS_MS[0]), rel_tol=0.01)
 claim("06.budget_300", "At TBT ≤ 300 ms a 2,048-token chunk fits", lambda: (_g().TBT_SLOS_MS[-1], _budget(1)))
@@ -160,6 +164,10 @@ claim("06.chunk_8192", "An 8,192-token chunk takes ≈ 750 ms", lambda: (_budget
 claim("06.as_budgets", "section 5 also tries vLLM V1's 2,048 and 8,192", lambda: (_budget(1), _budget(2)),
       source=_VLLM_V1)
 claim("06.best_pd", "near 1:1", lambda: paper.BEST_PD_RATIO, source="FAST'25 §5")
+# section 7: the paper's hybrid; the TBT SLO, not the chunk, limits the prompts it inlines
+claim("06.inline_max", "prefill + decode step ≤ 100 ms. On the lecture's nodes that allows prompts of up to 983 tokens",
+      lambda: (_g().TBT_SLOS_MS[0], _g().inline_max_prompt(_g().TBT_SLOS_MS[0])))
+claim("06.cpp_chunk", "`cpp_chunk` tokens, 4,096 by default", lambda: _cluster_default("cpp_chunk"))
 
 
 def _pd_decisive():

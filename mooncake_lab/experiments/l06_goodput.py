@@ -471,23 +471,57 @@ def semantics_control(speed: float = 1.0, trace="conversation", tbt_slo_ms: floa
 INLINE_TRACES = ("conversation", "synthetic", "toolagent-like")
 
 
+def inline_max_prompt(tbt_slo_ms: float = 100, batch: int = 0, context: int = 0) -> int:
+    """The longest prompt (tokens) the hybrid can inline on the lecture's nodes: a decode step that runs its
+    prefill must keep the TBT SLO, ``cm_prefill_time(L, 0) + cm_decode_step_time(batch + 1, context + L + 1)
+    ≤ tbt_slo_ms`` (:mod:`mooncake_lab.sim.reference` rule 2c; ``batch``, ``context``: the decode node's
+    running requests and their KV tokens, an idle node by default). 0 if no prompt fits."""
+    from ..roofline import cm_decode_step_time, cm_prefill_time
+
+    slo = real(tbt_slo_ms, "tbt_slo_ms", lo=0.0, lo_open=True, where="inline_max_prompt") / 1e3
+    batch = integer(batch, "batch", lo=0, where="inline_max_prompt")
+    context = integer(context, "context", lo=0, where="inline_max_prompt")
+    c = config_for("mooncake").resolve().cost
+
+    def fits(n: int) -> bool:
+        return float(cm_prefill_time(c, n, 0)) + float(cm_decode_step_time(c, batch + 1, context + n + 1)) <= slo
+
+    lo, hi = 0, 1 << 20  # fits(lo) or lo == 0; not fits(hi): a 2**20-token prefill takes minutes
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo
+
+
 def inline_effect(traces=INLINE_TRACES, speed: float = DEMO_SPEED, tbt_slo_ms: float = 100) -> pd.DataFrame:
     """Mooncake 8P+8D at ``speed`` without and with the paper's hybrid (``inline_prefill``: a prefill that fits
     one chunk and keeps the TBT SLO runs inside a decode batch, arXiv v3 §5), one row per trace: share of
     requests inlined (%), mean TTFT (s), mean TBT tail (ms) and requests meeting both SLOs (%, TBT ≤
-    ``tbt_slo_ms``), each without (``_off``) and with (``_on``) it."""
+    ``tbt_slo_ms``), each without (``_off``) and with (``_on``) it; and the misses, in requests: completed
+    with TTFT > the TTFT SLO (``ttft_miss``), with a TBT tail > ``tbt_slo_ms`` (``tbt_miss``), and those TBT
+    misses whose prompt is longer than :func:`inline_max_prompt` (``tbt_miss_long``: the hybrid can never
+    take them), not completed (``unserved``: rejected as too large); ``requests``: the trace's size."""
     speed = real(speed, "speed", lo=0.0, lo_open=True, hi=100.0, where="inline_effect")
+    longest = inline_max_prompt(tbt_slo_ms)
     rows = {}
     for name in items(traces, "traces", where="inline_effect"):
         tr = _trace(name)
         off, on = simulate_all([(tr, speed, config_for("mooncake", inline_prefill=x)) for x in (False, True)])
         row = {"inlined_pct": 100.0 * float(((on.arrays["prefill_inst"] < 0)
-                                             & (on.arrays["outcome"] == sim.COMPLETED)).mean())}
+                                             & (on.arrays["outcome"] == sim.COMPLETED)).mean()),
+               "requests": len(tr)}
         for key, r in (("off", off), ("on", on)):
             s = r.summary()
+            a = r.arrays
+            done = a["outcome"] == sim.COMPLETED
+            tbt_miss = done & (np.nan_to_num(a["tbt_tail"]) > tbt_slo_ms / 1e3)
             row[f"ttft_mean_s_{key}"] = s["ttft_mean_s"]
-            row[f"tbt_tail_ms_{key}"] = 1e3 * float(np.nanmean(r.arrays["tbt_tail"]))
+            row[f"tbt_tail_ms_{key}"] = 1e3 * float(np.nanmean(a["tbt_tail"]))
             row[f"attainment_pct_{key}"] = 100.0 * attainment(r, tbt_slo_ms)
+            row[f"ttft_miss_{key}"] = int((done & (a["prefill_end"] - tr.arrival_s > TTFT_SLO_S)).sum())
+            row[f"tbt_miss_{key}"] = int(tbt_miss.sum())
+            row[f"tbt_miss_long_{key}"] = int((tbt_miss & (tr.input_len > longest)).sum())
+            row[f"unserved_{key}"] = int((~done).sum())
         rows[tr.name] = row
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis("trace")
 
@@ -503,15 +537,37 @@ def inline_display(t: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def describe_inline(t: pd.DataFrame) -> str:
-    """One sentence per trace: how many requests the hybrid inlines and what it does to the mean TTFT."""
+def describe_inline(t: pd.DataFrame, tbt_slo_ms: float = 100) -> str:
+    """Markdown: one sentence per trace (how many requests the hybrid inlines, what it does to the mean TTFT
+    and the TBT tail), then why the share meeting both SLOs moves so little on the trace with the most
+    inlined: which SLO its misses miss, and how many of them the hybrid could take at all (computed)."""
     parts = []
     for name, r in t.iterrows():
         change = f"{r.ttft_mean_s_on / r.ttft_mean_s_off - 1:+.0%}".replace("-", "−")
         parts.append(f"{name}: {r.inlined_pct:.0f}% inlined, mean TTFT {r.ttft_mean_s_off:.2f} → "
                      f"{r.ttft_mean_s_on:.2f} s ({change}), mean TBT tail {r.tbt_tail_ms_off:.1f} → "
                      f"{r.tbt_tail_ms_on:.1f} ms")
-    return "; ".join(parts) + "."
+    out = "; ".join(parts) + "."
+    name = t.inlined_pct.idxmax()
+    r = t.loc[name]
+    n = {k: int(r[k]) for k in ("requests", "ttft_miss_off", "ttft_miss_on", "tbt_miss_off", "tbt_miss_on",
+                                "tbt_miss_long_on", "unserved_off", "unserved_on")}
+    if not n["ttft_miss_off"] + n["tbt_miss_off"] + n["unserved_off"]:
+        return out
+    counts = f"TBT {n['tbt_miss_off']:,} → {n['tbt_miss_on']:,}"
+    if n["ttft_miss_off"] or n["ttft_miss_on"]:
+        counts += f", TTFT {n['ttft_miss_off']:,} → {n['ttft_miss_on']:,}"
+    if n["unserved_off"] or n["unserved_on"]:
+        counts += f", not served {n['unserved_off']:,} → {n['unserved_on']:,}"
+    only_tbt = not (n["ttft_miss_off"] or n["ttft_miss_on"] or n["unserved_off"] or n["unserved_on"])
+    long_ = ("all" if n["tbt_miss_long_on"] == n["tbt_miss_on"] else
+             f"{n['tbt_miss_long_on']:,} of the {n['tbt_miss_on']:,}")
+    return (out + f"\n\nOn {name} the hybrid inlines the most, and the share meeting both SLOs moves "
+            f"{r.attainment_pct_off:.1f} → {r.attainment_pct_on:.1f}%. Its misses, of {n['requests']:,} requests: "
+            f"{counts}" + (" (all are TBT misses)" if only_tbt else "") + ". With the hybrid, "
+            f"{long_} of the TBT misses have a prompt longer than the {inline_max_prompt(tbt_slo_ms):,} tokens it can "
+            f"inline. The hybrid takes load off the prefill pool, which shortens TTFTs; it does little for these "
+            f"requests' token intervals.")
 
 
 def describe_semantics(ctl: pd.DataFrame, box: bool = True) -> str:

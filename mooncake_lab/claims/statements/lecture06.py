@@ -13,10 +13,11 @@ VLLM_OPT = "https://docs.vllm.ai/en/stable/configuration/optimization/ (preempti
 VLLM_V1_SCHED = "vllm-project/vllm@b4622cf9:vllm/v1/core/sched/scheduler.py (preempts the last running request)"
 CHUNK512 = "https://github.com/vllm-project/vllm/pull/4580 (chunked prefill doc: max_num_batched_tokens 512 by default)"
 VLLM_V1_BUDGET = ("vllm-project/vllm@99d7eb5d:vllm/engine/arg_utils.py (EngineArgs.get_batch_defaults: 8,192 tokens on "
-                  "GPUs of >= 70 GB, A100 excluded, 2,048 on others, OpenAI server)")
+                  "GPUs of >= 70 GiB whose name has no \"a100\", 2,048 on others, OpenAI server)")
 VLLM_V1_STEP = ("vllm-project/vllm@b4622cf9:vllm/v1/core/sched/scheduler.py (running requests' decode tokens come out "
                 "of the same token_budget as the prefill chunks)")
 HYBRID = f"{V3} §5 (a prefill inlined into the decoding batch)"
+SYNTHETIC = "kvcache-ai/Mooncake@3cca71da:FAST25-release/traces/synthetic_trace.jsonl (Mooncake's synthetic trace)"
 SIM = "about the course's simulated engine, not the real system"
 
 S("It is also about the number Kimi", f"{FAST} §5.1; {V3} §7")
@@ -26,6 +27,7 @@ N("show why a coupled engine, which", "a learning goal")
 N("tell FAST'25's capacity metric", "a learning goal")
 S("`modern` (BLIS defaults for a current", BLIS)
 S("| cluster | clusters of equal node count", f"{FAST} §5.1; {FAST} Fig. 1")
+S("| trace | the conversation trace,", f"{FAST} §5.1; {SYNTHETIC}")
 S("| KV memory | — | weights and KV fill", VLLM_MEM)
 S("| the vLLM baseline | vLLM v0.5.1", f"{FAST} §5.1; {FAST} Fig. 1")
 S("| chunked prefill | vLLM's |", f"{FAST} Fig. 1; {CHUNK512}")
@@ -53,12 +55,15 @@ N("A control gives Mooncake the\ncoupled", SIM)
 S("So its ratios must **not**\nbe set", f"{FAST} §5.1; {FAST} Fig. 1")
 N("On the released trace it goes even", SIM)
 S("The last two rows use vLLM V1's", VLLM_V1_BUDGET)
+S("Our nodes' A800s have 80 GiB each", VLLM_V1_BUDGET)
 S("vLLM's budget also counts\nthe decode", VLLM_V1_STEP)
 S("FAST'25 found the best ratio near 1:1.", f"{FAST} §5.5; {FAST} Fig. 15")
 S("Mooncake does not send every prompt", HYBRID)
 S('A prefill "is inlined into the', HYBRID)
 N("`inline_prefill=True` switches", "the course's simulator switch and its table")
-N("A request is inlined when its prompt", "the course's simulator rule (mooncake_lab.sim.reference), not the real system")
+S("The table runs Mooncake at 2× on", SYNTHETIC)
+N("A request is inlined when all of", "the course's simulator rule (mooncake_lab.sim.reference), not the real system")
+N("* the decode node the Conductor", "the course's simulator rule (mooncake_lab.sim.reference), not the real system")
 S("It sets each of the paper's findings", f"{FAST} §5.1")
 S("What is its TBT as\nFAST'25 measures it,", f"{FAST} §5.1")
 N("*Question 4 [90 % capacity]: at TBT", "a question about the course's simulated sweep")
