@@ -311,6 +311,17 @@ def _clear_cached(last_use, q_block, meta):
             last_use[c, q_block[c, r]] = -1
 
 
+@helper_njit
+def _empty_cache(last_use, q_block, meta, inst):
+    """Cache ``inst`` emptied (a node leaving the prefill pool, rule 14 of :mod:`mooncake_lab.sim.reference`):
+    its blocks back to −1 and its queue or heap emptied; its stamp clock goes on."""
+    for r in range(meta[inst, 2], meta[inst, 3]):
+        last_use[inst, q_block[inst, r]] = -1
+    meta[inst, 1] = 0
+    meta[inst, 2] = 0
+    meta[inst, 3] = 0
+
+
 @njit(cache=True, nogil=True)  # nogil: prefault_pool runs in a dashboard's background thread
 def _fill_minus_one(a, lo, hi):
     for k in range(lo, hi):

@@ -189,9 +189,9 @@ def test_tbt_pool_load_is_the_mean_of_the_instances_ratios():
     c = sim.ClusterConfig(preset="modern").resolve().cost
     busy = tbt_load(c, 4.0, 40_000.0, 0.1)
     assert busy > 0 and tbt_load(c, 0.0, 0.0, 0.1) == 0.0
-    assert pool_tbt_load(c, np.array([4.0, 0.0]), np.array([40_000.0, 0.0]), 0.0, 0.0, 0.1) == pytest.approx(busy / 2)
+    assert pool_tbt_load(c, np.array([4.0, 0.0]), np.array([40_000.0, 0.0]), 0.0, 0.0, 0.1, np.ones(2)) == pytest.approx(busy / 2)
     # all spread = the TBT term of today's pool formula, tbt_load(B / D, K / D)
-    assert pool_tbt_load(c, np.zeros(2), np.zeros(2), 8.0, 80_000.0, 0.1) == pytest.approx(busy)
+    assert pool_tbt_load(c, np.zeros(2), np.zeros(2), 8.0, 80_000.0, 0.1, np.ones(2)) == pytest.approx(busy)
     # the pool formula of an average instance is not the average of the instances (the step has a floor)
     assert tbt_load(c, 2.0, 20_000.0, 0.1) > busy / 2
 

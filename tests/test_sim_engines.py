@@ -105,7 +105,7 @@ def assert_invariants(res):
         assert dec[col].notna().all(), col
     inlined = done.prefill_instance < 0  # prefilled inside a decode batch (inline_prefill, rule 2c)
     assert (dec.decode_instance >= 0).all() and (not inlined.any() or res.config.inline_prefill)
-    assert (df.prefill_instance < res.config.n_prefill_instances).all()  # a CPP group is one instance
+    assert (df.prefill_instance < res.config.prefill_slots).all()  # a CPP group is one instance; roles: nodes
     inl = done[inlined]  # ready at arrival, admitted, then the first token at the end of that step
     assert (inl.output_len > 1).all() and (inl.input_len <= res.config.cpp_chunk).all()
     assert (inl.cached_tokens == 0).all() and (inl.decode_ready_s == inl.arrival_s).all()

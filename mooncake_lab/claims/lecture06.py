@@ -170,6 +170,35 @@ claim("06.inline_max", "prefill + decode step ≤ 100 ms. On the lecture's nodes
 claim("06.cpp_chunk", "`cpp_chunk` tokens, 4,096 by default", lambda: _cluster_default("cpp_chunk"))
 
 
+# section 8: roles that switch (FAST'25 §5.5 states the idea; the rule and its costs are the course's)
+def _reload_s() -> float:
+    from ..sim import ClusterConfig
+    return ClusterConfig(role_switch_ratio=_g().SWITCH_RATIO).resolve().role_switch_s
+
+
+def _rule_number() -> int:
+    import re
+    from ..sim import reference
+    return int(re.search(r"\n\s+(\d+)\. The N = ", reference.__doc__).group(1))
+
+
+def _at_load() -> float:
+    from ..sim.config import ROLE_SWITCH_AT_LOAD
+    return ROLE_SWITCH_AT_LOAD
+
+
+claim("06.roles_check", "* Every 60 s the Conductor compares", lambda: _cluster_default("role_switch_interval_s"))
+claim("06.roles_at_slo", "When one pool is at its SLO (load ≥ 1)", _at_load)
+claim("06.roles_reload", "is the weights' load from DRAM, about\n  1.1 s", _reload_s)
+claim("06.roles_slow", "so the table also tries 60 s", lambda: _g().SLOW_RELOAD_S)
+claim("06.roles_demo", "replays the conversation trace at 2× and makes every answer 4× longer",
+      lambda: (_g().DEMO_SPEED, _g().SHIFT_FACTOR))
+claim("06.roles_rho", "ρ = 2 here", lambda: _g().SWITCH_RATIO)
+claim("06.roles_nodes", "Nodes are numbered 0 … 15", lambda: (0, _g().N_NODES - 1))
+claim("06.roles_rule", "Rule 14 of `mooncake_lab.sim.reference`", _rule_number)
+claim("06.as_roles", "a reload of the weights from DRAM (≈ 1.1 s) or 60 s", lambda: (_reload_s(), _g().SLOW_RELOAD_S))
+
+
 def _pd_decisive():
     """(answer scale, the split's ratio as P, D, its P and D nodes) of the one assumption that brings the
     best split to the paper's ratio on the released trace; NaN unless it alone does."""

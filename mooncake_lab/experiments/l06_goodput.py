@@ -49,7 +49,9 @@ __all__ = ["DEMO_SPEED", "N_NODES", "PRESET", "SYSTEMS", "TBT_SLOS_MS", "FIG1_TH
            "SEMANTICS_CONTROLS", "semantics_control", "describe_semantics", "scaled_answers", "MAX_OUTPUT_SCALE",
            "PD_ASSUMPTIONS", "pd_assumptions", "describe_pd_assumptions", "SYSTEM_LABELS", "CLUSTER_LABELS",
            "attainment_table", "chunk_cost_display", "chunked_by_preset_display", "ratio_display", "semantics_display",
-           "capacity_display", "pd_display", "CHUNK_BUDGETS", "chunk_budget_capacity", "budget_label"]
+           "capacity_display", "pd_display", "CHUNK_BUDGETS", "chunk_budget_capacity", "budget_label",
+           "SHIFT_FACTOR", "SWITCH_RATIO", "SLOW_RELOAD_S", "shifted_trace", "role_clusters", "role_switching",
+           "role_switching_display", "describe_role_switching"]
 
 N_NODES = 16          # FAST'25 compares clusters of equal node count; arXiv: 10P+10D vs 20 vLLM
 PRESET = "modern"     # see the module docstring
@@ -570,6 +572,97 @@ def describe_inline(t: pd.DataFrame, tbt_slo_ms: float = 100) -> str:
             f"requests' token intervals.")
 
 
+#: §8, roles that switch (FAST'25 §5.5): the answers grow × this from the trace's middle arrival on, the
+#: change that moves §6's best split (its "longer answers" assumption).
+SHIFT_FACTOR = 4.0
+#: The load ratio ρ at which a node moves (``ClusterConfig.role_switch_ratio``; the paper gives none).
+SWITCH_RATIO = 2.0
+#: A slow reload (s): an engine restarted in the other role. An assumption, not a measurement: neither
+#: paper times a switch; the simulator's default is the weights' load from DRAM (≈ 1.1 s).
+SLOW_RELOAD_S = 60.0
+_SHIFTED: dict = {}
+
+
+def shifted_trace(trace="conversation", factor: float = SHIFT_FACTOR) -> tuple[Trace, float]:
+    """``(trace with the answers of every request from its median arrival on × factor, that arrival (s))``:
+    the same prompts and arrivals; the first half unchanged. The same object per (trace, factor)."""
+    f = real(factor, "factor", lo=0, hi=MAX_OUTPUT_SCALE, lo_open=True, where="shifted_trace")
+    tr = _trace(trace)
+    hit = _SHIFTED.get((id(tr), f))
+    if hit is None or hit[0] is not tr:
+        t0 = float(np.median(tr.arrival_s)) if len(tr) else 0.0
+        late = tr.arrival_s >= t0
+        out = np.where(late & (tr.output_len > 0), np.maximum(1, np.rint(tr.output_len * f)),
+                       tr.output_len).astype(np.int64)
+        hit = _SHIFTED[(id(tr), f)] = (tr, replace(tr, output_len=out, name=f"{tr.name} (answers ×{f:g} from "
+                                                   f"{t0:,.0f} s)", source=f"{tr.source}; outputs × {f:g} from "
+                                                   f"the median arrival"), t0)
+        while len(_SHIFTED) > 4:
+            _SHIFTED.pop(next(iter(_SHIFTED)))
+    return hit[1], hit[2]
+
+
+def role_clusters(start: int) -> dict:
+    """§8's clusters, name → (prefill nodes, ClusterConfig overrides): ``start`` P fixed (§6's best split for
+    the trace as it is), the paper's 8P:8D fixed, and ``start`` P switching roles with the default reload and
+    with :data:`SLOW_RELOAD_S`."""
+    s = integer(start, "start", lo=1, hi=N_NODES - 1, where="role_clusters")
+    sw = dict(role_switch_ratio=SWITCH_RATIO)
+    h = N_NODES // 2
+    return {f"{s}P:{N_NODES - s}D": (s, {}), f"{h}P:{h}D": (h, {}),
+            f"{s}P:{N_NODES - s}D, switching": (s, sw),
+            f"{s}P:{N_NODES - s}D, switching, {SLOW_RELOAD_S:g} s reload": (s, {**sw, "role_switch_s": SLOW_RELOAD_S})}
+
+
+def role_switching(start: int, trace="conversation", speed: float = DEMO_SPEED, tbt_slo_ms: float = 100) -> dict:
+    """§8's runs on :func:`shifted_trace` at ``speed``: ``{"table": one row per :func:`role_clusters` cluster
+    (share meeting both SLOs before the answers grow, after, overall; switches; when the first one after the
+    shift had its node serving, s after the shift), "runs": {name: SimResult}, "shift_s": when the answers grow
+    (s, replayed), "stable": switches the same switching rule makes on the trace as it is}."""
+    tr, t0 = shifted_trace(trace)
+    clusters = role_clusters(start)
+    runs = dict(zip(clusters, simulate_all([(tr, speed, config_for("mooncake", p, **kw))
+                                            for p, kw in clusters.values()])))
+    shift = t0 / speed
+    rows = []
+    for name, res in runs.items():
+        a = res.requests
+        ok = ((a.outcome == "completed") & (a.ttft_s <= TTFT_SLO_S)
+              & (a.tbt_tail_s.fillna(0.0) <= tbt_slo_ms / 1e3)).to_numpy()
+        late = (a.arrival_s >= shift).to_numpy()
+        sw = res.role_switches
+        after = sw[sw.decided_s >= shift]
+        rows.append(dict(cluster=name, before_pct=100 * ok[~late].mean(), after_pct=100 * ok[late].mean(),
+                         overall_pct=100 * ok.mean(), switches=len(sw),
+                         first_after_s=float(after.serving_from_s.iloc[0] - shift) if len(after) else np.nan))
+    p0, kw0 = list(clusters.values())[2]
+    stable = simulate_at_speed(trace, speed, config_for("mooncake", p0, **kw0))
+    return {"table": pd.DataFrame(rows).set_index("cluster"), "runs": runs, "shift_s": shift,
+            "stable": len(stable.role_switches)}
+
+
+def role_switching_display(rs: dict) -> pd.DataFrame:
+    """:func:`role_switching`'s table for reading: shares in % (one decimal), switches as integers."""
+    t = rs["table"]
+    return pd.DataFrame({"both SLOs met, first half (%)": t.before_pct.round(1),
+                         "after the answers grow (%)": t.after_pct.round(1),
+                         "overall (%)": t.overall_pct.round(1), "role switches": t.switches.astype(int)})
+
+
+def describe_role_switching(rs: dict) -> str:
+    """Markdown: what switching bought over the fixed start split, and what the paper's 8P:8D does."""
+    t = rs["table"]
+    names = list(t.index)
+    fixed, half, sw, slow = (t.loc[k] for k in names)
+    first = ("" if np.isnan(sw.first_after_s) else
+             f" Its first node served decode {sw.first_after_s:,.0f} s after the answers grew.")
+    return (f"After the answers grow, a fixed **{names[0]}** meets both SLOs for {fixed.after_pct:.1f}% of requests. "
+            f"Switching from it moves {int(sw.switches)} node{'s' if sw.switches != 1 else ''} and brings that to "
+            f"{sw.after_pct:.1f}%.{first} With a {SLOW_RELOAD_S:g} s reload it gets {slow.after_pct:.1f}%. "
+            f"A fixed **{names[1]}**, the paper's ratio, meets {half.after_pct:.1f}% without moving a node. On the trace "
+            f"as it is, the same rule moves {rs['stable']} node{'s' if rs['stable'] != 1 else ''}.")
+
+
 def describe_semantics(ctl: pd.DataFrame, box: bool = True) -> str:
     """Markdown: whether giving Mooncake the coupled engine's semantics (:func:`semantics_control`) moves
     its share meeting the SLOs (computed). ``box``: one sentence, the rest in a collapsible box; else all of it
@@ -591,10 +684,12 @@ def describe_semantics(ctl: pd.DataFrame, box: bool = True) -> str:
 
 
 def paper_box(ratio: pd.DataFrame, cap: pd.DataFrame, pdr: pd.DataFrame, coupled_2x: sim.SimResult,
-              name: str, semantics: pd.DataFrame | None = None, assumptions: dict | None = None) -> str:
+              name: str, semantics: pd.DataFrame | None = None, assumptions: dict | None = None,
+              roles: dict | None = None) -> str:
     """The lecture's "paper says / we get / why" table as markdown, every number computed (on the
     released trace or on its stand-in) or quoted from :mod:`mooncake_lab.paper`; ``semantics``: a
-    :func:`semantics_control`, ``assumptions``: a :func:`pd_assumptions` (the "why" of the best P:D)."""
+    :func:`semantics_control`, ``assumptions``: a :func:`pd_assumptions` (the "why" of the best P:D), ``roles``:
+    a :func:`role_switching` (§8's row)."""
     g = _paper.FIG1_GAIN
     xs = list(ratio.columns)
     ours_ratio = " / ".join(_gain(ratio.loc["mooncake", x], ratio.loc["vllm", x]) for x in xs)
@@ -632,6 +727,15 @@ def paper_box(ratio: pd.DataFrame, cap: pd.DataFrame, pdr: pd.DataFrame, coupled
          f"{best.effective_capacity_rps:.2f} req/s)",
          pd_why),
     ]
+    if roles is not None:
+        t = roles["table"]
+        fixed, half, sw = (t.iloc[k] for k in range(3))
+        rows.append(("roles that switch (§5.5)", "roles fixed; a node switches only on a large load shift; no rule or "
+                     "cost given", f"answers ×{SHIFT_FACTOR:g} halfway: {t.index[0]} fixed {fixed.after_pct:.1f}%, "
+                     f"switching {sw.after_pct:.1f}% ({int(sw.switches)} moves), {t.index[1]} fixed "
+                     f"{half.after_pct:.1f}%; {roles['stable']} moves on the trace as it is",
+                     "the rule and its costs are the course's (§8); like the paper, a well-chosen fixed split needs "
+                     "no switch on stable traffic"))
     head = (f"<details><summary>The paper beside our numbers, on {name}</summary>\n\n"
             "| | paper | ours | why they differ |\n|---|---|---|---|\n")
     return head + "\n".join(f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows) + "\n\n</details>"

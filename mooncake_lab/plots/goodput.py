@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import matplotlib as mpl
+import matplotlib.ticker  # noqa: F401 (mpl.ticker)
 
 import numpy as np
 
@@ -229,4 +230,38 @@ def plot_capacity_ratio(ratio, paper: dict | None = None, speed: float = 1.0):
     ax.set_ylabel("requests meeting both SLOs (%)")
     ax.set_title(f"Request capacity ratio vs TBT threshold ({speed:g}× the trace's load; FAST'25 Fig. 1)")
     ax.legend(fontsize=mpl.rcParams["legend.fontsize"], loc="lower right")
+    return fig
+
+
+@styled
+def plot_role_switching(rs: dict, window_s: float = 300.0):
+    """§8 of lecture 06 (:func:`~mooncake_lab.experiments.l06_goodput.role_switching`): left, the nodes in the
+    prefill pool over time for each cluster; right, the share of requests meeting both SLOs per
+    ``window_s`` of arrivals. The dashed line marks when the answers grow."""
+    fig, (ax, bx) = new_figure(1, 2, width=11.0, height=4.2)
+    shift = rs["shift_s"] / 60
+    for k, (name, res) in enumerate(rs["runs"].items()):
+        color = PALETTE[k % len(PALETTE)]
+        a = res.requests
+        end = float(a.arrival_s.max())
+        t = np.linspace(0.0, end, 600)
+        in_p, _ = res.roles_at(t)
+        ax.step(t / 60, in_p.sum(axis=1), where="post", color=color, label=name, lw=2.0 - 0.3 * k)
+        ok = ((a.outcome == "completed") & (a.ttft_s <= res.config.ttft_slo_s)
+              & (a.tbt_tail_s.fillna(0.0) <= res.config.tbt_slo_s)).to_numpy()
+        edges = np.arange(0.0, end + window_s, window_s)
+        idx = np.digitize(a.arrival_s.to_numpy(), edges) - 1
+        share = [100 * ok[idx == w].mean() if (idx == w).any() else np.nan for w in range(len(edges) - 1)]
+        bx.plot((edges[:-1] + window_s / 2) / 60, share, "o-", color=color, label=name, ms=4)
+    for x in (ax, bx):
+        x.axvline(shift, color="k", ls="--", lw=1)
+        x.set_xlabel("time (min, replayed)")
+    ax.set_ylabel("nodes in the prefill pool")
+    ax.yaxis.set_major_locator(mpl.ticker.MaxNLocator(integer=True))
+    ax.set_title("Where the nodes are")
+    ax.legend(fontsize=mpl.rcParams["legend.fontsize"] * 0.85)
+    bx.set_ylabel(f"both SLOs met (%, per {window_s / 60:g} min)")
+    bx.set_title("What each cluster serves")
+    bx.set_ylim(0, 102)
+    fig.suptitle("The answers grow ×4 at the dashed line")
     return fig

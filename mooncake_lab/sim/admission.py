@@ -67,14 +67,19 @@ def instance_decode_load(c, batch, kv_tokens, capacity, tbt_slo, metric):
 
 
 @helper_njit  # takes arrays: no reference counting inside the kernel's loop (sim/kernel.py, "Speed")
-def pool_tbt_load(c, batch, kv_tokens, spread_batch, spread_kv, tbt_slo):
-    """``decode_load_metric="tbt"``: the mean over the D instances of :func:`tbt_load`, instance d
+def pool_tbt_load(c, batch, kv_tokens, spread_batch, spread_kv, tbt_slo, serving):
+    """``decode_load_metric="tbt"``: the mean over the D serving instances of :func:`tbt_load`, instance d
     holding ``batch[d] + spread_batch / D`` requests and ``kv_tokens[d] + spread_kv / D`` tokens
-    (arrays of length D; ``spread_*``: the requests not bound to an instance yet, spread evenly)."""
-    D = len(batch)
+    (arrays over the instance numbers; ``serving[d]`` 1.0 for an instance in the decode pool, 0.0 for one
+    that is not — a node in the prefill role, rule 14 of :mod:`.reference`; ``spread_*``: the requests not
+    bound to an instance yet, spread evenly)."""
+    D = 0.0
+    for d in range(len(batch)):
+        D += serving[d]
     total = 0.0
-    for d in range(D):
-        total += tbt_load(c, batch[d] + spread_batch / D, kv_tokens[d] + spread_kv / D, tbt_slo)
+    for d in range(len(batch)):
+        if serving[d] > 0.0:
+            total += tbt_load(c, batch[d] + spread_batch / D, kv_tokens[d] + spread_kv / D, tbt_slo)
     return total / D
 
 

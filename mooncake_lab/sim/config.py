@@ -84,6 +84,10 @@ MAX_DECODE_TIME_S = 1e6
 #: ``estimator_noise`` (relative sd) and ``prediction_horizon`` (×): 10 is already pure noise / far past
 #: the prefill's end.
 MAX_NOISE, MAX_HORIZON = 10.0, 10.0
+#: Rule 14: a pool gains a node only when its load is at least this (1 = at its SLO) and ρ × the other's.
+ROLE_SWITCH_AT_LOAD = 1.0
+#: ``role_switch_ratio``: at 1000× one pool is idle beside a saturated other; beyond it the rule never fires.
+MAX_SWITCH_RATIO = 1000.0
 #: Seeds: any int64 (``np.random.default_rng`` takes more, but seeds round-trip through int64 arrays).
 MAX_SEED = 2**63 - 1
 
@@ -277,6 +281,9 @@ class ClusterConfig:
     router: RouterConfig | None = None        # the routers' parameters (sim/routers.py)
     dram_hbm_load: bool = True                # arXiv v3 §3, FAST'25 Fig. 14; False = DRAM ↔ HBM in no time
     inline_prefill: bool = False              # arXiv v3 §5's hybrid: short prefills inlined into decode
+    role_switch_ratio: float = 0.0            # FAST'25 §5.5: 0 = fixed roles; ρ ≥ 1 = switch on a load ratio ≥ ρ
+    role_switch_interval_s: float = 60.0      # how often the Conductor compares the pools' loads (s)
+    role_switch_s: float | None = None        # a switch's reload (s); None = the weights from DRAM at 128 GB/s
 
     def __post_init__(self):
         w = _WHERE
@@ -349,6 +356,26 @@ class ClusterConfig:
             if self.admission != "none":
                 raise _bad("inline_prefill", self.inline_prefill, "False unless admission='none' (how the hybrid "
                            "meets admission control is not modelled)")
+        number("role_switch_ratio", 0.0, MAX_SWITCH_RATIO)
+        number("role_switch_interval_s", 0.0, MAX_DECODE_TIME_S, lo_open=True)
+        if self.role_switch_s is not None:
+            number("role_switch_s", 0.0, MAX_DECODE_TIME_S)
+        if self.role_switch_ratio > 0.0:
+            if self.role_switch_ratio < 1.0:
+                raise _bad("role_switch_ratio", self.role_switch_ratio, "0 (fixed roles) or a ratio in [1, "
+                           f"{MAX_SWITCH_RATIO:g}] (a pool must be at least as loaded as the other to gain a node)")
+            why = None
+            if self.engine_mode == "coupled":
+                why = "engine_mode='disaggregated' (a coupled node has no role to switch)"
+            elif not (isinstance(self.prefill_policy, str) and self.prefill_policy in PREFILL_POLICIES):
+                why = ("prefill_policy one of the Conductor's (" + ", ".join(map(repr, PREFILL_POLICIES))
+                       + "): switching roles is the Conductor's decision")
+            elif x != 1:
+                why = "cpp_group_size=1 (a CPP group switching one node at a time is not modelled)"
+            elif self.inline_prefill:
+                why = "inline_prefill=False (the hybrid and role switching together are not modelled)"
+            if why:
+                raise _bad("role_switch_ratio", self.role_switch_ratio, "0 unless " + why)
         if self.engine_mode == "coupled" and x != 1:
             raise _bad("cpp_group_size", self.cpp_group_size, "1 when engine_mode='coupled' (CPP "
                        "groups are modelled for the disaggregated cluster only)")
@@ -382,6 +409,21 @@ class ClusterConfig:
     def n_nodes(self) -> int:
         """Nodes the cluster uses: n_coupled, or n_prefill + n_decode."""
         return self.n_coupled if self.coupled else self.n_prefill + self.n_decode
+
+    @property
+    def switches_roles(self) -> bool:
+        """True when nodes may move between the pools (``role_switch_ratio`` > 0)."""
+        return not self.coupled and self.role_switch_ratio > 0.0
+
+    @property
+    def prefill_slots(self) -> int:
+        """Prefill instance numbers a run uses: the instances, or every node when roles switch."""
+        return self.n_nodes if self.switches_roles else self.n_prefill_instances
+
+    @property
+    def decode_slots(self) -> int:
+        """Decode instance numbers a run uses: n_decode (n_coupled), or every node when roles switch."""
+        return self.n_nodes if self.switches_roles else (self.n_coupled if self.coupled else self.n_decode)
 
     @property
     def label(self) -> str:
@@ -458,7 +500,9 @@ class ClusterConfig:
                               decode_binding=DECODE_BINDINGS[self.decode_binding],
                               decode_load_metric=DECODE_LOAD_METRICS[self.decode_load_metric],
                               output_unknown=self.output_lengths == "unknown",
-                              router=self._router_params(cache * x, BLOCK_TOKENS))
+                              router=self._router_params(cache * x, BLOCK_TOKENS),
+                              role_switch_s=(m.weight_bytes() / nd.h2d_bw if self.role_switch_s is None
+                                             else float(self.role_switch_s)))
 
     def _router_params(self, cache_blocks: int, block_tokens: int) -> RouterParams:
         """The router's kernel-ready parameters (a Conductor policy or a student's: round robin's, unused)."""
@@ -486,3 +530,4 @@ class ResolvedConfig:
     decode_load_metric: int = 0    # DECODE_LOAD_METRICS code
     output_unknown: bool = False   # output_lengths == "unknown": KV grows, preemption
     router: RouterParams | None = None  # the router's settings (prefill_policy a router; .routers)
+    role_switch_s: float = 0.0     # s a switching node reloads (the weights from DRAM by default)

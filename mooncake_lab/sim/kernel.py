@@ -67,10 +67,11 @@ from numba import njit
 
 from ..cpp import cm_stage_coefficients
 from ..jit import helper_njit
-from ..prefix_cache import _match_prefix, _touch_blocks
+from ..prefix_cache import _empty_cache, _match_prefix, _touch_blocks
 from ..roofline import cm_decode_step_time, cm_kv_transfer_time, cm_prefill_time
 from .admission import decode_load, instance_decode_load, pool_tbt_load, prefill_load
 from .conductor_view import Request
+from .config import ROLE_SWITCH_AT_LOAD
 from .cpp_group import group_fetch_time, group_prefill
 from .decode_math import cut_segment, segment_pieces, steps_until_after, time_after, top_k_sum
 from .heaps import heap_pop, heap_push
@@ -79,7 +80,7 @@ from .routers import (ROUTERS, DecodeInputs, RouterInputs, aibrix_least_running,
 
 SGLANG = ROUTERS["sglang"]  # its rule reads RouterInputs.deepest_entered
 DYNAMO = ROUTERS["dynamo"]  # with a shared tier (router.dynamo_shared > 0) its choice fetches the pool's best
-from .state import (Conductor, DecodeNodes, DecodeQueues, DecodeRequests, Dispatched, Intervals, Links, Prefill,
+from .state import (Conductor, DecodeNodes, DecodeQueues, DecodeRequests, Dispatched, Intervals, Links, Prefill, Roles,
                     ReadyHeap, RunLog, Stints)
 
 # Outcome codes are literals inside the kernels (numba freezes globals); they must equal
@@ -593,6 +594,98 @@ def _predicted_population(T, t_decode, a, db, need, inl, outl, decode_admit, rea
     return sb, sk
 
 
+# ---------------------------------------------------------------------------- roles that switch (rule 14)
+@helper_njit
+def _drained(d, t, dec, dq, rl, pre, log, cost):
+    """Decode node ``d``, leaving decode, has drained at ``t`` if its batch, queue and bound requests are
+    done: then a prefill node, busy until ``t`` + the reload, logged."""
+    if rl.draining[d] == 1 and dec.batch[d] == 0 and dq.qhead[d] < 0 and dq.bound_kv[d] == 0.0:
+        rl.draining[d] = 0
+        rl.serve[d] = 0.0
+        rl.pre_on[d] = 1
+        pre.free[d, 0] = t + cost
+        r = int(rl.sw[0])
+        log[r, 3] = t
+        log[r, 4] = t + cost
+
+
+@helper_njit
+def _role_step(a, c, prm, pre, dec, dq, kvh, rl, log, cache):
+    """Rule 14 at the arrival ``a``: end the switch in progress once its node serves, bring nodes that
+    now take decode requests into the loads, and at a check start a switch when one pool is loaded."""
+    P = len(rl.pre_on)
+    D = len(rl.dec_from)
+    for d in range(D):
+        if rl.dec_from[d] <= a:
+            rl.serve[d] = 1.0
+    r = int(rl.sw[0])
+    if r >= 0:
+        if log[r, 4] <= a:  # NaN (not drained yet) compares False
+            rl.sw[0] = -1.0
+    if a < rl.sw[1]:
+        return
+    rl.sw[1] = a + prm.switch_interval
+    if rl.sw[0] >= 0:
+        return
+    n_pre = 0
+    q = 0.0
+    for p in range(P):
+        if rl.pre_on[p] == 1:
+            n_pre += 1
+            q += max(0.0, pre.free[p, 0] - a)
+    lp = q / n_pre / prm.ttft_slo
+    n_take = 0
+    nd = 0.0
+    nb = 0.0
+    kt = 0.0
+    for d in range(D):
+        if rl.dec_from[d] <= a:
+            n_take += 1
+        if rl.serve[d] > 0.0:
+            nd += 1.0
+            nb += dec.batch[d] + dq.queued[d]
+            kt += kvh[d] + dq.queued_kv[d]
+    ld = decode_load(c, nb / nd, kt / nd, prm.decode_cap, prm.tbt_slo)
+    rho = prm.switch_ratio
+    k = -1
+    row = int(rl.sw[2])
+    if lp >= ROLE_SWITCH_AT_LOAD and lp >= rho * ld and n_take >= 2:  # a decode node leaves for prefill
+        best = math.inf
+        for d in range(D):
+            if rl.dec_from[d] <= a:
+                v = kvh[d] + dq.queued_kv[d] + dq.bound_kv[d]
+                if v < best:
+                    best = v
+                    k = d
+        rl.dec_from[k] = math.inf
+        rl.draining[k] = 1
+        log[row, 0] = a
+        log[row, 1] = k
+        log[row, 2] = 0.0
+        rl.sw[0] = row
+        rl.sw[2] = row + 1
+        _drained(k, a, dec, dq, rl, pre, log, prm.switch_cost)
+    elif ld >= ROLE_SWITCH_AT_LOAD and ld >= rho * lp and n_pre >= 2:  # a prefill node leaves for decode
+        best = math.inf
+        for p in range(P):
+            if rl.pre_on[p] == 1 and pre.free[p, 0] < best:
+                best = pre.free[p, 0]
+                k = p
+        rl.pre_on[k] = 0
+        _empty_cache(cache.last_use, cache.q_block, cache.meta, k)
+        t_d = max(a, max(pre.free[k, 0], rl.out_until[k]))
+        rl.dec_from[k] = t_d + prm.switch_cost
+        if rl.dec_from[k] <= a:  # drained and reloaded at once: in the decode pool for this arrival's loads
+            rl.serve[k] = 1.0
+        log[row, 0] = a
+        log[row, 1] = k
+        log[row, 2] = 1.0
+        log[row, 3] = t_d
+        log[row, 4] = t_d + prm.switch_cost
+        rl.sw[0] = row
+        rl.sw[2] = row + 1
+
+
 # ---------------------------------------------------------------------------- student policies
 @njit(cache=True)
 def _fill_view(view, i, a, Lin, best, c, sc, prm, z_noise, pre, cond, links, net, ri, kv_cap):
@@ -664,7 +757,7 @@ def _student_choice(policy_fn, view, i, a, Lin, out, u, best, src, block_tokens,
 
 
 @njit(cache=True, nogil=True)  # nogil: independent runs can go in parallel threads
-def _kernel(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, router, belief, policy_fn=None,
+def _kernel(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, switch_log, links, router, belief, policy_fn=None,
             view=None):
     """Simulate the whole trace ``tr`` (:class:`~.state.TraceArrays`) on cost coefficients ``c`` with
     settings ``prm`` (:class:`~.state.Params`); fills ``out`` (:class:`~.state.Outputs`, pre-set to
@@ -706,6 +799,9 @@ def _kernel(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, rout
     ``kv_cap`` = the KV a node holds × the CPP group's nodes. The decode node then follows
     ``router.decode_choice`` (least KV, or :func:`.routers.route_decode`: fewest requests, round robin,
     llm-d's fewest waiting, AIBrix's PD rule) where it is chosen.
+
+    ``switch_log``: (requests, 5), rule 14's switches, a row each ([decided, node, new role, drained, serving
+    from]; ``diag[8]`` rows written; fixed roles: none).
 
     ``diag``: [0] events processed, [1] times an event ran earlier than the previous one (must be
     0), [2] runs logged, [3] max decode batch; [4]–[6] for a student policy (:func:`_student_choice`);
@@ -777,13 +873,21 @@ def _kernel(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, rout
                           np.zeros(0, dtype=i64), np.zeros(0, dtype=i64), np.zeros(0, dtype=i64), np.zeros(0),
                           np.zeros(0))
 
+    on = np.zeros(P, dtype=i64)
+    on[:prm.n_prefill0] = 1
+    dfrom = np.zeros(D)
+    if prm.switch_ratio > 0.0:  # rule 14: nodes 0 … n_prefill0 − 1 start as prefill nodes, the rest decode
+        dfrom[:prm.n_prefill0] = math.inf
+    rl = Roles(on, dfrom, np.zeros(D, dtype=i64), np.zeros(P), (dfrom == 0.0).astype(np.float64),
+               np.array([-1.0, -math.inf, 0.0]))
     _run(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, router, belief, policy_fn, view,
-         sc, pre, cond, net, heap, dec, dq, dr, st, log, buf, di, fl, ri)
+         sc, pre, cond, net, heap, dec, dq, dr, st, log, buf, di, fl, ri, rl, switch_log)
+    diag[8] = int(rl.sw[2])
 
 
 @helper_njit
 def _run(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, router, belief, policy_fn, view,
-         sc, pre, cond, net, heap, dec, dq, dr, st, log, buf, di, fl, ri):
+         sc, pre, cond, net, heap, dec, dq, dr, st, log, buf, di, fl, ri, rl, switch_log):
     """:func:`_kernel`'s pass over the arrivals, on the state it allocated (:mod:`.state`). Without reference
     counting (:data:`mooncake_lab.jit.helper_njit`): every array here is kept alive by :func:`_kernel`, and
     the loop's views of its groups' members (``dec.next_t``, ``net.block_ready``, a request's ``blocks``)
@@ -904,6 +1008,8 @@ def _run(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, router,
                 if dec.batch[d] > diag[3]:
                     diag[3] = dec.batch[d]
                 _start_segment(d, c, dec, dr.done_step, grow, cap_i)
+                if rl.draining[d] == 1:
+                    _drained(d, t, dec, dq, rl, pre, switch_log, prm.switch_cost)
             elif hsize > 0 and tready <= t_now:
                 # ---- ready event: KV of request j has reached the decode pool
                 t = tready
@@ -919,10 +1025,10 @@ def _run(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, router,
                 else:  # late binding, Algorithm 1 line 24: least KV reserved (held) + KV queued (tokens)
                     if grow:  # KV held now: prompt + tokens so far of the running requests
                         _kv_now(t, dec, kvh)
-                    if dchoice == 0:
-                        d = 0
-                        for e in range(1, D):
-                            if kvh[e] + dq.queued_kv[e] < kvh[d] + dq.queued_kv[d]:
+                    if dchoice == 0:  # among the nodes taking decode requests (all but under rule 14)
+                        d = -1
+                        for e in range(D):
+                            if rl.dec_from[e] <= t and (d < 0 or kvh[e] + dq.queued_kv[e] < kvh[d] + dq.queued_kv[d]):
                                 d = e
                     else:  # a router's decode_choice
                         d = _decode_by_choice(dchoice, di, c, t, dec, dq, fl.bound_n, kvh, u_random[j], P,
@@ -934,6 +1040,8 @@ def _run(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, router,
                                                            kv_d + dq.queued_kv[d] + need, decode_cap,
                                                            prm.tbt_slo, prm.load_metric) > prm.adm_threshold:
                     out.outcome[j] = 3  # rejected after prefill: its prefill was wasted
+                    if rl.draining[d] == 1:
+                        _drained(d, t, dec, dq, rl, pre, switch_log, prm.switch_cost)
                     diag[0] += 1
                     if t < t_last:
                         diag[1] += 1
@@ -962,6 +1070,10 @@ def _run(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, router,
         a = arrival[i]
         Lin = input_len[i]
         o_len = output_len[i]
+        if prm.switch_ratio > 0.0:  # rule 14
+            if grow:
+                _kv_now(a, dec, kvh)
+            _role_step(a, c, prm, pre, dec, dq, kvh, rl, switch_log, cache)
         if (Lin + 1 if grow else Lin + o_len) > decode_cap:  # can never fit a decode instance's KV memory
             out.outcome[i] = 4
             continue
@@ -992,6 +1104,10 @@ def _run(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, router,
         src = -1
         if policy >= 1:
             for p in range(P):
+                if rl.pre_on[p] == 0:  # rule 14: not a prefill node now (its cache is empty)
+                    cond.local[p] = 0
+                    cond.est[p] = math.inf
+                    continue
                 if true_match:
                     cond.local[p] = _match_prefix(cache.last_use, p, blocks)
                     if cond.local[p] > best:
@@ -1009,6 +1125,8 @@ def _run(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, router,
                         cond.src_ready[q] = max(cond.src_ready[q], net.block_ready[q, blocks[k]])
         if policy == 3:
             for p in range(P):
+                if rl.pre_on[p] == 0:
+                    continue
                 cl = _reusable_tokens(cond.local[p], Lin, prm.block_tokens)
                 r0 = max(a, pre.free[p, 0])
                 if _fetches(prm, cond.local[p], best):
@@ -1020,7 +1138,14 @@ def _run(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, router,
                 else:
                     cond.est[p] += _prefill_on(c, sc, pre, prm.cpp, p, r0, Lin - cl, cl)[1]
         if policy == 0:
-            pi = min(int(u_random[i] * P), P - 1)
+            n_on = 0
+            for p in range(P):
+                n_on += rl.pre_on[p]
+            k_on = min(int(u_random[i] * n_on), n_on - 1)  # the k-th prefill node now (all: instance k)
+            pi = -1
+            while k_on >= 0:
+                pi += 1
+                k_on -= rl.pre_on[pi]
         elif policy == 4:  # a student's function: it may also veto / force the fetch (view.fetch)
             pi = -1
             if policy_fn is not None:
@@ -1052,9 +1177,9 @@ def _run(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, router,
             if prm.noise_sd > 0.0:
                 for p in range(P):
                     cond.est[p] *= max(0.0, 1.0 + prm.noise_sd * z_noise[i, p])
-            pi = 0
-            for p in range(1, P):
-                if cond.est[p] < cond.est[pi]:
+            pi = -1
+            for p in range(P):
+                if rl.pre_on[p] == 1 and (pi < 0 or cond.est[p] < cond.est[pi]):
                     pi = p
         # ---------------- the prefill on pi, predicted (nothing is committed before admission)
         n_local = cond.local[pi] if true_match else _match_prefix(cache.last_use, pi, blocks)
@@ -1089,10 +1214,11 @@ def _run(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, router,
         # ---------------- Algorithm 1 line 24: the decode instance, chosen now (binding 1)
         db = -1
         if binding == 1 and o_len > 1:  # least KV reserved (held) + queued + bound in flight (tokens)
-            if dchoice == 0:
-                db = 0
-                for e in range(1, D):
-                    if kvh[e] + dq.queued_kv[e] + dq.bound_kv[e] < kvh[db] + dq.queued_kv[db] + dq.bound_kv[db]:
+            if dchoice == 0:  # among the nodes taking decode requests (all but under rule 14)
+                db = -1
+                for e in range(D):
+                    if rl.dec_from[e] <= a and (db < 0 or kvh[e] + dq.queued_kv[e] + dq.bound_kv[e]
+                                                < kvh[db] + dq.queued_kv[db] + dq.bound_kv[db]):
                         db = e
             else:  # a router's decode_choice
                 db = _decode_by_choice(dchoice, di, c, a, dec, dq, fl.bound_n, kvh, u_random[i], P, fl.count[1],
@@ -1122,13 +1248,15 @@ def _run(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, router,
             for d in range(D):
                 dq.load_b[d] += dec.batch[d] + dq.queued[d]
                 dq.load_kv[d] += kvh[d] + dq.queued_kv[d]
-        if prm.load_metric == 1:  # the mean per-instance TBT ratio
-            dl = pool_tbt_load(c, dq.load_b, dq.load_kv, sb, sk, prm.tbt_slo)
+        if prm.load_metric == 1:  # the mean per-instance TBT ratio (over the decode pool now)
+            dl = pool_tbt_load(c, dq.load_b, dq.load_kv, sb, sk, prm.tbt_slo, rl.serve)
         else:  # the average instance's max(TBT, memory): the pool's totals / D
+            nd = 0.0
             for d in range(D):
                 sb += dq.load_b[d]
                 sk += dq.load_kv[d]
-            dl = decode_load(c, sb / D, sk / D, decode_cap, prm.tbt_slo)
+                nd += rl.serve[d]
+            dl = decode_load(c, sb / nd, sk / nd, decode_cap, prm.tbt_slo)
         out.prefill_load[i] = pl
         out.decode_load[i] = dl
         if (admission == 1 and pl > prm.adm_threshold) or (admission >= 2 and max(pl, dl) > prm.adm_threshold):
@@ -1181,6 +1309,7 @@ def _run(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, router,
                                      router.belief_ttl)
                     belief_insert(belief.last_use, belief.q_block, belief.q_stamp, belief.meta, belief.touched_at,
                                   pi, blocks, a, router.belief_ttl)
+        rl.out_until[pi] = max(rl.out_until[pi], end if o_len == 1 else r_i - c[16] * Lin)  # rule 14's drain
         if o_len == 1:  # the prefill made the only output token: nothing to decode
             out.finish[i] = end
             out.outcome[i] = 1

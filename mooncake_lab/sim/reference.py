@@ -132,6 +132,28 @@ Decode (per instance: continuous batching)
        L + tokens generated so far; every running request gets one token at the step's end.
    10. Token intervals: first = (first decode token − end of prefill); then one per step.
        TBT mean = their mean; TBT tail = mean of the longest ceil(10%) (FAST'25).
+Roles that switch (``role_switch_ratio`` ρ > 0; FAST'25 §5.5 states the idea, the rule is the course's)
+   14. The N = ``n_prefill + n_decode`` nodes are numbered 0 … N − 1; node k starts as a prefill node if
+       k < ``n_prefill``, else as a decode node; prefill and decode instance numbers are node numbers
+       (noise draws: one per node). Each arrival, after the decode pool is advanced to it and before
+       rule 1: (a) a node whose switch has ended (it is serving in its new role) ends the switch;
+       (b) at the first arrival a, and then at the first arrival ≥ the previous check +
+       ``role_switch_interval_s``, the Conductor checks the loads — unless a switch is in progress (at
+       most one at a time). Prefill load ℓ_P = the mean over the prefill nodes of max(0, busy_until − a)
+       / TTFT SLO; decode load ℓ_D = ``decode_load(B / D, K / D)`` over the D nodes serving decode (those
+       taking requests and the one draining out of the pool), B the requests running or queued there, K
+       their KV held (reserved) + queued. If ℓ_P ≥ 1 (``config.ROLE_SWITCH_AT_LOAD``), ℓ_P ≥ ρ · ℓ_D and ≥ 2 nodes take decode requests,
+       the one of them with the least KV held + queued (+ bound in flight under ``"arrival"``; ties lowest)
+       leaves decode: it takes no new request (rule 7 skips it) and drains — its batch, its queue and the
+       requests bound to it run to their end; it is drained when all are done (now, if it is idle), then
+       a prefill node from drained + ``role_switch_s`` (busy until then, an empty prefix cache; the
+       Conductor sees it from the first arrival after it drained). Else if ℓ_D ≥ 1, ℓ_D ≥ ρ · ℓ_P and ≥ 2
+       nodes are prefill nodes, the one with the least queued work (busy_until; ties lowest) leaves
+       prefill: the Conductor skips it from now, its prefix cache is dropped now (nothing is fetched
+       from it), and it is drained when its last prefill has ended and its last KV stream has left
+       (the stream's end before rule 6c's load; its last prefill's end for output 1); it takes decode
+       requests from drained + ``role_switch_s`` (rule 7, at any time ≥ then). Every switch is logged
+       (decided, node, new role, drained, serving from).
 Events at equal times: decode steps (lowest instance first) before ready events (lowest request
 first) before the arrival.
 
@@ -177,7 +199,7 @@ from .links import LinkCalendar, fit_all
 from .cpp_group import group_fetch_time
 from .routers import ROUTERS, DecodeInputs, new_router_inputs
 from .routers_reference import EntryTimes, ReferenceBelief, route_decode_reference, route_reference
-from .config import (ADMISSIONS, COMPLETED, REJECTED_AFTER_PREFILL, REJECTED_AT_ARRIVAL,
+from .config import (ROLE_SWITCH_AT_LOAD, ADMISSIONS, COMPLETED, REJECTED_AFTER_PREFILL, REJECTED_AT_ARRIVAL,
                      REJECTED_TOO_LARGE)
 
 
@@ -265,19 +287,33 @@ class _Decode:
 
 
 def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv: np.ndarray,
-                  diag: np.ndarray, student=None, link_log: list | None = None) -> None:
+                  diag: np.ndarray, student=None, link_log: list | None = None,
+                  switch_log: list | None = None) -> None:
     """Fill ``out`` (the per-request arrays of :func:`mooncake_lab.sim.run.simulate`) the slow way.
 
     ``student``: a :class:`~.student_policy.StudentPolicy` choosing the prefill instance (rule 2b).
     ``link_log``: with ``network_contention``, every reservation is appended to it as
     ``(link, begin, end, request)``, link = ``("send" | "recv", prefill instance, stage)`` or
     ``("decode_recv", decode instance, 0)``.
+    ``switch_log``: with ``role_switch_ratio`` > 0, every switch (rule 14) is appended to it as
+    ``[decided, node, new role (0 prefill, 1 decode), drained, serving from]`` (s; NaN until known).
     """
     c = resolved.cost
     cap = resolved.decode_kv_capacity
-    P, D = config.n_prefill_instances, config.n_decode
+    P, D = config.prefill_slots, config.decode_slots  # rule 14: every node has both when roles switch
     X = resolved.cpp_group_size
-    assert P * X == config.n_prefill
+    assert config.switches_roles or P * X == config.n_prefill
+    roles = config.switches_roles
+    N0 = config.n_prefill if roles else P
+    pre_on = [p < N0 for p in range(P)]             # takes prefill requests
+    dec_from = [0.0 if (d >= N0 or not roles) else math.inf for d in range(D)]  # takes decode requests from
+    draining = [False] * D                          # leaving decode, not drained yet
+    out_until = [0.0] * P                           # rule 14: when its last prefill's KV has left
+    sw = []                                         # the switch in progress: its log row
+    check_at = [-math.inf]
+    rho, sw_interval, sw_cost = float(config.role_switch_ratio), float(config.role_switch_interval_s), \
+        float(resolved.role_switch_s)
+    log_sw = switch_log if switch_log is not None else []
 
     def fetch_s(n_tokens):
         return float(group_fetch_time(c, n_tokens, X))
@@ -480,18 +516,59 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
             d = decode_by_choice(t, j, False)
             out["decode_inst"][j] = d
         else:
-            d = min(range(D), key=lambda e: (held(e) + dec[e].waiting, e))
+            d = min((e for e in range(D) if dec_from[e] <= t), key=lambda e: (held(e) + dec[e].waiting, e))
             out["decode_inst"][j] = d
         inst = dec[d]
         if adm == "baseline" and instance_decode_load(c, float(len(inst.running) + len(inst.queue) + 1),
                                                       float(held(d) + inst.waiting + need), cap,
                                                       tbt_slo, metric) > theta:
             out["outcome"][j] = REJECTED_AFTER_PREFILL
+            drained(d, t)
             return
         dec[d].queue.append(j)
         dec[d].waiting += need
         if not dec[d].running:  # idle: starts right away
             admit(d, t)
+
+    def drained(d, t):
+        """Rule 14: decode node d, leaving decode, has drained at t: a prefill node after the reload."""
+        if draining[d] and not dec[d].running and not dec[d].queue and dec[d].bound_n == 0:
+            draining[d] = False
+            pre_on[d] = True
+            groups[d].free = [t + sw_cost] * X
+            sw[0][3], sw[0][4] = t, t + sw_cost
+
+    def role_step(a):
+        """Rule 14 at the arrival ``a``: end the switch in progress, or check the loads and start one."""
+        if sw and not math.isnan(sw[0][4]) and a >= sw[0][4]:
+            sw.clear()
+        if a < check_at[0]:
+            return
+        check_at[0] = a + sw_interval
+        if sw:
+            return
+        pre_nodes = [p for p in range(P) if pre_on[p]]
+        takes = [d for d in range(D) if dec_from[d] <= a]
+        serving = takes + [d for d in range(D) if draining[d]]
+        lp = sum(max(0.0, groups[p].busy_until - a) for p in pre_nodes) / len(pre_nodes) / ttft_slo
+        nb = sum(len(dec[d].running) + len(dec[d].queue) for d in serving)
+        kt = sum(held(d) + dec[d].waiting for d in serving)
+        ld = float(decode_load(c, nb / len(serving), float(kt) / len(serving), cap, tbt_slo))
+        if lp >= ROLE_SWITCH_AT_LOAD and lp >= rho * ld and len(takes) >= 2:  # a decode node leaves for prefill
+            k = min(takes, key=lambda e: (held(e) + dec[e].waiting + dec[e].bound, e))
+            dec_from[k] = math.inf
+            draining[k] = True
+            sw.append([a, k, 0, math.nan, math.nan])
+            log_sw.append(sw[0])
+            drained(k, a)
+        elif ld >= ROLE_SWITCH_AT_LOAD and ld >= rho * lp and len(pre_nodes) >= 2:  # a prefill node leaves for decode
+            k = min(pre_nodes, key=lambda p: (groups[p].busy_until, p))
+            pre_on[k] = False
+            caches[k] = _LRU(resolved.cache_capacity_blocks, config.cache_eviction)
+            t_d = max(a, groups[k].busy_until, out_until[k])
+            dec_from[k] = t_d + sw_cost
+            sw.append([a, k, 1, t_d, t_d + sw_cost])
+            log_sw.append(sw[0])
 
     def advance(t_now):
         while True:
@@ -500,6 +577,7 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
             tr = ready_events[0][0] if ready_events else math.inf
             if tb <= tr and tb <= t_now and tb < math.inf:
                 boundary(d)
+                drained(d, tb)
             elif ready_events and tr <= t_now:
                 t, j = ready_events.pop(0)
                 on_ready(t, j)
@@ -509,6 +587,8 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
     for i in range(n):
         a = float(trace.arrival_s[i])
         advance(a)
+        if roles:
+            role_step(a)
         L, o = L_in[i], L_out[i]
         if (L + 1 if grow else L + o) > cap:
             out["outcome"][i] = REJECTED_TOO_LARGE
@@ -544,8 +624,9 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
         def remote_ok(p):
             return fetches and best > local[p] and (local[p] == 0 or best >= threshold * local[p])
 
+        on = [p for p in range(P) if pre_on[p]]  # rule 14: the prefill nodes now
         if policy_name == "random":
-            pi = min(int(u_random[i] * P), P - 1)
+            pi = on[min(int(u_random[i] * len(on)), len(on) - 1)]
         elif student is not None:  # rule 2b
             view = new_view(P)
             for p in range(P):
@@ -584,8 +665,8 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
             if not 0 <= pi < P:
                 raise RuntimeError(f"router {policy_name!r} chose instance {pi} of {P}")
         else:
-            est = []
-            for p in range(P):
+            est = [math.inf] * P
+            for p in on:
                 g = groups[p]
                 e = max(0.0, g.busy_until - a)  # wait until (stage 0 of) the instance is free
                 if policy_name in ("cache_aware", "kvcentric"):
@@ -600,8 +681,8 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
                         e += g.run(max(a, g.busy_until), L - cl, cl, commit=False)[1]
                 if noise_sd > 0:
                     e *= max(0.0, 1.0 + noise_sd * z_noise[i, p])
-                est.append(e)
-            pi = min(range(P), key=lambda p: (est[p], p))
+                est[p] = e
+            pi = min(on, key=lambda p: (est[p], p))
         cached = _reusable_tokens(local[pi], L, bt)
         cl = cached
         fetch_t = 0.0
@@ -624,7 +705,8 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
             if dchoice:
                 bind = decode_by_choice(a, i, True)
             else:
-                bind = min(range(D), key=lambda e: (held(e) + dec[e].waiting + dec[e].bound, e))
+                bind = min((e for e in range(D) if dec_from[e] <= a),
+                           key=lambda e: (held(e) + dec[e].waiting + dec[e].bound, e))
         if contention and o > 1:  # rule 6b: the stream wants [r − x, r] on all pi's send links
             x = float(cm_kv_transfer_time(c, L))  # (+ the bound decode node's receive link)
             b_s = fit_all(send[pi] + ([] if bind is None else drecv[bind]), r_free - x, x)
@@ -646,7 +728,9 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
             counted = [j for d in range(D) for j in dec[d].running + list(dec[d].queue)]
         nb = 1 + len(counted)
         k_tok = cand + sum(kv(j) for j in counted)
-        dl = float(decode_load(c, nb / D, float(k_tok) / D, cap, tbt_slo))
+        serve = [1.0 if (dec_from[d] <= a or draining[d]) else 0.0 for d in range(D)]  # rule 14
+        Dn = sum(serve)
+        dl = float(decode_load(c, nb / Dn, float(k_tok) / Dn, cap, tbt_slo))
         if tbt_metric:  # rule 11, "tbt": each counted request on its instance, one without an instance spread
             b_d, k_d = np.zeros(D), np.zeros(D)
             spread_b = spread_k = 0.0
@@ -660,7 +744,7 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
                 else:
                     spread_b += 1
                     spread_k += need_j
-            dl = float(pool_tbt_load(c, b_d, k_d, spread_b, spread_k, tbt_slo))
+            dl = float(pool_tbt_load(c, b_d, k_d, spread_b, spread_k, tbt_slo, np.array(serve)))
         out["prefill_load"][i] = pl
         out["decode_load"][i] = dl
         if (adm == "baseline" and pl > theta) or (adm in ("early", "predicted") and max(pl, dl) > theta):
@@ -703,6 +787,7 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
             recent_s[pi] += pt
             if belief is not None:
                 belief.insert(pi, blocks, a)
+        out_until[pi] = max(out_until[pi], end if o == 1 else r - float(c[16]) * L)  # rule 14's drain
         if o == 1:
             out["finish"][i] = end
             out["outcome"][i] = COMPLETED

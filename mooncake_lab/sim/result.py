@@ -31,6 +31,9 @@ class SimResult:
     max_kv_tokens : per decode instance, the most KV tokens ever reserved (≤ ``decode_kv_capacity``).
     diagnostics : events processed, ``time_reversals`` (must be 0), runs logged, max decode batch.
     wall_s : engine run time, seconds.
+    switch_log : with ``role_switch_ratio`` > 0, one row per role switch (rule 14 of
+        :mod:`.reference`): decided, node, new role (0 prefill, 1 decode), drained, serving from (s);
+        :attr:`role_switches` is its table.
     """
 
     trace: object
@@ -41,6 +44,7 @@ class SimResult:
     decode_kv_capacity: float
     diagnostics: dict
     wall_s: float
+    switch_log: np.ndarray = field(default_factory=lambda: np.zeros((0, 5)), repr=False)
     _frame: pd.DataFrame | None = field(default=None, repr=False)
 
     def __repr__(self) -> str:
@@ -149,6 +153,39 @@ class SimResult:
         }
         return pd.Series(s, name=cfg.policy_name)
 
+    @property
+    def role_switches(self) -> pd.DataFrame:
+        """One row per role switch (``role_switch_ratio`` > 0; else none): when it was decided, the node, the
+        pool it left and joined, when it had drained and when it served in its new role (s)."""
+        g = self.switch_log
+        to = np.where(g[:, 2] == 1, "decode", "prefill")
+        return pd.DataFrame({"decided_s": g[:, 0], "node": g[:, 1].astype(np.int64),
+                             "left": np.where(to == "decode", "prefill", "decode"), "joined": to,
+                             "drained_s": g[:, 3], "serving_from_s": g[:, 4]})
+
+    def roles_at(self, t) -> tuple[np.ndarray, np.ndarray]:
+        """``(in_prefill, in_decode)``, each ``[len(t), slots]`` booleans: at each time, which prefill
+        instance numbers take requests and which decode ones serve (take requests or drain). Fixed roles:
+        all of them; with role switching (node numbers) as :attr:`role_switches` moves them."""
+        cfg = self.config
+        t = np.asarray(t, dtype=np.float64)[:, None]
+        P, D = cfg.prefill_slots, cfg.decode_slots
+        if not cfg.switches_roles:
+            return np.ones((len(t), P), dtype=bool), np.ones((len(t), D), dtype=bool)
+        k = np.arange(P)[None, :]
+        in_p = np.broadcast_to(k < cfg.n_prefill, (len(t), P)).copy()
+        in_d = ~in_p
+        for dec, node, new, drained, serving in self.switch_log:
+            node = int(node)
+            if new == 1:   # left prefill when decided; serves decode from `serving`
+                in_p[:, node] &= t[:, 0] < dec
+                in_d[:, node] |= t[:, 0] >= serving
+            else:          # drains decode until `drained`, then a prefill node
+                drained = np.inf if np.isnan(drained) else drained
+                in_d[:, node] &= t[:, 0] < drained
+                in_p[:, node] |= t[:, 0] >= drained
+        return in_p, in_d
+
     def timeseries(self, dt: float = 10.0, per_instance: bool = False) -> pd.DataFrame:
         """Load sampled every ``dt`` seconds from 0 to the last finish (state just after time t).
 
@@ -170,11 +207,11 @@ class SimResult:
         per_instance = flag(per_instance, "per_instance", "SimResult.timeseries")
         cols: dict = {}
         # coupled: each instance is both a "prefill" and a "decode" instance; CPP: one per group
-        P = cfg.n_prefill_instances
-        D = cfg.n_coupled if cfg.coupled else cfg.n_decode
+        P, D = cfg.prefill_slots, cfg.decode_slots
+        in_p, in_d = self.roles_at(t)  # rule 14: the nodes in each pool at each time (fixed roles: all)
         queues = self._queues(t)
-        cols["prefill_queue_s"] = queues.mean(axis=1)
-        cols["prefill_queue_max_s"] = queues.max(axis=1)
+        cols["prefill_queue_s"] = np.where(in_p, queues, 0.0).sum(axis=1) / in_p.sum(axis=1)
+        cols["prefill_queue_max_s"] = np.where(in_p, queues, 0.0).max(axis=1)
         running = np.zeros((len(t), D))
         kv = np.zeros((len(t), D))
         waiting = np.zeros((len(t), D))
@@ -187,15 +224,17 @@ class SimResult:
             waiting[:, d], wait_kv[:, d] = _active(rdy, adm, w, t)
         cols["decode_running"] = running.sum(axis=1)
         cols["decode_waiting"] = waiting.sum(axis=1)
-        cols["decode_kv_fraction"] = kv.mean(axis=1) / self.decode_kv_capacity
+        n_d = in_d.sum(axis=1)
+        cols["decode_kv_fraction"] = kv.sum(axis=1) / n_d / self.decode_kv_capacity
         cols["prefill_load"] = cols["prefill_queue_s"] / cfg.ttft_slo_s
         c = cfg.resolve().cost
         if cfg.decode_load_metric == "tbt":
             bd, kd = running + waiting, kv + wait_kv
-            cols["decode_load"] = np.array([pool_tbt_load(c, bd[s], kd[s], 0.0, 0.0, float(cfg.tbt_slo_s))
+            cols["decode_load"] = np.array([pool_tbt_load(c, bd[s], kd[s], 0.0, 0.0, float(cfg.tbt_slo_s),
+                                                          in_d[s].astype(np.float64))
                                             for s in range(len(t))])
         else:
-            nb, kt = (cols["decode_running"] + cols["decode_waiting"]) / D, (kv.sum(axis=1) + wait_kv.sum(axis=1)) / D
+            nb, kt = (cols["decode_running"] + cols["decode_waiting"]) / n_d, (kv.sum(axis=1) + wait_kv.sum(axis=1)) / n_d
             cols["decode_load"] = np.array([decode_load(c, float(b), float(k), self.decode_kv_capacity,
                                                         float(cfg.tbt_slo_s)) for b, k in zip(nb, kt)])
         if per_instance:
@@ -212,7 +251,7 @@ class SimResult:
         decode-side columns (what a dashboard draws per move)."""
         t = self._grid(dt, "SimResult.prefill_queues")
         return pd.DataFrame(self._queues(t), index=pd.Index(t, name="time_s"),
-                            columns=pd.Index(range(self.config.n_prefill_instances), name="instance"))
+                            columns=pd.Index(range(self.config.prefill_slots), name="instance"))
 
     def _grid(self, dt, where: str = "SimResult.timeseries") -> np.ndarray:
         """Sample times (s): every ``dt`` from 0 to the last finish, at most :data:`MAX_SAMPLES` of them."""
@@ -227,7 +266,7 @@ class SimResult:
     def _queues(self, t: np.ndarray) -> np.ndarray:
         """``[len(t), P]``: work queued on each prefill instance just after each time (s)."""
         a, tr = self.arrays, self.trace
-        queues = np.zeros((len(t), self.config.n_prefill_instances))
+        queues = np.zeros((len(t), self.config.prefill_slots))
         for p in range(queues.shape[1]):
             on = np.flatnonzero(a["prefill_inst"] == p)  # in arrival order; prefill ends increase (FIFO)
             busy = _latest(tr.arrival_s[on], a["prefill_end"][on], t)  # an idle instance: 0

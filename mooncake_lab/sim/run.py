@@ -79,11 +79,11 @@ def memory_estimate(trace: Trace, config: ClusterConfig, rc=None) -> dict:
     config = _check_args(trace, config, "memory_estimate")
     rc = config.resolve() if rc is None else rc
     n, nb = len(trace), int(trace.n_blocks)
-    P = config.n_prefill_instances
-    D = config.n_coupled if config.coupled else config.n_decode
+    P, D = config.prefill_slots, config.decode_slots
     inst = (f"n_coupled={config.n_coupled}" if config.coupled else
             f"n_prefill={config.n_prefill}" + (f" / cpp_group_size={config.cpp_group_size}"
-                                               if config.cpp_group_size > 1 else ""))
+                                               if config.cpp_group_size > 1 else "")
+            + (f" + n_decode={config.n_decode}: roles switch" if config.switches_roles else ""))
     qcap = 2 * min(rc.cache_capacity_blocks, nb) + 64
     grow = rc.output_unknown and not config.coupled  # decode admits on the prompt + 1 token alone
     min_need = int((trace.input_len + (1 if grow else trace.output_len)).min()) if n else 1
@@ -119,10 +119,10 @@ def memory_estimate(trace: Trace, config: ClusterConfig, rc=None) -> dict:
     if config.network_contention and not config.coupled:
         parts["block availability"] = (8 * P * nb, f"{P:,} instances × {nb:,} block ids of the trace × 8 B "
                                                     f"(network_contention)")
-        rows = 2 * config.n_prefill + config.n_decode  # links: prefill send + receive, decode receive
+        rows = 2 * P + D  # links: prefill send + receive, decode receive (roles switch: every node has all three)
         slots = n + 1  # a request books each link at most once (sim/kernel.py::_book)
         parts["link calendars"] = (8 * rows * (2 * slots + 2),
-                                   f"{rows:,} links (2 × n_prefill={config.n_prefill} + n_decode={config.n_decode}) "
+                                   f"{rows:,} links (2 × n_prefill={P} + n_decode={D}{' nodes: roles switch' if config.switches_roles else ''}) "
                                    f"× {slots:,} reservation slots (one per request) × 2 × 8 B "
                                    f"(network_contention)")
     return parts
@@ -221,14 +221,16 @@ def _check_memory(trace: Trace, config: ClusterConfig, rc) -> None:
 
 def _params(trace: Trace, config: ClusterConfig, rc, n_route: int, spare: int) -> Params:
     """The kernel's settings (:class:`.state.Params`), typed as it is compiled for."""
-    return Params(int(trace.block_tokens), int(n_route), int(config.n_decode), int(rc.policy),
+    return Params(int(trace.block_tokens), int(n_route), int(config.decode_slots), int(rc.policy),
                   float(config.kvcache_balancing_threshold), float(config.estimator_noise),
                   bool(config.layerwise_kv_transfer), int(rc.n_layers), float(rc.decode_kv_capacity),
                   int(rc.admission), CppParams(int(rc.cpp_group_size), int(rc.cpp_chunk), float(rc.cpp_act_bytes),
                                                float(rc.cpp_bandwidth), bool(rc.cpp_overlap)), float(config.ttft_slo_s), float(config.tbt_slo_s),
                   float(config.admission_threshold), float(config.decode_time_s), float(config.prediction_horizon),
                   int(rc.decode_binding), int(rc.decode_load_metric), bool(rc.output_unknown), int(spare),
-                  bool(config.inline_prefill))
+                  bool(config.inline_prefill), int(config.n_prefill if config.switches_roles else n_route),
+                  float(config.role_switch_ratio if config.switches_roles else 0.0),
+                  float(config.role_switch_interval_s), float(rc.role_switch_s))
 
 
 def simulate(trace: Trace, config: ClusterConfig | None = None, engine: str = "numba") -> SimResult:
@@ -271,11 +273,15 @@ def _simulate(trace, config, engine, spare):
     # a cache is touched by the requests it serves and as the source of fetched prefixes: ≤ 2 per block id
     check_touch_budget(2 * len(trace.block_ids), config.cache_eviction, "simulate")
     n = len(trace)
-    n_route = config.n_prefill_instances  # instances a request is routed to (nodes, CPP groups, coupled)
+    n_route = config.prefill_slots  # instances a request may be routed to (nodes, CPP groups, coupled; roles: all)
     u, z = _draws(config.seed, n, n_route, config.estimator_noise)
     out = _new_outputs(n)
-    max_kv = np.zeros(config.n_coupled if config.coupled else config.n_decode)
-    diag = np.zeros(8, dtype=np.int64)  # [4:7]: a student policy's request, bad-value flag, value; [7] no room
+    max_kv = np.zeros(config.decode_slots)
+    # rule 14: a switch per check at most, a check per arrival at most
+    switch_log = np.full((len(trace) if config.switches_roles else 0, 5), np.nan)
+    switches = []
+    diag = np.zeros(9, dtype=np.int64)  # [4:7]: a student policy's request, bad-value flag, value; [7] no room;
+    # [8]: role switches logged
     student = compile_policy(config.prefill_policy) if callable(config.prefill_policy) else None
     t0 = time.perf_counter()
     if config.coupled and engine == "numba":
@@ -304,6 +310,7 @@ def _simulate(trace, config, engine, spare):
             args = (TraceArrays(trace.arrival_s, trace.input_len, trace.output_len, trace.block_offsets,
                                 trace.block_ids),
                     rc.cost, _params(trace, config, rc, n_route, spare), u, z, st, Outputs(**out), max_kv, diag,
+                    switch_log,
                     links, router, belief)
             if student is None:
                 _kernel(*args)
@@ -322,11 +329,12 @@ def _simulate(trace, config, engine, spare):
         with student.errors(diag, trace, new_view(n_route)):
             run_reference(trace, config, rc, u, z, out, max_kv, diag, student)
     else:
-        run_reference(trace, config, rc, u, z, out, max_kv, diag)
+        run_reference(trace, config, rc, u, z, out, max_kv, diag, switch_log=switches)
+        switch_log = np.array(switches, dtype=np.float64).reshape(-1, 5)
     wall = time.perf_counter() - t0
     names = (("iterations", "time_reversals", "prefill_iterations", "max_decode_batch") if config.coupled
              else ("events", "time_reversals", "runs_logged", "max_decode_batch"))
     return SimResult(trace=trace, config=config, engine=engine, arrays=out, max_kv_tokens=max_kv,
                      decode_kv_capacity=rc.decode_kv_capacity,
                      diagnostics={k: int(v) for k, v in zip(names, diag)},
-                     wall_s=wall)
+                     wall_s=wall, switch_log=switch_log[:int(diag[8])] if engine == "numba" else switch_log)

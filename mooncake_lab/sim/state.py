@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 
 __all__ = ["TraceArrays", "CppParams", "Params", "Outputs", "Prefill", "Conductor", "Links", "DecodeNodes",
-           "DecodeQueues", "DecodeRequests", "RunLog", "Stints", "Intervals", "ReadyHeap", "Dispatched",
+           "DecodeQueues", "DecodeRequests", "Roles", "RunLog", "Stints", "Intervals", "ReadyHeap", "Dispatched",
            "RouterBelief"]
 
 
@@ -62,6 +62,10 @@ class Params(NamedTuple):
     output_unknown: bool    # decode sees prompts only; KV grows a token per step; preemption
     spare: int              # room for this many preemptions (more: the kernel stops, the caller doubles it)
     inline: bool            # short prefills inlined into a decode batch (arXiv v3 §5; reference rule 2c)
+    n_prefill0: int         # nodes that start as prefill nodes (n_prefill unless roles switch)
+    switch_ratio: float     # rule 14's ρ (0: fixed roles)
+    switch_interval: float  # s between two load checks
+    switch_cost: float      # s a switching node reloads after draining
 
 
 class Outputs(NamedTuple):
@@ -88,6 +92,16 @@ class Outputs(NamedTuple):
     computed_tok: np.ndarray
     outcome: np.ndarray         # config.COMPLETED 1, REJECTED_AT_ARRIVAL 2, _AFTER_PREFILL 3, _TOO_LARGE 4
     preemptions: np.ndarray     # times it was preempted on decode
+
+
+class Roles(NamedTuple):
+    """Rule 14 of :mod:`.reference`: which pool each node is in (fixed roles: every instance in its own)."""
+    pre_on: np.ndarray      # (P,) int64: 1 = takes prefill requests
+    dec_from: np.ndarray    # (D,) s from which it takes decode requests (inf: not)
+    draining: np.ndarray    # (D,) int64: 1 = leaving decode, not drained yet
+    out_until: np.ndarray   # (P,) s: when its last prefill's KV has left (its last prefill's end for output 1)
+    serve: np.ndarray       # (D,) 1.0 = in the decode pool now (takes requests or drains), for the loads
+    sw: np.ndarray          # (3,) the switch in progress: [log row (−1: none), next check (s), rows logged]
 
 
 class Prefill(NamedTuple):

@@ -35,6 +35,7 @@ S("| Mooncake's decode | output lengths", f"{V3} §7.4; {V3} §3")
 S("| prefix caching | vLLM with and", f"{FAST} Fig. 1")
 S("| DRAM ↔ HBM | a cached prefix", f"{V3} §3 (cached and received KV loaded into HBM)")
 S("| short prefills | inlined into", HYBRID)
+S("| node roles | fixed; switched", f"{FAST} §5.5 (fixed P:D; roles switched only on large load shifts)")
 S("This is vLLM's default (`gpu_memory_utilization`)", VLLM_MEM)
 S("A Mooncake decode node admits", f"{V3} §3 (continuous batching on the decode instance)")
 S("Its decode node was chosen when it", f"{V3} Algorithm 1")
@@ -74,3 +75,11 @@ N("In our sweep at TBT ≤ 100 ms, how", "a question about the course's simulate
 S("FAST'25's +59% … +498% are gains", f"{FAST} §5.1; {FAST} Fig. 1", where="06.capacity_gain")
 S("vLLM v0.5's 512 default is on the safe", CHUNK512, where="06.largest_chunk")
 S("What is its TBT in ms, as FAST'25", f"{FAST} §5.1", where="06.stall_tail")
+
+# section 8: roles that switch
+ROLES = f"{FAST} §5.5 (\"only switching node roles when significant load fluctuations occur\")"
+S("FAST'25 keeps the P:D ratio fixed,", ROLES)
+S("The paper gives no rule and no\ncost.", f"{FAST} §5.5 (no rule, threshold or switch cost is given)")
+N("* Every 60 s the Conductor compares", SIM)
+S("That is why Mooncake fixes the", ROLES)
+N("A well-chosen\n  fixed split needs", "the course's finding of §8, computed in the notebook")
