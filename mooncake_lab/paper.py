@@ -40,6 +40,11 @@ def vllm_v1_server_budget(gpu_memory_bytes: float, gpu_name: str) -> int:
     """
     large = gpu_memory_bytes >= VLLM_V1_LARGE_GPU_GIB * 2**30 and "a100" not in gpu_name.lower()
     return VLLM_V1_BATCHED_TOKENS["70GB+" if large else "other"]
+#: Not the paper: Dynamo's ``shared_cache_multiplier`` m, the weight its router gives a block a shared pool
+#: holds: 0.0 by default; "the CLI sets this to 0.5 when shared cache is enabled" (ai-dynamo/dynamo @ 07a6c9ce
+#: lib/kv-router/src/scheduling/config.rs). ``RouterConfig.dynamo_shared_multiplier`` defaults to the first.
+DYNAMO_SHARED_MULTIPLIER = {"default": 0.0, "cli_shared_cache": 0.5}
+DYNAMO_SHARED_MULTIPLIER_SOURCE = "ai-dynamo/dynamo @ 07a6c9ce : lib/kv-router/src/scheduling/config.rs"
 #: RDMA bandwidth per node of the testbed, Gbit/s (arXiv v3 §8.1: "up to 800 Gbps").
 ARXIV_RDMA_GBPS = 800
 

@@ -145,11 +145,17 @@ _REGISTRY: dict[str, Claim] = {}
 _NON_CLAIMS: dict[str, NotAClaim] = {}
 
 
-def _register(entry, registry: dict, other: dict):
-    if entry.id in other or (entry.id in registry and registry[entry.id] != entry):
-        raise InputError(f"{entry.id!r} registered twice")
-    registry[entry.id] = entry
+def register(entry, key, registry: dict, other: dict, name: str):
+    """Put ``entry`` in ``registry`` under ``key``: refused (naming it as ``name``) if ``other`` holds that
+    key, or ``registry`` holds another entry there. Shared by the claims and the statements registries."""
+    if key in other or (key in registry and registry[key] != entry):
+        raise InputError(f"{name} registered twice")
+    registry[key] = entry
     return entry
+
+
+def _register(entry, registry: dict, other: dict):
+    return register(entry, entry.id, registry, other, repr(entry.id))
 
 
 def claim(id: str, text: str, value: Callable[[], Any], **kw) -> Claim:

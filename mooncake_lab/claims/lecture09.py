@@ -151,6 +151,32 @@ _TE = "FAST'25 §5.4.1, Fig. 12"
 claim("09.te_main", "FAST'25 moved 40 GB, the KV of 128k LLaMA3-70B tokens, at 87 GB/s over 4 × 200 Gbps NICs: ≈ 0.46 s",
       lambda: (_te().FAST25_TE_GB, _te().FAST25_TE_TOKENS / 1024, _net(_A)["gbs"], _net(_A)["nics"],
                _net(_A)["nic_gbps"], _take_s(_A)), source=_TE)
+def _dyn_m() -> dict:
+    """Dynamo's shared-cache multiplier m, as paper.py records it, once the simulator's default is checked
+    against it (a mismatch gives NaN: the claim fails)."""
+    from .. import paper
+    from ..sim.routers import RouterConfig
+    d = paper.DYNAMO_SHARED_MULTIPLIER
+    return {k: when(RouterConfig().dynamo_shared_multiplier == d["default"], x) for k, x in d.items()}
+
+
+_DYN_CFG = "ai-dynamo/dynamo@07a6c9ce: lib/kv-router/src/scheduling/config.rs"
+claim("09.dyn_m", "through a multiplier *m* whose default, 0, ignores it", lambda: _dyn_m()["default"], source=_DYN_CFG)
+claim("09.dyn_m_box", "Its default,\n  *m* = 0, asks and ignores", lambda: _dyn_m()["default"], source=_DYN_CFG)
+claim("09.dyn_m_cli", "sets *m* = 0.5, the command line's", lambda: _dyn_m()["cli_shared_cache"], source=_DYN_CFG)
+claim("09.dyn_m_sum", "by default (*m* = 0) does not", lambda: _dyn_m()["default"], source=_DYN_CFG)
+
+
+def _te_kv():
+    """(GB, GiB) of LLaMA3-70B's KV for FAST'25's 128k tokens: lecture 05's 43 GB, the paper's 40 (GiB)."""
+    from ..models import LLAMA3_70B
+    b = _te().FAST25_TE_TOKENS * LLAMA3_70B.kv_bytes_per_token()
+    return b / 1e9, when(abs(b / 2**30 - _te().FAST25_TE_GB) < 0.05, _te().FAST25_TE_GB), 2**30
+
+
+claim("09.te_gib", "Lecture 05 counts the same KV as 43 GB: the paper's 40 are GiB, of 2³⁰ bytes", _te_kv,
+      source=f"{_TE} (40 GB); models.LLAMA3_70B (derived)")
+claim("09.te_gib_q", "**40 GB or 43 GB?**", lambda: _te_kv()[1::-1], source=f"{_TE} (40 GB); models.LLAMA3_70B (derived)")
 claim("09.te_slice", "slices of 16 KB, in the paper", lambda: _te().FAST25_TE_SLICE_KB,
       source="FAST'25 §3.2.3 (topology-aware path selection)")
 claim("09.te_slice_code", "default slice is 64 KiB", lambda: _te().TE_SLICE_BYTES_OPEN_SOURCE / 1024,

@@ -60,8 +60,7 @@ from typing import Iterable
 
 from ... import validate as v
 from ...prose_load import _ABBREVIATIONS, _END
-from ...validate import InputError
-from .. import LECTURES, NOTEBOOKS, _covered, exercise_text, markdown_of, solutions_of
+from .. import LECTURES, NOTEBOOKS, _covered, exercise_text, markdown_of, register, solutions_of
 
 __all__ = ["Statement", "NotAStatement", "statement", "not_a_statement", "statements", "non_statements",
            "restate", "SYSTEMS", "PAPERS", "VERBS", "PLACES", "systems_in", "sentence_spans", "is_statement",
@@ -163,6 +162,15 @@ def _text(x, name: str, where: str) -> str:
     return x
 
 
+def _placed(entry, kind: str) -> str:
+    """Check an entry's ``lecture``, ``quote`` and ``where``; the name its errors use (``kind`` 'lecture')."""
+    w = f"{kind} {entry.lecture!r}"
+    _place(entry.lecture, w)
+    _text(entry.quote, "quote", w)
+    _text(entry.where, "where", w)
+    return w
+
+
 @dataclass(frozen=True)
 class Statement:
     """A statement about a real system: ``quote`` (exactly as in the lecture, inside the sentence it covers),
@@ -176,10 +184,7 @@ class Statement:
     where: str = "notebook"
 
     def __post_init__(self):
-        w = f"statement {self.lecture!r}"
-        _place(self.lecture, w)
-        _text(self.quote, "quote", w)
-        _text(self.where, "where", w)
+        w = _placed(self, "statement")
         if not isinstance(self.source, str):
             raise v.fail("source", self.source, "a str", w)
         if isinstance(self.systems, str) or not all(s in SYSTEMS for s in self.systems):
@@ -200,10 +205,7 @@ class NotAStatement:
     where: str = "notebook"
 
     def __post_init__(self):
-        w = f"not_a_statement {self.lecture!r}"
-        _place(self.lecture, w)
-        _text(self.quote, "quote", w)
-        _text(self.where, "where", w)
+        w = _placed(self, "not_a_statement")
         if not isinstance(self.why, str) or not self.why.strip() or "\n" in self.why:
             raise v.fail("why", self.why, "a one-line reason", w)
 
@@ -213,11 +215,8 @@ _NON: dict[tuple[str, str, str], NotAStatement] = {}
 
 
 def _register(entry, registry: dict, other: dict):
-    key = (entry.lecture, entry.where, entry.quote)
-    if key in other or (key in registry and registry[key] != entry):
-        raise InputError(f"{entry.quote!r} ({entry.lecture}, {entry.where}) registered twice")
-    registry[key] = entry
-    return entry
+    return register(entry, (entry.lecture, entry.where, entry.quote), registry, other,
+                    f"{entry.quote!r} ({entry.lecture}, {entry.where})")
 
 
 def statement(lecture: str, quote: str, source: str, systems: Iterable[str] = (), where: str = "notebook") -> Statement:
