@@ -13,8 +13,9 @@ Tracks (one process per pool, one thread per instance or link; times in µs sinc
   group pipelines chunks) goes to a second row of the same instance. A counter per instance:
   requests waiting in its queue.
 * **Decode pool** (coupled runs: the same nodes' decode batches): per instance, counters of the batch (requests running) and
-  of the KV reserved (tokens: prompt + output of each running request, as the simulator reserves
-  them with known output lengths; an upper bound with ``output_lengths="unknown"``), and one async
+  of the KV (tokens: prompt + output of each running request, reserved at admission with known output
+  lengths; with ``output_lengths="unknown"`` the prompt plus the tokens made so far, at each change of
+  the batch: :func:`mooncake_lab.timeline.lanes`), and one async
   slice per request from its admission to its last token.
 * **Network**: per prefill instance, async slices of the KV streams it sends (ending when the KV is
   ready at decode) and of the prefix fetches it receives.
@@ -60,21 +61,6 @@ def _us(t: float) -> float:
     return round(float(t) * _US, 3)
 
 
-def _pack_rows(start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """Row of each interval so that intervals in one row never overlap (greedy, in start order)."""
-    rows = np.zeros(len(start), dtype=np.int64)
-    ends: list[float] = []
-    for i in np.argsort(start, kind="stable"):
-        for r, e in enumerate(ends):
-            if e <= start[i] + 1e-12:
-                ends[r], rows[i] = end[i], r
-                break
-        else:
-            rows[i] = len(ends)
-            ends.append(end[i])
-    return rows
-
-
 def chrome_trace(result) -> dict:
     """The run ``result`` (a :class:`~mooncake_lab.sim.SimResult`) as a Chrome trace JSON object."""
     from .sim.config import OUTCOMES
@@ -87,9 +73,10 @@ def chrome_trace(result) -> dict:
     if 12 * n > MAX_EVENTS:
         raise fail("result", f"a run of {n:,} requests", f"a run of at most {MAX_EVENTS // 12:,} requests "
                    f"(≈ 12 events each, MAX_EVENTS = {MAX_EVENTS:,})", "chrome_trace")
-    coupled = bool(cfg.coupled)
-    P = int(cfg.n_coupled if coupled else cfg.n_prefill_instances)
-    D = int(cfg.n_coupled if coupled else cfg.n_decode)
+    from .timeline.lanes import lanes
+
+    ln = lanes(result)
+    coupled, P, D = ln.coupled, ln.n_prefill, ln.n_decode
     outcome = [OUTCOMES[int(k)] for k in a["outcome"]]
     ev: list[dict] = []
 
@@ -109,76 +96,57 @@ def chrome_trace(result) -> dict:
     meta(_PIDS["network"], "Network")
 
     # -- the Conductor: rejections ------------------------------------------------------------
-    for i in np.flatnonzero(np.isin(a["outcome"], list(_REJECTIONS))):
-        at = a["prefill_end"][i] if a["outcome"][i] == 3 else tr.arrival_s[i]
+    for i, at, code in zip(ln.rej_req, ln.rej_t, ln.rej_reason):
         ev.append({"ph": "i", "s": "t", "pid": _PIDS["conductor"], "tid": 0, "ts": _us(at),
-                   "name": _REJECTIONS[int(a["outcome"][i])], "cat": "admission",
+                   "name": _REJECTIONS[int(code)], "cat": "admission",
                    "args": {"request": int(i), "outcome": outcome[i], "input_len": int(tr.input_len[i]),
                             "prefill_load": _num(a["prefill_load"][i]), "decode_load": _num(a["decode_load"][i])}})
 
     # -- prefill instances: fetch wait, fetch, prefill; queue counters ----------------------------
-    start, end = a["prefill_start"], a["prefill_end"]
     f_w, f_t = np.nan_to_num(a["fetch_wait"]), a["fetch_time"]   # coupled runs record no fetch wait (NaN)
-    done = np.flatnonzero(a["prefill_inst"] >= 0)
+    rows = ln.rows
     for p in range(P):
-        on = done[a["prefill_inst"][done] == p]
-        rows = _pack_rows(start[on], end[on])
-        for r in range(int(rows.max()) + 1 if len(on) else 1):
+        for r in range(int(rows[p])):
             name = f"{'node' if coupled else 'prefill'} {p}" + (f" · row {r + 1}" if r else "")
             meta(_PIDS["prefill"], name, _tid(p, r), _tid(p, r))
-        for i, r in zip(on, rows):
-            args = {"request": int(i), "outcome": outcome[i], "input_len": int(tr.input_len[i]),
-                    "cached_tokens": int(a["cached_tok"][i]), "fetched_tokens": int(a["fetched_tok"][i]),
-                    "computed_tokens": int(a["computed_tok"][i])}
-            t0 = float(start[i])
-            for name, dur in (("fetch wait", f_w[i]), ("fetch", f_t[i]), ("prefill", None)):
-                t1 = float(end[i]) if dur is None else t0 + float(dur)
-                if dur is None or dur > 0:   # ends rounded once, so slices that follow each other touch exactly
-                    ev.append({"ph": "X", "pid": _PIDS["prefill"], "tid": _tid(p, r), "ts": _us(t0),
-                               "dur": round(max(0.0, _us(t1) - _us(t0)), 3), "name": name, "cat": "prefill",
-                               "args": args})
-                t0 = t1
-        # queue: requests that arrived at p and have not started
-        steps = sorted([(float(tr.arrival_s[i]), 1) for i in on] + [(float(start[i]), -1) for i in on])
-        _counter(ev, _PIDS["prefill"], _tid(p, 0), f"queue {p} (requests)", "requests", steps)
+    for i, p, r, t_start, t_end in zip(ln.pf_req, ln.pf_lane, ln.pf_row, ln.pf_start, ln.pf_end):
+        args = {"request": int(i), "outcome": outcome[i], "input_len": int(tr.input_len[i]),
+                "cached_tokens": int(a["cached_tok"][i]), "fetched_tokens": int(a["fetched_tok"][i]),
+                "computed_tokens": int(a["computed_tok"][i])}
+        t0 = float(t_start)
+        for name, dur in (("fetch wait", f_w[i]), ("fetch", f_t[i]), ("prefill", None)):
+            t1 = float(t_end) if dur is None else t0 + float(dur)
+            if dur is None or dur > 0:   # ends rounded once, so slices that follow each other touch exactly
+                ev.append({"ph": "X", "pid": _PIDS["prefill"], "tid": _tid(p, r), "ts": _us(t0),
+                           "dur": round(max(0.0, _us(t1) - _us(t0)), 3), "name": name, "cat": "prefill",
+                           "args": args})
+            t0 = t1
+    for p in range(P):   # queue: requests that arrived at p and have not started
+        _counter(ev, _PIDS["prefill"], _tid(p, 0), f"queue {p} (requests)", "requests", ln.queue.lane(p))
 
     # -- decode instances: batch and KV counters, one async slice per request ---------------------
-    admit, fin = a["decode_admit"], a["finish"]
-    need = (tr.input_len + tr.output_len).astype(np.float64)
     for d in range(D):
         meta(_PIDS["decode"], f"{'node' if coupled else 'decode'} {d}", d, d)
-        on = np.flatnonzero((a["decode_inst"] == d) & np.isfinite(admit))
-        batch = sorted([(float(admit[i]), 1) for i in on] + [(float(fin[i]), -1) for i in on])
-        _counter(ev, _PIDS["decode"], d, f"batch {d} (requests)", "requests", batch)
-        kv = sorted([(float(admit[i]), need[i]) for i in on] + [(float(fin[i]), -need[i]) for i in on])
-        _counter(ev, _PIDS["decode"], d, f"KV {d} (tokens)", "tokens", kv)
-        for i in on:
-            args = {"request": int(i), "outcome": outcome[i], "output_len": int(tr.output_len[i]),
-                    "preemptions": int(a["preemptions"][i])}
-            ev.append({"ph": "b", "pid": _PIDS["decode"], "tid": d, "ts": _us(admit[i]), "id": int(i),
-                       "name": "decode", "cat": "decode", "args": args})
-            ev.append({"ph": "e", "pid": _PIDS["decode"], "tid": d, "ts": _us(fin[i]), "id": int(i),
-                       "name": "decode", "cat": "decode", "args": {}})
+        _counter(ev, _PIDS["decode"], d, f"batch {d} (requests)", "requests", ln.batch.lane(d))
+        _counter(ev, _PIDS["decode"], d, f"KV {d} (tokens)", "tokens", ln.kv.lane(d))
+    for i, d, t0, t1 in zip(ln.dc_req, ln.dc_lane, ln.dc_admit, ln.dc_finish):
+        args = {"request": int(i), "outcome": outcome[i], "output_len": int(tr.output_len[i]),
+                "preemptions": int(a["preemptions"][i])}
+        ev.append({"ph": "b", "pid": _PIDS["decode"], "tid": int(d), "ts": _us(t0), "id": int(i),
+                   "name": "decode", "cat": "decode", "args": args})
+        ev.append({"ph": "e", "pid": _PIDS["decode"], "tid": int(d), "ts": _us(min(t1, ln.end_s)), "id": int(i),
+                   "name": "decode", "cat": "decode", "args": {}})
 
     # -- network: KV streams (prefill → decode) and prefix fetches (holder → prefill) ------------
-    per_token = float(cfg.resolve().cost[12])   # s of RDMA per KV token (roofline.cm_kv_transfer_time)
     for p in range(P):
         meta(_PIDS["network"], f"{'node' if coupled else 'prefill'} {p} NICs", p, p)
-    ready = a["ready"]
-    for i in done:
-        p = int(a["prefill_inst"][i])
-        if not coupled and np.isfinite(ready[i]) and a["decode_inst"][i] >= 0:
-            x = float(tr.input_len[i]) * per_token
-            t1 = float(ready[i])
-            t0 = max(float(start[i] + f_w[i] + f_t[i]), t1 - x)
-            _async(ev, "stream", i, p, t0, t1, {"request": int(i), "outcome": outcome[i], "from_prefill": p,
-                                                  "to_decode": int(a["decode_inst"][i]),
-                                                  "tokens": int(tr.input_len[i])})
-        if f_t[i] > 0:
-            t0 = float(start[i] + f_w[i])
-            _async(ev, "fetch", i, p, t0, t0 + float(f_t[i]),
-                   {"request": int(i), "outcome": outcome[i], "from_prefill": int(a["fetch_src"][i]), "to_prefill": p,
-                    "tokens": int(a["fetched_tok"][i])})
+    for i, kind, src, dst, t0, t1 in zip(ln.net_req, ln.net_kind, ln.net_src, ln.net_dst, ln.net_start, ln.net_end):
+        if kind == 0:
+            _async(ev, "stream", i, int(src), t0, t1, {"request": int(i), "outcome": outcome[i], "from_prefill": int(src),
+                                                       "to_decode": int(dst), "tokens": int(tr.input_len[i])})
+        else:
+            _async(ev, "fetch", i, int(dst), t0, t1, {"request": int(i), "outcome": outcome[i], "from_prefill": int(src),
+                                                      "to_prefill": int(dst), "tokens": int(a["fetched_tok"][i])})
     if len(ev) > MAX_EVENTS:   # unreachable by the bound above; kept so a future track cannot overflow silently
         raise fail("result", f"{len(ev):,} events", f"at most MAX_EVENTS = {MAX_EVENTS:,}", "chrome_trace")
     return {"traceEvents": ev, "displayTimeUnit": "ms",
@@ -197,14 +165,13 @@ def _num(x) -> float | None:
     return None if not math.isfinite(float(x)) else float(x)
 
 
-def _counter(ev, pid, tid, name, key, steps) -> None:
-    """Counter events of a step function: ``steps`` (time s, change) sorted; one event per distinct time."""
-    level = 0.0
-    for k, (t, dv) in enumerate(steps):
-        level += dv
-        if k + 1 < len(steps) and steps[k + 1][0] == t:
+def _counter(ev, pid, tid, name, key, lane) -> None:
+    """Counter events of one lane of a :class:`~mooncake_lab.timeline.Steps`: its value at each breakpoint
+    (a counter is a step function: a KV that grows between breakpoints is shown at their values)."""
+    for t, level in zip(*lane):
+        if not math.isfinite(t):   # a request still resident when the run ended leaves at +inf: no event
             continue
-        ev.append({"ph": "C", "pid": pid, "tid": tid, "ts": _us(t), "name": name, "args": {key: round(level, 6)}})
+        ev.append({"ph": "C", "pid": pid, "tid": tid, "ts": _us(t), "name": name, "args": {key: round(float(level), 6)}})
 
 
 def _async(ev, cat, i, p, t0, t1, args) -> None:
