@@ -101,7 +101,7 @@ def test_it_scrubs_zooms_and_selects(page):
 def test_it_draws_at_projector_size(page):
     pg, errors, *_ = page
     h0 = pg.evaluate("document.querySelector('.mt-canvas').height")
-    pg.evaluate("window.timelineModel.set('style', 'projector')")
+    pg.evaluate("window.timelineModel.set('projector', true)")
     h1 = pg.evaluate("document.querySelector('.mt-canvas').height")
     assert h1 > h0, "the projector style did not enlarge the lanes"
     assert "mt-projector" in pg.evaluate("document.getElementById('view').className")

@@ -157,7 +157,7 @@ export default {
 
     let runs = [], end = 1, now = model.get("now"), playing = false, lastFrame = 0, layout = [];
     let frames = 0, fpsSince = 0, lastSync = 0, width = 800;
-    const big = () => model.get("style") === "projector";
+    const big = () => Boolean(model.get("projector"));
     const font = (px) => `${big() ? Math.round(px * 1.45) : px}px sans-serif`;
 
     function load() {
@@ -505,7 +505,7 @@ export default {
     });
 
     model.on("change:runs", load);
-    model.on("change:style", () => { relayout(); draw(); });
+    model.on("change:projector", () => { relayout(); draw(); });
     model.on("change:now", () => { if (!playing && Math.abs(model.get("now") - now) > 1e-9) { now = Math.min(Math.max(model.get("now"), 0), end); draw(); } });
     model.on("change:window", () => { winSel.value = String(model.get("window")); draw(); });
     model.on("change:selected", draw);

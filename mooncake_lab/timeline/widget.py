@@ -66,7 +66,8 @@ class Timeline(anywidget.AnyWidget):
     playing = traitlets.Bool(False).tag(sync=True)
     selected = traitlets.Int(-1).tag(sync=True)        # request index clicked (−1: none)
     fps = traitlets.Float(0.0).tag(sync=True)          # frames per second the browser drew while playing
-    style = traitlets.Unicode("notebook").tag(sync=True)
+    # (not "style": a DOMWidget's style trait is its Style model, which the front end draws)
+    projector = traitlets.Bool(False).tag(sync=True)   # the course's "projector" style: bigger lanes and text
 
     def __init__(self, lanes_: list[Lanes], labels: list[str], **kw):
         self.lanes = lanes_
@@ -122,7 +123,7 @@ class Timeline(anywidget.AnyWidget):
         def enc(run):
             return {k: (v if k == "meta" else {"b64": base64.b64encode(bytes(v)).decode("ascii"),
                                               "f64": v.format in ("<d", "d")}) for k, v in run.items()}
-        state = {k: getattr(self, k) for k in ("now", "window", "speed", "selected", "style")}
+        state = {k: getattr(self, k) for k in ("now", "window", "speed", "selected", "projector")}
         state.update(playing=False, fps=0.0)
         data = json.dumps({"runs": [enc(r) for r in self.runs], "state": state})
         return _PAGE.format(css=self._css.read_text(encoding="utf-8") if isinstance(self._css, Path) else self._css,
@@ -186,7 +187,8 @@ def timeline(*results, labels=None, window: float = 30.0, now: float | None = No
         now = min(end, window if window > 0 else end)
     if not isinstance(now, int | float) or isinstance(now, bool) or not math.isfinite(now) or not 0 <= now <= end:
         raise fail("now", now, f"a time in s, 0 … {end:.6g} (the run's end)", where)
-    return Timeline(ln, list(labels), window=float(window), now=float(now), speed=float(speed), style=style)
+    return Timeline(ln, list(labels), window=float(window), now=float(now), speed=float(speed),
+                    projector=style == "projector")
 
 
 # A page for Timeline.html(): a stand-in for the widget's model (get / set / on / save_changes), the data
