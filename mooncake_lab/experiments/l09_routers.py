@@ -926,25 +926,30 @@ def docs_box(sweep: pd.DataFrame, variants: pd.DataFrame, boards: dict | None = 
 
 
 # ------------------------------------------------------------------ history (dates: notebooks/routers.md)
-#: (system, what, when, where) — only dates the course's router notes (notebooks/routers.md) give; "no date in our notes" otherwise.
+#: (system, what, when, where) — the dates the course's router notes (notebooks/routers.md) give: a commit's, or
+#: between the pull requests its code contains or predates.
 HISTORY = (
     ("Mooncake", "paper with the Conductor (Algorithm 1); no open-source Conductor found",
      "arXiv 2407.00079 (the id: July 2024)", "the paper (notebooks/routers.md)"),
-    ("NVIDIA Dynamo", "early rule: maximise 2·overlap − usage − waiting", "no date in our notes",
+    ("NVIDIA Dynamo", "early rule: maximise 2·overlap − usage − waiting", "2025-03-25 … 2025-05-29 (issue #392; PR #1259)",
      "lib/llm/src/kv_router/scheduler.rs @ 00564be8"),
-    ("NVIDIA Dynamo", "classic rule: w·prefill blocks + decode blocks, argmin", "no date in our notes",
+    ("NVIDIA Dynamo", "classic rule: w·prefill blocks + decode blocks, argmin", "after 2026-02-05 (PR #6010)",
      "lib/llm/src/kv_router/scheduler.rs @ db19bd2a"),
-    ("NVIDIA Dynamo", "credit/scale rule (κ, s, ρ), the one implemented", "v1.4 era; no date in our notes",
+    ("NVIDIA Dynamo", "credit/scale rule (κ, s, ρ), the one implemented", "after 2026-08-18 (PR #13491)",
      "lib/kv-router/src/scheduling/selector/default.rs @ 07a6c9ce"),
-    ("SGLang router", "cache_aware, miss → smallest tree", "no date in our notes",
+    ("SGLang router", "cache_aware, miss → smallest tree", "about 2025-12-02 (PR #14312)",
      "sgl-router/src/policies/cache_aware.rs @ 026f853b"),
-    ("SGLang model gateway", "cache_aware, miss → least load (implemented)", "no date in our notes",
+    ("SGLang model gateway", "cache_aware, miss → least load (implemented)", "2025-12-09 (PR #14758)",
      "sgl-model-gateway/src/policies/cache_aware.rs @ b93974f1"),
+    ("SGLang model gateway", "ties among the deepest holders → the node's last_tenant (implemented)",
+     "after 2025-12-29 (PR #16099)", "sgl-model-gateway/src/policies/tree.rs @ 03744dbe"),
     ("SMG (lightseekorg/smg)", "later home of the gateway; token-usage imbalance terms", "2026-08-07",
      "lightseekorg/smg @ 73da68ca"),
+    ("SMG (smg-project/smg)", "ties → the least loaded of up to 8 holders (PR #2161)", "2026-08-16",
+     "smg-project/smg @ e1905542"),
     ("llm-d inference scheduler", "weighted scorers, match cap 256 blocks", "2026-05-17",
      "llm-d/llm-d-inference-scheduler @ 520af478"),
-    ("Gateway API Inference Extension", "the same default profile 2/2/3 in its Helm config", "tag v1.3.0; no date in our notes",
+    ("Gateway API Inference Extension", "the same default profile 2/2/3 in its Helm config", "tag v1.3.0, 2026-01-21",
      "kubernetes-sigs/gateway-api-inference-extension @ a93ccb58"),
     ("llm-d router", "renamed scheduler, match cap 131,072 tokens (implemented)", "2026-08-21",
      "llm-d/llm-d-router @ ebab6879"),

@@ -20,6 +20,8 @@ DYN_PD = "ai-dynamo/dynamo@2e4735e3:docs/components/router/router-disaggregated-
 SGL = "sgl-project/sglang@b93974f1:sgl-model-gateway/src/policies/cache_aware.rs"
 SGL_ARGS = "sgl-project/sglang@e46dcd87:sgl-router/py_src/sglang_router/router_args.py"
 SGL_TREE = "sgl-project/sglang@03744dbe:sgl-model-gateway/src/policies/tree.rs"
+SGL_OLD_TREE = "sgl-project/sglang@24ce7f6c:sgl-model-gateway/src/policies/tree.rs (first key of a DashMap)"
+SMG_TIES = "smg-project/smg@04def283:model_gateway/src/policies/cache_aware.rs (select_matched_candidate)"
 SGL_CFG = "sgl-project/sglang@b93974f1:sgl-model-gateway/src/policies/mod.rs (CacheAwareConfig::default)"
 SGL_PD = "lightseekorg/smg@73da68ca:model_gateway/src/routers/http/pd_router.rs (select_pd_pair)"
 SGL_OLD_PD = "sgl-project/sglang@026f853b:sgl-router/src/policies/cache_aware.rs (select_worker_pair)"
@@ -99,7 +101,8 @@ N("Where the table shows a larger", SIM)
 N("§6 sweeps Dynamo's overlap weight", SIM)
 N("**Where SGLang sends a shared prefix.", "a heading in bold, followed by the statement")
 S("When several instances hold the", SGL_TREE)
-S("The tree answers with the node's", SGL_TREE)
+S("The tree answers with the node's", f"{SGL_TREE}; {SGL_OLD_TREE}")
+S("Today's gateway, SMG, takes the", f"{SMG_TIES}; https://github.com/smg-project/smg/pull/2161")
 N("Where one instance takes far more", SIM)
 S("Dynamo without KV events predicts", f"{DYN_CFG}; {AIB_HASH}")
 N("We cap SGLang's router\ntree at", SIM)
