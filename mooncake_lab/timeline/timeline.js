@@ -146,8 +146,9 @@ export default {
     const legend = mk("div", "mt-legend");
     legend.innerHTML = [["cached", "prompt from own cache"], ["fetched", "fetched prefix"], ["computed", "computed"],
       ["waiting", "waiting for a fetch"], ["queue", "queue (requests)"], ["batch", "decode batch (requests)"],
-      ["kv", "decode KV in use"], ["stream", "KV stream"], ["reject", "rejection"]]
-      .map(([k, t]) => `<span><i style="background:${Array.isArray(COLORS[k]) ? COLORS[k][0] : COLORS[k]}"></i>${t}</span>`).join("");
+      ["kv", "decode KV in use (line, of capacity)"], ["stream", "KV stream (NIC lanes)"], ["reject", "rejection"]]
+      .map(([k, t]) => `<span><i style="background:${Array.isArray(COLORS[k]) ? COLORS[k][0] : COLORS[k]}"></i>${t}</span>`).join("")
+      + `<span>▼ admitted, later preempted</span><span style="color:${COLORS.switch}">┆ │ role switch decided, serving</span>`;
     root.appendChild(legend);
     const canvas = mk("canvas", "mt-canvas");
     root.appendChild(canvas);
