@@ -49,7 +49,8 @@ from collections import namedtuple
 import numpy as np
 from numba import types
 
-__all__ = ["Request", "View", "new_view", "REQUEST_TYPE", "VIEW_TYPE", "POLICY_SIGNATURE", "STUDENT_POLICY_CODE"]
+__all__ = ["Request", "View", "new_view", "REQUEST_TYPE", "VIEW_TYPE", "POLICY_SIGNATURE", "STUDENT_POLICY_CODE",
+           "PROBE_ROWS"]
 
 #: The arriving request (see the module docstring for the fields and units).
 Request = namedtuple("Request", ["index", "arrival_s", "input_tokens", "output_tokens",
@@ -67,6 +68,14 @@ _i64 = types.int64[::1]
 VIEW_TYPE = types.NamedTuple((_f64, _i64, _f64, types.boolean[::1], _f64, _f64, _f64, _f64, _f64,
                               _f64, _f64, _f64, _i64, _i64), View)
 POLICY_SIGNATURE = types.int64(REQUEST_TYPE, VIEW_TYPE)
+
+#: The rows the engines record for ``sim.explain`` (:func:`.kernel._probe`), one column per prefill instance:
+#: the view's times and tokens, the routers' inputs (0 where the run tracks none) and whether p takes
+#: prefill requests now (rule 14).
+PROBE_ROWS = ("wait_s", "prefix_tokens", "prefill_s", "fetch", "fetch_s", "fetch_prefill_s", "ttft_s",
+              "send_backlog_s", "recv_backlog_s", "matched_blocks", "tree_blocks", "pending_tokens",
+              "live_kv_tokens", "inflight", "queued", "recent_requests", "recent_prefill_s", "deepest_entered",
+              "prefill_node")
 
 #: Kernel code of "a student's function" (the built-in names are config.PREFILL_POLICIES, 0–3).
 STUDENT_POLICY_CODE = 4

@@ -70,7 +70,7 @@ from ..jit import helper_njit
 from ..prefix_cache import _empty_cache, _match_prefix, _touch_blocks
 from ..roofline import cm_decode_step_time, cm_kv_transfer_time, cm_prefill_time
 from .admission import decode_load, instance_decode_load, pool_tbt_load, prefill_load
-from .conductor_view import Request
+from .conductor_view import Request, View
 from .config import ROLE_SWITCH_AT_LOAD
 from .cpp_group import group_fetch_time, group_prefill
 from .decode_math import cut_segment, segment_pieces, steps_until_after, time_after, top_k_sum
@@ -693,15 +693,17 @@ def _fill_view(view, i, a, Lin, best, c, sc, prm, z_noise, pre, cond, links, net
     prefix and prefill, Algorithm 1's fetch decision, fetch (with ``links`` not None: + the wait
     for the links) and prefill after it, and the TTFT estimate with the same arithmetic (and noise) as
     ``kvcentric``'s; the backlog of p's send and receive links; the loads of ``ri`` (the routers'
-    inputs, :func:`_advance_loads`) and ``kv_util`` = live KV / ``kv_cap`` tokens."""
+    inputs, :func:`_advance_loads`; left 0 where ``ri`` is empty) and ``kv_util`` = live KV / ``kv_cap`` tokens."""
     X = prm.cpp.group_size
     P = len(cond.local)
+    loads = len(ri.pending_tokens) == P  # tracked for routers and student policies only
     for p in range(P):
-        view.pending_tokens[p] = ri.pending_tokens[p]
-        view.live_kv_tokens[p] = ri.live_kv_tokens[p]
-        view.kv_util[p] = ri.live_kv_tokens[p] / kv_cap
-        view.inflight[p] = ri.inflight[p]
-        view.queued_requests[p] = ri.queued[p]
+        if loads:
+            view.pending_tokens[p] = ri.pending_tokens[p]
+            view.live_kv_tokens[p] = ri.live_kv_tokens[p]
+            view.kv_util[p] = ri.live_kv_tokens[p] / kv_cap
+            view.inflight[p] = ri.inflight[p]
+            view.queued_requests[p] = ri.queued[p]
         view.send_backlog_s[p] = 0.0
         view.recv_backlog_s[p] = 0.0
         if links is not None:
@@ -737,6 +739,62 @@ def _fill_view(view, i, a, Lin, best, c, sc, prm, z_noise, pre, cond, links, net
         view.fetch_s[p] = f_e
         view.fetch_prefill_s[p] = f_pre
         view.ttft_s[p] = t
+
+
+@helper_njit
+def _probe(rows, diag, i, a, Lin, blocks, c, sc, prm, z_noise, pre, cache, links, net, ri, kv_cap, pre_on, v, cd,
+           pi):
+    """``sim.explain``'s numbers for request ``i`` arriving at ``a``, whatever the policy: the Conductor's
+    view (:func:`_fill_view` on every prefill node's true cache, :data:`.conductor_view.PROBE_ROWS` rows 0–8),
+    the router's inputs as the run filled them (rows 9–17; 0 where it tracks none) and which nodes take
+    prefill requests now (row 18); ``diag[9]`` / ``diag[10]`` = the best prefix (blocks) and its holder,
+    ``diag[11]`` = ``pi``, the instance chosen (before admission, which may still reject the request).
+    ``v`` / ``cd``: a :class:`~.conductor_view.View` and a :class:`~.state.Conductor` to work in (allocated by
+    :func:`_kernel`: this runs inside :func:`_run`, which allocates nothing). Reads the run's state, changes nothing."""
+    P = len(pre_on)
+    cd.local[:] = 0
+    cd.src_ready[:] = 0.0
+    best = 0
+    src = -1
+    for p in range(P):
+        if pre_on[p] == 1:
+            cd.local[p] = _match_prefix(cache.last_use, p, blocks)
+            if cd.local[p] > best:
+                best = cd.local[p]
+                src = p
+    if links is not None:
+        for q in range(P if best > 0 else 0):
+            if cd.local[q] == best:
+                for k in range(best):
+                    cd.src_ready[q] = max(cd.src_ready[q], net.block_ready[q, blocks[k]])
+    _fill_view(v, i, a, Lin, best, c, sc, prm, z_noise, pre, cd, links, net, ri, kv_cap)
+    for p in range(P):
+        rows[0, p] = v.wait_s[p]
+        rows[1, p] = v.prefix_tokens[p]
+        rows[2, p] = v.prefill_s[p]
+        rows[3, p] = 1.0 if v.fetch[p] else 0.0
+        rows[4, p] = v.fetch_s[p]
+        rows[5, p] = v.fetch_prefill_s[p]
+        rows[6, p] = v.ttft_s[p]
+        rows[7, p] = v.send_backlog_s[p]
+        rows[8, p] = v.recv_backlog_s[p]
+        if len(ri.pending_tokens) == P:
+            rows[9, p] = ri.matched_blocks[p]
+            rows[10, p] = ri.tree_blocks[p]
+            rows[11, p] = ri.pending_tokens[p]
+            rows[12, p] = ri.live_kv_tokens[p]
+            rows[13, p] = ri.inflight[p]
+            rows[14, p] = ri.queued[p]
+            rows[15, p] = ri.recent_requests[p]
+            rows[16, p] = ri.recent_prefill_s[p]
+            rows[17, p] = ri.deepest_entered[p]
+        else:
+            for r in range(9, 18):
+                rows[r, p] = 0.0
+        rows[18, p] = pre_on[p]
+    diag[9] = best
+    diag[10] = src
+    diag[11] = pi
 
 
 @njit(cache=True)
@@ -805,7 +863,8 @@ def _kernel(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, switch_log,
 
     ``diag``: [0] events processed, [1] times an event ran earlier than the previous one (must be
     0), [2] runs logged, [3] max decode batch; [4]–[6] for a student policy (:func:`_student_choice`);
-    [5] = 2, [6] = the value: a router chose no prefill instance (not 0 … P − 1; the caller raises).
+    [5] = 2, [6] = the value: a router chose no prefill instance (not 0 … P − 1; the caller raises); [9]–[11]: the best prefix, its holder and the choice at ``prm.probe``'s arrival
+    (:func:`_probe`, which fills ``out.probe``).
 
     ``prm.output_unknown`` (``grow``): decode sees prompts only; KV grows a token per step, a node that
     would overflow preempts its newest-admitted request (``out.preemptions[i]`` counts them; rules
@@ -880,14 +939,19 @@ def _kernel(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, switch_log,
         dfrom[:prm.n_prefill0] = math.inf
     rl = Roles(on, dfrom, np.zeros(D, dtype=i64), np.zeros(P), (dfrom == 0.0).astype(np.float64),
                np.array([-1.0, -math.inf, 0.0]))
+    # sim.explain's scratch (_probe): one request's view and matches
+    pv = View(np.zeros(P), np.zeros(P, dtype=i64), np.zeros(P), np.zeros(P, dtype=np.bool_), np.zeros(P),
+              np.zeros(P), np.zeros(P), np.zeros(P), np.zeros(P), np.zeros(P), np.zeros(P), np.zeros(P),
+              np.zeros(P, dtype=i64), np.zeros(P, dtype=i64))
+    pc = Conductor(np.zeros(P, dtype=i64), np.zeros(P), np.zeros(P))
     _run(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, router, belief, policy_fn, view,
-         sc, pre, cond, net, heap, dec, dq, dr, st, log, buf, di, fl, ri, rl, switch_log)
+         sc, pre, cond, net, heap, dec, dq, dr, st, log, buf, di, fl, ri, rl, switch_log, pv, pc)
     diag[8] = int(rl.sw[2])
 
 
 @helper_njit
 def _run(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, router, belief, policy_fn, view,
-         sc, pre, cond, net, heap, dec, dq, dr, st, log, buf, di, fl, ri, rl, switch_log):
+         sc, pre, cond, net, heap, dec, dq, dr, st, log, buf, di, fl, ri, rl, switch_log, pv, pc):
     """:func:`_kernel`'s pass over the arrivals, on the state it allocated (:mod:`.state`). Without reference
     counting (:data:`mooncake_lab.jit.helper_njit`): every array here is kept alive by :func:`_kernel`, and
     the loop's views of its groups' members (``dec.next_t``, ``net.block_ready``, a request's ``blocks``)
@@ -1181,6 +1245,9 @@ def _run(tr, c, prm, u_random, z_noise, cache, out, max_kv, diag, links, router,
             for p in range(P):
                 if rl.pre_on[p] == 1 and (pi < 0 or cond.est[p] < cond.est[pi]):
                     pi = p
+        if i == prm.probe:  # sim.explain: what the Conductor (or the router) saw of this request
+            _probe(out.probe, diag, i, a, Lin, blocks, c, sc, prm, z_noise, pre, cache, links, net, ri, kv_cap,
+                   rl.pre_on, pv, pc, pi)
         # ---------------- the prefill on pi, predicted (nothing is committed before admission)
         n_local = cond.local[pi] if true_match else _match_prefix(cache.last_use, pi, blocks)
         cl = _reusable_tokens(n_local, Lin, prm.block_tokens)

@@ -64,6 +64,10 @@ Prefill (per instance: FIFO queue, prefix cache of 512-token blocks evicting by 
        (pre-set by ``kvcentric``'s rule; the policy may change it) and the pool has more than p.
        The view also holds rule 2a's loads (pending, live KV, its share of X × decode KV capacity,
        in flight, queued).
+   2d. ``sim.explain`` (``probe``): at one request's arrival, after the choice, the engine records the view
+       of rule 2b with ``kvcentric``'s fetch rule whatever the policy (true caches of the prefill nodes;
+       loads 0 unless rule 2a tracks them), the router's inputs as rule 2a filled them, which nodes take
+       prefill requests, and the best prefix with its holder. It changes nothing in the run.
     3. Cached tokens = min(512·blocks, L) but at most L − 1 (one token is always computed).
        start = max(arrival, busy_until); end = start + fetch + prefill; the instance's stages
        advance past the request (X = 1: busy_until = end).
@@ -194,7 +198,7 @@ from .admission import decode_load, instance_decode_load, pool_tbt_load, prefill
 from ..cpp import cm_cpp_link_time, cm_stage_coefficients
 from ..prefix_cache import ReferenceCache
 from ..roofline import cm_prefill_reuse_time, cm_prefill_time
-from .conductor_view import Request, new_view
+from .conductor_view import PROBE_ROWS, Request, new_view
 from .links import LinkCalendar, fit_all
 from .cpp_group import group_fetch_time
 from .routers import ROUTERS, DecodeInputs, new_router_inputs
@@ -288,7 +292,7 @@ class _Decode:
 
 def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv: np.ndarray,
                   diag: np.ndarray, student=None, link_log: list | None = None,
-                  switch_log: list | None = None) -> None:
+                  switch_log: list | None = None, probe: tuple = (-1, None)) -> None:
     """Fill ``out`` (the per-request arrays of :func:`mooncake_lab.sim.run.simulate`) the slow way.
 
     ``student``: a :class:`~.student_policy.StudentPolicy` choosing the prefill instance (rule 2b).
@@ -297,6 +301,8 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
     ``("decode_recv", decode instance, 0)``.
     ``switch_log``: with ``role_switch_ratio`` > 0, every switch (rule 14) is appended to it as
     ``[decided, node, new role (0 prefill, 1 decode), drained, serving from]`` (s; NaN until known).
+    ``probe``: (request index, rows): at that request's arrival, rule 2d's numbers go into ``rows``
+    (:data:`.conductor_view.PROBE_ROWS` × P); the best prefix, its holder and the choice into ``diag[9:12]``.
     """
     c = resolved.cost
     cap = resolved.decode_kv_capacity
@@ -584,6 +590,50 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
             else:
                 return
 
+    def conductor_view(i, a, L, remote_ok, ri):
+        """Rule 2b's view of request ``i`` (length ``L``) arriving at ``a``: ``local`` / ``best`` as matched
+        for it; ``ri``: rule 2a's loads, or None (then they stay 0)."""
+        view = new_view(P)
+        for p in range(P):
+            g = groups[p]
+            start_p = max(a, g.busy_until)
+            w = max(0.0, g.busy_until - a)
+            cl = _reusable_tokens(local[p], L, bt)
+            pre = g.run(start_p, L - cl, cl, commit=False)[1]
+            f, f_pre, t = 0.0, pre, w + pre
+            if remote_ok(p):
+                cb = _reusable_tokens(best, L, bt)
+                f = fetch_s(cb - cl)
+                f += fetch_from(p, start_p, f)[1] - start_p
+                f_pre = g.run(start_p + f, L - cb, cb, commit=False)[1]
+                t = w + (f + f_pre)
+            k = max(0.0, 1.0 + noise_sd * z_noise[i, p]) if noise_sd > 0 else 1.0
+            view.wait_s[p], view.prefill_s[p], view.fetch_s[p] = w * k, pre * k, f * k
+            view.fetch_prefill_s[p], view.ttft_s[p] = f_pre * k, t * k
+            view.prefix_tokens[p], view.fetch[p] = cl, remote_ok(p)
+            view.send_backlog_s[p], view.recv_backlog_s[p] = backlog(send, p, a), backlog(recv, p, a)
+            if ri is not None:
+                view.pending_tokens[p], view.live_kv_tokens[p] = ri.pending_tokens[p], ri.live_kv_tokens[p]
+                view.kv_util[p] = ri.live_kv_tokens[p] / kv_cap
+                view.inflight[p], view.queued_requests[p] = ri.inflight[p], ri.queued[p]
+        return view
+
+    def record_probe(i, a, L, ri, pi):
+        """Rule 2d: what request ``i`` saw (the view, with ``kvcentric``'s fetch rule; the router's inputs)."""
+        rows = probe[1]
+        v = conductor_view(i, a, L, lambda p: best > local[p] and (local[p] == 0 or best >= threshold * local[p]),
+                           ri)
+        for r, name in enumerate(PROBE_ROWS[:9]):
+            rows[r] = np.asarray(getattr(v, name), dtype=np.float64)
+        if ri is not None:
+            for r, name in enumerate(("matched_blocks", "tree_blocks", "pending_tokens", "live_kv_tokens", "inflight",
+                                      "queued", "recent_requests", "recent_prefill_s", "deepest_entered")):
+                rows[9 + r] = np.asarray(getattr(ri, name), dtype=np.float64)
+        else:
+            rows[9:18] = 0.0
+        rows[18] = [1.0 if pre_on[p] else 0.0 for p in range(P)]
+        diag[9], diag[10], diag[11] = best, (src if best > 0 else -1), pi
+
     for i in range(n):
         a = float(trace.arrival_s[i])
         advance(a)
@@ -628,28 +678,7 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
         if policy_name == "random":
             pi = on[min(int(u_random[i] * len(on)), len(on) - 1)]
         elif student is not None:  # rule 2b
-            view = new_view(P)
-            for p in range(P):
-                g = groups[p]
-                start_p = max(a, g.busy_until)
-                w = max(0.0, g.busy_until - a)
-                cl = _reusable_tokens(local[p], L, bt)
-                pre = g.run(start_p, L - cl, cl, commit=False)[1]
-                f, f_pre, t = 0.0, pre, w + pre
-                if remote_ok(p):
-                    cb = _reusable_tokens(best, L, bt)
-                    f = fetch_s(cb - cl)
-                    f += fetch_from(p, start_p, f)[1] - start_p
-                    f_pre = g.run(start_p + f, L - cb, cb, commit=False)[1]
-                    t = w + (f + f_pre)
-                k = max(0.0, 1.0 + noise_sd * z_noise[i, p]) if noise_sd > 0 else 1.0
-                view.wait_s[p], view.prefill_s[p], view.fetch_s[p] = w * k, pre * k, f * k
-                view.fetch_prefill_s[p], view.ttft_s[p] = f_pre * k, t * k
-                view.prefix_tokens[p], view.fetch[p] = cl, remote_ok(p)
-                view.send_backlog_s[p], view.recv_backlog_s[p] = backlog(send, p, a), backlog(recv, p, a)
-                view.pending_tokens[p], view.live_kv_tokens[p] = ri.pending_tokens[p], ri.live_kv_tokens[p]
-                view.kv_util[p] = ri.live_kv_tokens[p] / kv_cap
-                view.inflight[p], view.queued_requests[p] = ri.inflight[p], ri.queued[p]
+            view = conductor_view(i, a, L, remote_ok, ri)
             diag[4] = i
             pi = student.choose(Request(i, a, L, o, _reusable_tokens(best, L, bt), src if best > 0 else -1,
                                         float(u_random[i])), view)
@@ -683,6 +712,8 @@ def run_reference(trace, config, resolved, u_random, z_noise, out: dict, max_kv:
                     e *= max(0.0, 1.0 + noise_sd * z_noise[i, p])
                 est[p] = e
             pi = min(on, key=lambda p: (est[p], p))
+        if i == probe[0]:  # rule 2d
+            record_probe(i, a, L, ri, pi)
         cached = _reusable_tokens(local[pi], L, bt)
         cl = cached
         fetch_t = 0.0

@@ -45,6 +45,7 @@ class SimResult:
     diagnostics: dict
     wall_s: float
     switch_log: np.ndarray = field(default_factory=lambda: np.zeros((0, 5)), repr=False)
+    probe: dict | None = field(default=None, repr=False)  # sim.explain's numbers for one request (run._simulate)
     _frame: pd.DataFrame | None = field(default=None, repr=False)
 
     def __repr__(self) -> str:

@@ -11,7 +11,7 @@ from ..prefix_cache import check_touch_budget, new_cache_state, pooled_array, po
 from ..traces import Trace
 from ..validate import MEMORY_BUDGET_BYTES, InputError, choice
 from .config import ClusterConfig
-from .conductor_view import new_view
+from .conductor_view import PROBE_ROWS, new_view
 from .coupled import _coupled_kernel, log_widths, tail_slots
 from .coupled_reference import run_coupled_reference
 from .kernel import _kernel
@@ -219,7 +219,7 @@ def _check_memory(trace: Trace, config: ClusterConfig, rc) -> None:
                          f"{detail}. Use fewer instances, a shorter trace (trace.head(n)) or no estimator noise")
 
 
-def _params(trace: Trace, config: ClusterConfig, rc, n_route: int, spare: int) -> Params:
+def _params(trace: Trace, config: ClusterConfig, rc, n_route: int, spare: int, probe: int = -1) -> Params:
     """The kernel's settings (:class:`.state.Params`), typed as it is compiled for."""
     return Params(int(trace.block_tokens), int(n_route), int(config.decode_slots), int(rc.policy),
                   float(config.kvcache_balancing_threshold), float(config.estimator_noise),
@@ -230,7 +230,7 @@ def _params(trace: Trace, config: ClusterConfig, rc, n_route: int, spare: int) -
                   int(rc.decode_binding), int(rc.decode_load_metric), bool(rc.output_unknown), int(spare),
                   bool(config.inline_prefill), int(config.n_prefill if config.switches_roles else n_route),
                   float(config.role_switch_ratio if config.switches_roles else 0.0),
-                  float(config.role_switch_interval_s), float(rc.role_switch_s))
+                  float(config.role_switch_interval_s), float(rc.role_switch_s), int(probe))
 
 
 def simulate(trace: Trace, config: ClusterConfig | None = None, engine: str = "numba") -> SimResult:
@@ -241,10 +241,17 @@ def simulate(trace: Trace, config: ClusterConfig | None = None, engine: str = "n
     Both give the same per-request results. Deterministic for a seed.
     ``config.prefill_policy`` may be a student's function (:mod:`.student_policy`).
     """
+    return simulate_probed(trace, config, engine)
+
+
+def simulate_probed(trace: Trace, config: ClusterConfig | None = None, engine: str = "numba",
+                    probe: int = -1) -> SimResult:
+    """:func:`simulate`, and with ``probe`` ≥ 0 the result's ``probe`` holds what that request saw at its
+    arrival (rule 2d of :mod:`.reference`; :func:`.explain.explain` reads it)."""
     spare = max(len(trace), 1) if isinstance(trace, Trace) else 1  # room for preemptions
     while True:
         config = ClusterConfig() if config is None else config
-        res = _simulate(trace, config, engine, spare)
+        res = _simulate(trace, config, engine, spare, probe)
         if res is not None:
             return res
         # more preemptions than room (output_lengths="unknown"): again, from scratch, with twice the room
@@ -261,8 +268,9 @@ def _coupled_router_args(trace, config, rc, stack: ExitStack) -> tuple:
     return (rp, new_router_inputs(int(config.n_coupled)), *belief)
 
 
-def _simulate(trace, config, engine, spare):
-    """One run of :func:`simulate`; None if the kernel needed room for more than ``spare`` preemptions."""
+def _simulate(trace, config, engine, spare, probe=-1):
+    """One run of :func:`simulate`; None if the kernel needed room for more than ``spare`` preemptions.
+    ``probe`` ≥ 0: the result's ``probe`` holds what that request saw at its arrival (:func:`.explain.explain`)."""
     config = _check_args(trace, config, "simulate")
     choice(engine, "engine", ENGINES, "simulate")
     trace.validate()
@@ -280,8 +288,9 @@ def _simulate(trace, config, engine, spare):
     # rule 14: a switch per check at most, a check per arrival at most
     switch_log = np.full((len(trace) if config.switches_roles else 0, 5), np.nan)
     switches = []
-    diag = np.zeros(9, dtype=np.int64)  # [4:7]: a student policy's request, bad-value flag, value; [7] no room;
-    # [8]: role switches logged
+    diag = np.zeros(12, dtype=np.int64)  # [4:7]: a student policy's request, bad-value flag, value; [7] no room;
+    # [8]: role switches logged; [9]–[11]: the probe's best prefix (blocks), holder and chosen instance
+    probe_rows = np.full((len(PROBE_ROWS), n_route if probe >= 0 else 0), np.nan)
     student = compile_policy(config.prefill_policy) if callable(config.prefill_policy) else None
     t0 = time.perf_counter()
     if config.coupled and engine == "numba":
@@ -309,7 +318,8 @@ def _simulate(trace, config, engine, spare):
                      else None)
             args = (TraceArrays(trace.arrival_s, trace.input_len, trace.output_len, trace.block_offsets,
                                 trace.block_ids),
-                    rc.cost, _params(trace, config, rc, n_route, spare), u, z, st, Outputs(**out), max_kv, diag,
+                    rc.cost, _params(trace, config, rc, n_route, spare, probe), u, z, st,
+                    Outputs(**out, probe=probe_rows), max_kv, diag,
                     switch_log,
                     links, router, belief)
             if student is None:
@@ -327,9 +337,9 @@ def _simulate(trace, config, engine, spare):
                                f"{int(diag[6])}, not one of 0 … {n_route - 1} (sim/routers.py::route)")
     elif student is not None:
         with student.errors(diag, trace, new_view(n_route)):
-            run_reference(trace, config, rc, u, z, out, max_kv, diag, student)
+            run_reference(trace, config, rc, u, z, out, max_kv, diag, student, probe=(probe, probe_rows))
     else:
-        run_reference(trace, config, rc, u, z, out, max_kv, diag, switch_log=switches)
+        run_reference(trace, config, rc, u, z, out, max_kv, diag, switch_log=switches, probe=(probe, probe_rows))
         switch_log = np.array(switches, dtype=np.float64).reshape(-1, 5)
     wall = time.perf_counter() - t0
     names = (("iterations", "time_reversals", "prefill_iterations", "max_decode_batch") if config.coupled
@@ -337,4 +347,7 @@ def _simulate(trace, config, engine, spare):
     return SimResult(trace=trace, config=config, engine=engine, arrays=out, max_kv_tokens=max_kv,
                      decode_kv_capacity=rc.decode_kv_capacity,
                      diagnostics={k: int(v) for k, v in zip(names, diag)},
-                     wall_s=wall, switch_log=switch_log[:int(diag[8])] if engine == "numba" else switch_log)
+                     wall_s=wall, switch_log=switch_log[:int(diag[8])] if engine == "numba" else switch_log,
+                     probe=None if probe < 0 else {"request": int(probe), "rows": probe_rows,
+                                                   "best_blocks": int(diag[9]), "holder": int(diag[10]),
+                                                   "chosen": int(diag[11])})

@@ -66,6 +66,7 @@ class Params(NamedTuple):
     switch_ratio: float     # rule 14's ρ (0: fixed roles)
     switch_interval: float  # s between two load checks
     switch_cost: float      # s a switching node reloads after draining
+    probe: int              # sim.explain: the request whose view the kernel records in Outputs.probe (−1: none)
 
 
 class Outputs(NamedTuple):
@@ -92,6 +93,7 @@ class Outputs(NamedTuple):
     computed_tok: np.ndarray
     outcome: np.ndarray         # config.COMPLETED 1, REJECTED_AT_ARRIVAL 2, _AFTER_PREFILL 3, _TOO_LARGE 4
     preemptions: np.ndarray     # times it was preempted on decode
+    probe: np.ndarray           # (conductor_view.PROBE_ROWS, P): what Params.probe's request saw (sim.explain)
 
 
 class Roles(NamedTuple):

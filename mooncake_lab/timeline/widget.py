@@ -69,9 +69,10 @@ class Timeline(anywidget.AnyWidget):
     # (not "style": a DOMWidget's style trait is its Style model, which the front end draws)
     projector = traitlets.Bool(False).tag(sync=True)   # the course's "projector" style: bigger lanes and text
 
-    def __init__(self, lanes_: list[Lanes], labels: list[str], **kw):
+    def __init__(self, lanes_: list[Lanes], labels: list[str], results: list | None = None, **kw):
         self.lanes = lanes_
         self.labels = labels
+        self.results = list(results or [])  # the SimResults behind the lanes (for why())
         super().__init__(runs=[payload(ln, lb) for ln, lb in zip(lanes_, labels)], **kw)
 
     @property
@@ -101,6 +102,40 @@ class Timeline(anywidget.AnyWidget):
         w = min(w, self.end_s)
         t0 = max(0.0, min(self.now - w, self.end_s - w))
         return t0, t0 + w
+
+    def why(self):
+        """A panel under the view that explains the selected request (click one, or press ⏭ next arrival):
+        in every run on the clock, the Conductor's terms per instance and why the winner won
+        (:func:`mooncake_lab.sim.explain.explain`)."""
+        import ipywidgets as w
+
+        panel = w.HTML(value=self.why_html(), layout=w.Layout(max_width="100%", overflow="auto"))
+        self.observe(lambda _change: setattr(panel, "value", self.why_html()), names="selected")
+        return panel
+
+    def why_html(self) -> str:
+        """What :meth:`why` shows for the selected request now (HTML)."""
+        import html
+
+        from ..sim.explain import explain
+
+        i = self.selected
+        if i < 0:
+            return ("<p>Click a request in a prefill lane, or press ⏭ next arrival, to see why it went where it "
+                    "went: the Conductor's terms per instance, from the simulator's own numbers.</p>")
+        if not self.results:
+            return "<p>This view was made without its runs; call timeline(result) to explain requests.</p>"
+        parts = []
+        for res, label in zip(self.results, self.labels):
+            head = f"<h4>{html.escape(label)}</h4>"
+            if i >= len(res.trace):
+                parts.append(head + f"<p>This run has no request {i} (it has {len(res.trace):,}).</p>")
+            elif res.config.coupled:
+                parts.append(head + f"<p>Request {i} went to node {int(res.arrays['prefill_inst'][i])}. A coupled "
+                             "node runs prefill and decode itself, so there is no Conductor choice to explain.</p>")
+            else:
+                parts.append(head + explain(res, i)._repr_html_())
+        return "".join(parts)
 
     def static_caption(self) -> str:
         t0, t1 = self.shown()
@@ -187,7 +222,7 @@ def timeline(*results, labels=None, window: float = 30.0, now: float | None = No
         now = min(end, window if window > 0 else end)
     if not isinstance(now, int | float) or isinstance(now, bool) or not math.isfinite(now) or not 0 <= now <= end:
         raise fail("now", now, f"a time in s, 0 … {end:.6g} (the run's end)", where)
-    return Timeline(ln, list(labels), window=float(window), now=float(now), speed=float(speed),
+    return Timeline(ln, list(labels), results=results, window=float(window), now=float(now), speed=float(speed),
                     projector=style == "projector")
 
 
