@@ -128,7 +128,8 @@ def test_an_inlined_prefill_is_named():
 def test_routers_show_their_scores_and_the_conductors_pick():
     tr = trace_from_requests(np.arange(12) * 0.05, [2048] * 12, [8] * 12, [4] * 12,
                              [b for r in range(12) for b in (0, 1, 2, 100 + r)], name="shared")
-    for router, key in (("dynamo", "cost_blocks"), ("llmd", "score"), ("preble", "cost_s"), ("sglang", "match_rate")):
+    for router, key in (("dynamo", "cost_blocks"), ("llmd", "score"), ("preble", "cost_s"), ("sglang", "match_rate"),
+                        ("aibrix", "score")):
         res = sim.simulate(tr, sim.ClusterConfig(n_prefill=3, n_decode=1, prefill_policy=router))
         d = sim.explain(res, 11)
         assert key in d.table.columns, router

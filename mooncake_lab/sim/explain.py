@@ -27,7 +27,7 @@ TABLE_COLUMNS = ("queue (s)", "local prefix (tokens)", "prefill (s)", "fetch", "
 _ROW = {name: k for k, name in enumerate(PROBE_ROWS)}
 #: Per router code: the score that decides and which way (sim/routers.py; routers_reference.rule_scores).
 _DECIDES = {5: ("cost_blocks", "lowest"), 6: ("match_rate", "highest"), 7: ("score", "highest"),
-            9: ("matched_blocks", "highest"), 10: ("matched_blocks", "highest"), 11: ("matched_blocks", "highest"),
+            9: ("matched_blocks", "highest"), 10: ("matched_blocks", "highest"), 11: ("score", "lowest"),
             12: ("cost_s", "lowest")}
 
 
@@ -195,12 +195,7 @@ def _router_why(cfg, res, t, rows, chosen, i) -> str:
     for k, v in scores.items():
         t[k] = v
     router = ROUTER_CODES[rp.code]
-    if rp.code == 11 and "score" in scores:  # AIBrix's PD router
-        key, way = "score", "lowest"
-    elif rp.code in _DECIDES:
-        key, way = _DECIDES[rp.code]
-    else:
-        key = None
+    key, way = _DECIDES.get(rp.code, (None, ""))  # AIBrix: its PD router (explain runs no coupled cluster)
     if key in scores:
         return (f"{router}'s rule sent it to instance {chosen}: its {key} = {scores[key][chosen]:.3g} "
                 f"({way} wins; ties and thresholds as sim/routers.py says).")
