@@ -476,3 +476,4 @@ claim("04.f14", "A 128k-token prompt with 95% of it cached", lambda: [paper.FAST
       source=paper.FAST25_FIG14_SOURCE)
 claim("04.f13", "The paper sweeps 24 to 400 Gbps on its synthetic trace,\nlinks shared, and recommends at least 100 Gbps",
       lambda: [*paper.FAST25_FIG13_GBPS_RANGE, paper.FAST25_FIG13_MIN_GBPS], source=paper.FAST25_FIG13_SOURCE)
+not_a_claim("04.pk_main", "saturation a queue's wait grows like ρ/(1−ρ)", _FORMULA)

@@ -27,7 +27,8 @@ class Exercise:
     """A question with a computed answer.
 
     ``answer`` is a zero-argument function giving the expected value (a number, a string or a
-    bool); numbers are accepted within ``rel_tol`` (relative). ``unit`` is shown in feedback;
+    bool); numbers are accepted within ``rel_tol`` (relative) or ``abs_tol`` (in ``unit``: a time read off
+    a view to half a second). ``unit`` is shown in feedback;
     ``hint`` is shown on a wrong answer; ``why`` after a right one. A choice question lists its
     ``choices`` (shown on a wrong answer); ``synonyms`` maps other words the lecture uses for a
     choice to it (``{"sticky": "session"}``). Choices compare case-insensitively, blanks and hyphens
@@ -42,6 +43,7 @@ class Exercise:
     answer: Callable[[], Any]
     unit: str = ""
     rel_tol: float = 0.05
+    abs_tol: float = 0.0
     hint: str = ""
     why: str = ""
     choices: tuple[str, ...] = ()
@@ -424,6 +426,8 @@ def _prefixed(unit: str, e: int) -> str:
 
 
 def _tolerance(ex: Exercise, expected: float) -> str:
+    if ex.abs_tol > 0:
+        return f"(Accepted within ±{ex.abs_tol:g} {ex.unit}.)" if ex.unit else f"(Accepted within ±{ex.abs_tol:g}.)"
     if ex.rel_tol <= 0:
         return "(An exact whole number is expected.)" if float(expected).is_integer() else \
             "(The exact value is expected.)"
@@ -450,7 +454,7 @@ def _check_number(ex: Exercise, answer: Any, expected: Any) -> Verdict:
     exp = float(expected)
     given = (repr(answer.strip()) if isinstance(answer, str) else   # as typed: '2 MB', not 2,000,000 B
              _fmt(answer if isinstance(answer, (int, float)) and not isinstance(answer, bool) else value, ex.unit))
-    whole = ex.rel_tol <= 0 and isinstance(expected, numbers.Integral)   # an instance, a count, a code
+    whole = ex.rel_tol <= 0 and ex.abs_tol <= 0 and isinstance(expected, numbers.Integral)   # an instance, a count
     if whole and not _is_whole(exact):
         what = "An instance number" if ex.unit == "instance" else "This answer"
         shown = answer.strip() if isinstance(answer, str) else repr(value)
@@ -459,7 +463,7 @@ def _check_number(ex: Exercise, answer: Any, expected: Any) -> Verdict:
     if whole:
         ok = int(exact) == expected     # exact: no rounding through float
     else:
-        ok = math.isclose(value, exp, rel_tol=ex.rel_tol, abs_tol=1e-12)
+        ok = math.isclose(value, exp, rel_tol=ex.rel_tol, abs_tol=max(ex.abs_tol, 1e-12))
     extra = " ".join(x for x in (_unit_slip(value, exp, ex) if not ok else "", _tolerance(ex, exp)) if x)
     if ok:
         return _verdict(ex, True, expected, given, value=value)

@@ -87,3 +87,20 @@ exercise(Exercise(
          "`comp.loc['random', 'ttft_mean_s'] / comp.loc['kvcentric', 'ttft_mean_s']`.",
     why="far more than 14.7 here: random leaves 8 independent queues at ~93% utilisation (released trace), where the wait "
         "grows like ρ/(1−ρ) — close to saturation, small differences in load give huge differences in TTFT."))
+
+
+def _document_reaches_p7() -> float:
+    from ..experiments.watch import hot_document, holds_document_s
+
+    return holds_document_s(hot_document().runs["KVCache-centric"], 7)
+
+
+exercise(Exercise(
+    "04.document_reaches",
+    "Question 6 [watch]: in the hot document's view, under KVCache-centric, at which second does the document "
+    "reach P7? That is where P7's first fetch (dark blue) ends. Give it to half a second.",
+    answer=_document_reaches_p7, unit="s", rel_tol=0.0, abs_tol=0.5,
+    hint="In the KVCache-centric run, find P7's lane. Its first request waits for the fetch (light blue), then "
+         "fetches (a thin dark-blue bar), then computes. Read the time axis where the dark blue ends.",
+    why="the document exists only once P0 has computed it. The Conductor let P7 wait for that rather than compute "
+        "the document again; the fetch itself takes a few hundredths of a second."))

@@ -90,3 +90,20 @@ exercise(Exercise(
     hint="capacity_table(attainment_curve()) has one row per system: divide mooncake's by coupled's.",
     why="A ratio of rates, in our own metric. FAST'25's +59% … +498% are gains in a different one: the share of "
         "requests meeting the SLOs at the trace's own load (request_capacity_ratio). Do not compare the two."))
+
+
+def _stalled_by_prefill() -> int:
+    from ..experiments.watch import WATCH_END_S, interference, longest_prefill
+
+    return longest_prefill(interference().runs["coupled"], WATCH_END_S - 30.0, WATCH_END_S)["stalled"]
+
+
+exercise(Exercise(
+    "06.stalled_batch",
+    "Question 5 [watch]: in the coupled run of the view in section 4, take the longest prefill (orange bar) of "
+    "the window the view opens on. How many requests sit in that node's decode batch while it runs?",
+    answer=_stalled_by_prefill, unit="requests", rel_tol=0.0,
+    hint="The note under the view names the node. Scrub the clock into the orange bar and read the number beside "
+         "that node's decode lane, or hover over the lane.",
+    why="each of them waits the whole prefill for its next token: one long prompt breaks the TBT of every request "
+        "decoding on its node. In this run no decode node of Mooncake's pair prefills."))

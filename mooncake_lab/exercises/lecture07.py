@@ -86,3 +86,21 @@ exercise(Exercise(
          "grid point after the crossing.",
     why="From there on the overload is deep enough that the baseline's size-selective late check beats a "
         "size-blind early one."))
+
+
+def _prediction_fewer() -> int:
+    from ..experiments.watch import OSCILLATION_S, oscillation, rejected_by
+
+    runs = oscillation().runs
+    return rejected_by(runs["early rejection"], OSCILLATION_S) - rejected_by(runs["prediction"], OSCILLATION_S)
+
+
+exercise(Exercise(
+    "07.prediction_fewer",
+    "Question 6 [watch]: in the view of section 6, with the clock at the end of the first ten minutes, how many "
+    "fewer requests has prediction rejected than early rejection?",
+    answer=_prediction_fewer, unit="requests", rel_tol=0.0,
+    hint="The count beside each run's arrivals lane is its rejections up to the clock (\"rej.\"). Subtract "
+         "prediction's from early rejection's.",
+    why="prediction counts the requests that will still be decoding when this one's prefill is done, not those "
+        "decoding now. Requests that finish by then free their memory, so fewer arrivals are turned away."))

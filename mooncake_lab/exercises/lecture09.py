@@ -103,3 +103,25 @@ exercise(Exercise(
          "requests sent on a stale belief, in %.",
     why="the tree remembers what the router sent, not what the engine kept. The instance evicts blocks the tree "
         "still lists, and the prefill recomputes them."))
+
+
+def _conductor_pick() -> int:
+    from ..experiments.watch import WATCH_END_S, contested_request, router_vs_conductor
+
+    d = contested_request(router_vs_conductor().runs["sglang"], WATCH_END_S - 30.0)
+    if d is None:
+        raise RuntimeError("09.conductor_pick: SGLang's router and the Conductor agree on every request the view "
+                           "explains, so the question has no request to ask about")
+    return d.conductor_pick
+
+
+exercise(Exercise(
+    "09.conductor_pick",
+    "Question 5 [watch]: the note under section 2's view names a request on which SGLang's rule and the "
+    "Conductor disagree. Which prefill instance would the Conductor have sent it to?",
+    answer=_conductor_pick, unit="instance", rel_tol=0.0,
+    hint="Select the request (`view.selected = …`, as the note says) and read the panel under the view: its "
+         "last sentence names the instance Algorithm 1 would have picked. `sim.explain(run, request)` gives the "
+         "same table.",
+    why="the router compares prefix matches and, past its balance threshold, loads; the Conductor adds each "
+        "instance's queue, its prefill and a fetch into one TTFT estimate, and takes the smallest."))

@@ -70,3 +70,4 @@ restate("04", "solutions", "Mooncake's global scheduler, the\n**Conductor**,", "
 S("KVCache-centric\nmatches the paper;", FIG8, where="solutions")
 S("(The paper's ratio is 92.07 / 6.26", FIG8, where="04.random_over_kvcentric")
 S("Question 1 [Algorithm 1]: in the", ALG1, where="04.worked_choice")
+N("The Conductor let P7 wait for that", SIM, where="04.document_reaches")

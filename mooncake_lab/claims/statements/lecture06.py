@@ -83,3 +83,5 @@ S("The paper gives no rule and no\ncost.", f"{FAST} §5.5 (no rule, threshold or
 N("* Every 60 s the Conductor compares", SIM)
 S("That is why Mooncake fixes the", ROLES)
 N("A well-chosen\n  fixed split needs", "the course's finding of §8, computed in the notebook")
+N("In this run no decode node of Mooncake's pair", SIM + " (inline_prefill off: lecture 06 §7 turns the hybrid on)",
+  where="06.stalled_batch")
