@@ -99,7 +99,7 @@ def hot_document() -> Watch:
     spread = [holds_document_s(kv, k) for k in range(n)]
     served = np.bincount(ca.arrays["prefill_inst"], minlength=n)
     ttft = {p: float(np.mean(r.arrays["prefill_end"] - r.trace.arrival_s)) for p, r in runs.items()}
-    note = (f"**What to watch.** {len(kv.trace)} users ask about one {HOT_DOCUMENT['doc_blocks'] * BLOCK_TOKENS:,}"
+    note = (f"**What to watch.** In a synthetic burst, {len(kv.trace)} users ask about one {HOT_DOCUMENT['doc_blocks'] * BLOCK_TOKENS:,}"
             f"-token document within {HOT_DOCUMENT['spread_s']:g} s. Under KVCache-centric, P0 computes it once "
             f"(orange). The others wait for it (light blue), then fetch it (dark blue): all {n} hold it by "
             f"{max(spread):.1f} s. Under cache-aware, {int((served > 0).sum()) - 1} more instances compute it "
