@@ -30,7 +30,7 @@ from functools import lru_cache
 
 from .. import validate as v
 from . import logs
-from ._proto import WORKER_METHODS, Channel, StoreLabError, stop_pids
+from ._proto import WORKER_METHODS, Channel, PeerGone, StoreLabError, stop_pids
 
 __all__ = ["StoreLab", "StoreLabError", "start_all", "store_status", "isolation", "HOST_NETWORK_ENV", "PACKAGE",
            "memory_budget_mib", "MIN_SEGMENT_MIB", "MAX_BATCH_BYTES", "MAX_KEYS", "MAX_KEY_CHARS"]
@@ -304,7 +304,16 @@ class StoreLab:
         if not self.running:
             why = "" if self._proc is None else f" (its supervisor exited: {self._proc.returncode}; close() it and start a new one)"
             raise StoreLabError(f"the lab is not running{why}: use `with StoreLab() as lab:` or lab.start()")
-        return self._ch.ask(op, timeout_s or self.timeout_s, **kwargs)
+        try:
+            return self._ch.ask(op, timeout_s or self.timeout_s, **kwargs)
+        except PeerGone:
+            # the channel broke: if the supervisor is exiting (killed, say), say so rather than "gone"
+            try:
+                self._proc.wait(timeout=1.0)
+            except subprocess.TimeoutExpired:
+                raise
+            raise StoreLabError(f"the lab is not running (its supervisor exited: {self._proc.returncode}; close() it "
+                                "and start a new one)") from None
 
     def call(self, who: str, method: str, timeout_s: float | None = None, **kwargs):
         """Ask the store client ``who`` (a node or a client name) to run ``method`` (one of the

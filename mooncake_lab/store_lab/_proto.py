@@ -30,6 +30,10 @@ class StoreLabError(RuntimeError):
     """The store (or a process of the lab) failed or did not answer in time."""
 
 
+class PeerGone(StoreLabError):
+    """The other end of a channel closed it: it exited or was killed."""
+
+
 def conn(read_fd: int, write_fd: int) -> tuple[Connection, Connection]:
     return Connection(read_fd, writable=False), Connection(write_fd, readable=False)
 
@@ -92,7 +96,7 @@ class Channel:
             with whole_message():
                 self.tx.send((rid, op, kwargs))
         except (EOFError, OSError) as err:
-            raise StoreLabError(f"{op}: {self.peer} is gone ({err or type(err).__name__})") from None
+            raise PeerGone(f"{op}: {self.peer} is gone ({err or type(err).__name__})") from None
         return rid
 
     def collect(self, rid: int, op: str, timeout_s: float, deadline: float | None = None):
@@ -113,7 +117,7 @@ class Channel:
                     break
                 self.stale += 1
         except (EOFError, OSError) as err:
-            raise StoreLabError(f"{op}: {self.peer} is gone ({err or type(err).__name__})") from None
+            raise PeerGone(f"{op}: {self.peer} is gone ({err or type(err).__name__})") from None
         except KeyboardInterrupt:
             self._abandon()
             raise
